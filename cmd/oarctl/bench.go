@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+)
+
+const benchSynopsis = "oarctl bench --capability FILE --rules FILE [--rules FILE]... [--config FILE]... --occurrences FILE [-n N] [--json]"
+
+// warmup is the most evaluations run, unmeasured, before measuring.
+const warmup = 1000
+
+// benchResult is what bench measures; it is also the --json output.
+type benchResult struct {
+	Evaluations   int     `json:"evaluations"`
+	Seconds       float64 `json:"seconds"`
+	PerSecond     float64 `json:"per_second"`
+	P50           int64   `json:"p50_ns"`
+	P99           int64   `json:"p99_ns"`
+	AllocsPerEval float64 `json:"allocs_per_eval"`
+}
+
+// recorded is one occurrence of the --occurrences file and the line it came from.
+type recorded struct {
+	at  origin
+	occ *engine.Occurrence
+}
+
+// runBench evaluates the recorded occurrences in order, cycling until n evaluations,
+// against one runtime — one session store, each occurrence in its own session_id — and
+// reports throughput, latency percentiles and allocations per evaluation.
+func runBench(args []string, stdout, stderr io.Writer) int {
+	flags := newFlags("bench", stderr)
+	var pf programFlags
+	pf.register(flags)
+	occFile := flags.String("occurrences", "", "a JSON Lines `FILE`, one occurrence object per line (required)")
+	n := flags.Int("n", 100000, "the number `N` of measured evaluations")
+	asJSON := flags.Bool("json", false, "print the result as one JSON object")
+	rest, code, ok := parseFlags(flags, benchSynopsis, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	switch msg := pf.missing(); {
+	case len(rest) > 0:
+		return usageError(stderr, benchSynopsis, "unexpected argument %q", rest[0])
+	case msg != "":
+		return usageError(stderr, benchSynopsis, "%s", msg)
+	case *occFile == "":
+		return usageError(stderr, benchSynopsis, "--occurrences FILE is required")
+	case *n < 1:
+		return usageError(stderr, benchSynopsis, "-n must be at least 1; got %d", *n)
+	}
+
+	l := &loader{w: stderr}
+	p := pf.load(l)
+	occs := l.readOccurrences(*occFile)
+	if p == nil || l.failed {
+		return exitFail
+	}
+	res, failed := measure(p, occs, *n)
+	if failed != nil {
+		l.evaluationFailed(failed.at, failed.err)
+		return exitFail
+	}
+	if *asJSON {
+		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+			fmt.Fprintf(stderr, "oarctl bench: %v\n", err)
+			return exitFail
+		}
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "%d evaluations in %.3g s: %.0f evals/s, p50 %d ns, p99 %d ns, %.1f allocs/eval\n",
+		res.Evaluations, res.Seconds, res.PerSecond, res.P50, res.P99, res.AllocsPerEval)
+	return exitOK
+}
+
+// readOccurrences reads a JSON Lines file of occurrences, skipping blank lines and
+// reporting a malformed line as FILE:LINE.
+func (l *loader) readOccurrences(file string) []recorded {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		l.errorf(file, "%v", unwrapPathError(err))
+		return nil
+	}
+	var out []recorded
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		at := origin{file: fmt.Sprintf("%s:%d", file, i+1)}
+		occ, errs := decodeOccurrence(line)
+		for _, e := range errs {
+			l.report(at, e)
+		}
+		if occ != nil {
+			out = append(out, recorded{at: at, occ: occ})
+		}
+	}
+	if len(out) == 0 && !l.failed {
+		l.errorf(file, "no occurrence: the file holds one occurrence object per line")
+	}
+	return out
+}
+
+// evalFailure is an occurrence the program refused to evaluate.
+type evalFailure struct {
+	at  origin
+	err error
+}
+
+// measure runs min(warmup, n) unmeasured evaluations, then n measured ones, timing each
+// and counting heap allocations over the whole measured loop.
+func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailure) {
+	rt := engine.NewMemoryRuntime()
+	for i := range min(warmup, n) {
+		o := occs[i%len(occs)]
+		if _, err := p.Evaluate(rt, o.occ); err != nil {
+			return benchResult{}, &evalFailure{o.at, err}
+		}
+	}
+	latencies := make([]time.Duration, n)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	for i := range n {
+		o := occs[i%len(occs)]
+		t0 := time.Now()
+		_, err := p.Evaluate(rt, o.occ)
+		latencies[i] = time.Since(t0)
+		if err != nil {
+			return benchResult{}, &evalFailure{o.at, err}
+		}
+	}
+	wall := time.Since(start)
+	runtime.ReadMemStats(&after)
+
+	slices.Sort(latencies)
+	return benchResult{
+		Evaluations:   n,
+		Seconds:       wall.Seconds(),
+		PerSecond:     float64(n) / wall.Seconds(),
+		P50:           percentile(latencies, 0.50).Nanoseconds(),
+		P99:           percentile(latencies, 0.99).Nanoseconds(),
+		AllocsPerEval: float64(after.Mallocs-before.Mallocs) / float64(n),
+	}, nil
+}
+
+// percentile is the nearest-rank percentile of sorted latencies.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(i, 0)]
+}

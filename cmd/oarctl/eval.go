@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+)
+
+const evalSynopsis = "oarctl eval --capability FILE --rules FILE [--rules FILE]... [--config FILE]... [--occurrence FILE | -]"
+
+// stdin is where eval reads an occurrence when none is named or the name is "-".
+var stdin io.Reader = os.Stdin
+
+// runEval loads a capability, rules and configurations, resolves one occurrence against
+// a fresh runtime, and prints the decision as indented JSON in the shapes of section 10.2.
+func runEval(args []string, stdout, stderr io.Writer) int {
+	flags := newFlags("eval", stderr)
+	var pf programFlags
+	pf.register(flags)
+	occFile := flags.String("occurrence", "", "the occurrence `FILE` to evaluate, one JSON object (default, or -: standard input)")
+	rest, code, ok := parseFlags(flags, evalSynopsis, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	switch {
+	case len(rest) == 1 && rest[0] == "-" && *occFile == "":
+		*occFile = "-"
+	case len(rest) > 0:
+		return usageError(stderr, evalSynopsis, "unexpected argument %q", rest[0])
+	}
+	if msg := pf.missing(); msg != "" {
+		return usageError(stderr, evalSynopsis, "%s", msg)
+	}
+
+	l := &loader{w: stderr}
+	p := pf.load(l)
+	if p == nil {
+		return exitFail
+	}
+	occ, src := readOccurrence(l, *occFile)
+	if occ == nil {
+		return exitFail
+	}
+	d, err := p.Evaluate(engine.NewMemoryRuntime(), occ)
+	if err != nil {
+		l.evaluationFailed(origin{file: src}, err)
+		return exitFail
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(d); err != nil {
+		fmt.Fprintf(stderr, "oarctl eval: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// readOccurrence reads the occurrence from file, or from standard input when file is
+// empty or "-", reporting a malformed one by member. It returns the name it read from.
+func readOccurrence(l *loader, file string) (*engine.Occurrence, string) {
+	src := file
+	var data []byte
+	var err error
+	if file == "" || file == "-" {
+		src = "stdin"
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		l.errorf(src, "%v", unwrapPathError(err))
+		return nil, src
+	}
+	occ, errs := decodeOccurrence(data)
+	for _, e := range errs {
+		l.report(origin{file: src}, e)
+	}
+	return occ, src
+}
+
+// evaluationFailed reports an occurrence the program refused to evaluate, against the
+// occurrence at: an anchor the capability does not declare names the member.
+func (l *loader) evaluationFailed(at origin, err error) {
+	var unknown *engine.UnknownAnchorError
+	if errors.As(err, &unknown) {
+		l.report(at, diag.New("OAR-DOC-12", "anchor", "anchor %q is neither the local anchor of a supported core anchor nor a host-native anchor of the capability", unknown.Anchor))
+		return
+	}
+	l.errorf(at.file, "evaluation failed: %v", err)
+}

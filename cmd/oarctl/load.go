@@ -1,0 +1,319 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/engine/types"
+)
+
+// docKind is what an OAR document is.
+type docKind int
+
+// The kinds. anyKind, as the kind a file is read for, accepts every kind.
+const (
+	anyKind docKind = iota
+	ruleDoc
+	capabilityDoc
+	configDoc
+)
+
+func (k docKind) String() string {
+	switch k {
+	case ruleDoc:
+		return "rule document"
+	case capabilityDoc:
+		return "capability document"
+	case configDoc:
+		return "configuration document"
+	}
+	return "OAR document"
+}
+
+// versionMembers are the members that carry a document's version, each marking one kind:
+// oar a rule (section 3), oar_capability_version a capability (section 8.2), oar_config
+// a configuration (section 9). Only the member's presence classifies a document; its
+// value is the engine's to check, so an unquoted `oar: 1.0` still reaches the loader and
+// gets its diagnostic.
+var versionMembers = []struct {
+	member string
+	kind   docKind
+}{
+	{"oar", ruleDoc},
+	{"oar_capability_version", capabilityDoc},
+	{"oar_config", configDoc},
+}
+
+// origin locates a document: the file it came from and the JSON path to it inside that
+// file, which prefixes the field of every diagnostic about it.
+type origin struct {
+	file string
+	path string
+}
+
+// document is one classified document of an input file.
+type document struct {
+	kind  docKind
+	value any
+	at    origin
+}
+
+// classify tells what one member of a file is. A member is one document today; a
+// manifest kind that wraps several documents (a RulePack's rules) yields one per wrapped
+// document, each with the path to it inside the member.
+func classify(v any, at origin) ([]document, *diag.Error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, diag.New("", "", "not an OAR document: a rule, capability or configuration document is a JSON object; got %s", types.DescribeJSON(v))
+	}
+	var found []string
+	kind := anyKind
+	for _, vm := range versionMembers {
+		if _, present := obj[vm.member]; present {
+			found = append(found, vm.member)
+			kind = vm.kind
+		}
+	}
+	switch len(found) {
+	case 1:
+		return []document{{kind: kind, value: v, at: at}}, nil
+	case 0:
+		return nil, diag.New("", "", "not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration); its members are %s", memberNames(obj))
+	}
+	return nil, diag.New("", "", "ambiguous document: it carries %s, and a document is exactly one of a rule (oar), a capability (oar_capability_version) or a configuration (oar_config)", strings.Join(found, " and "))
+}
+
+func memberNames(obj map[string]any) string {
+	if len(obj) == 0 {
+		return "none"
+	}
+	return diag.Truncate(strings.Join(sortedMembers(obj), ", "))
+}
+
+// loader reads documents from files and loads them with the engine, printing every
+// problem on w as one line that starts with the file it concerns:
+//
+//	FILE: [N].field: [CLAUSE] message (rule R)
+//
+// where [N] is the document's index in FILE.
+type loader struct {
+	w      io.Writer
+	failed bool
+}
+
+// errorf reports a problem with a file as a whole, on one line.
+func (l *loader) errorf(file, format string, args ...any) {
+	l.failed = true
+	fmt.Fprintf(l.w, "%s: %s\n", file, oneLine(fmt.Sprintf(format, args...)))
+}
+
+// oneLine joins a multi-line message (a YAML parser lists its errors one per line) so
+// every problem stays one line of output.
+func oneLine(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, line := range lines {
+		lines[i] = strings.TrimSpace(line)
+	}
+	return strings.Join(lines, " ")
+}
+
+// fail reports a problem that concerns no single file.
+func (l *loader) fail(format string, args ...any) {
+	l.errorf("oarctl", format, args...)
+}
+
+// report prints one diagnostic about the document at.
+func (l *loader) report(at origin, e *diag.Error) {
+	l.failed = true
+	fmt.Fprintf(l.w, "%s: %s\n", at.file, e.Format(at.path))
+}
+
+// warn prints one warning about the document at; a warning does not fail the load.
+func (l *loader) warn(at origin, e *diag.Error) {
+	fmt.Fprintf(l.w, "%s: warning: %s\n", at.file, e.Format(at.path))
+}
+
+// reportAll prints each diagnostic of a load against the document its Index names
+// among docs; a list about one document (a capability) needs no index.
+func (l *loader) reportAll(docs []document, errs diag.List, emit func(origin, *diag.Error)) {
+	for _, e := range errs {
+		d := docs[0]
+		if e.Index >= 0 && e.Index < len(docs) {
+			d = docs[e.Index]
+		}
+		emit(d.at, e)
+	}
+}
+
+// readFile decodes file (JSON or YAML; one document, a JSON array, or a YAML stream) and
+// classifies its members. When want is not anyKind, every member must be of that kind.
+// Problems are reported; the documents that classified are returned.
+func (l *loader) readFile(file string, want docKind) []document {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		l.errorf(file, "%v", unwrapPathError(err))
+		return nil
+	}
+	members, err := engine.DecodeDocuments(data)
+	if err != nil {
+		l.errorf(file, "%v", err)
+		return nil
+	}
+	var docs []document
+	for i, m := range members {
+		at := origin{file: file, path: fmt.Sprintf("[%d]", i)}
+		got, e := classify(m, at)
+		if e != nil {
+			l.report(at, e)
+			continue
+		}
+		for _, d := range got {
+			if want != anyKind && d.kind != want {
+				l.report(d.at, diag.New("", "", "this is a %s, where a %s is expected", d.kind, want))
+				continue
+			}
+			docs = append(docs, d)
+		}
+	}
+	return docs
+}
+
+// readFiles reads every file for documents of kind want, in order.
+func (l *loader) readFiles(files []string, want docKind) []document {
+	var docs []document
+	for _, f := range files {
+		docs = append(docs, l.readFile(f, want)...)
+	}
+	return docs
+}
+
+// readCapability reads the file --capability names, which holds one capability document.
+func (l *loader) readCapability(file string) *document {
+	docs := l.readFile(file, capabilityDoc)
+	switch len(docs) {
+	case 0:
+		return nil
+	case 1:
+		return &docs[0]
+	}
+	l.errorf(file, "holds %d capability documents; --capability names a file holding exactly one", len(docs))
+	return nil
+}
+
+// capability loads one capability document, reporting its diagnostics ([OAR-FACT-24]).
+func (l *loader) capability(d document) *engine.Capability {
+	c, errs := engine.LoadCapability(d.value)
+	l.reportAll([]document{d}, errs, l.report)
+	return c
+}
+
+// program loads the capability, then the rules as one set against it ([OAR-DOC-31]),
+// then the configurations in order ([OAR-CFG-7]), reporting every diagnostic against the
+// file and document it concerns. Without a capability there can be no rules, and the
+// configurations are checked against the empty rule set. It returns nil when anything
+// failed to load.
+func (l *loader) program(capDoc *document, rules, configs []document) *engine.Program {
+	var c *engine.Capability
+	switch {
+	case capDoc != nil:
+		if c = l.capability(*capDoc); c == nil {
+			l.skipped(len(rules), len(configs), "the capability does not load")
+			return nil
+		}
+	case len(rules) > 0:
+		l.errorf(rules[0].at.file, "rules load against a capability document: name one with --capability FILE")
+		return nil
+	}
+	rs, errs := engine.LoadRules(c, values(rules))
+	l.reportAll(rules, errs, l.report)
+	if rs == nil {
+		l.skipped(0, len(configs), "the rules do not load")
+		return nil
+	}
+	l.reportAll(rules, rs.Warnings, l.warn)
+	p, errs := engine.Configure(rs, values(configs))
+	l.reportAll(configs, errs, l.report)
+	return p
+}
+
+// skipped says which documents a failure upstream left unchecked, so a short report is
+// never mistaken for a clean one.
+func (l *loader) skipped(rules, configs int, why string) {
+	var parts []string
+	if rules > 0 {
+		parts = append(parts, fmt.Sprintf("%d rule documents", rules))
+	}
+	if configs > 0 {
+		parts = append(parts, fmt.Sprintf("%d configuration documents", configs))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(l.w, "oarctl: %s not checked: %s\n", strings.Join(parts, " and "), why)
+	}
+}
+
+func values(docs []document) []any {
+	out := make([]any, len(docs))
+	for i, d := range docs {
+		out[i] = d.value
+	}
+	return out
+}
+
+// unwrapPathError drops the operation and path an *os.PathError repeats, since every
+// message is already prefixed with the file.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// programFlags name the files eval and bench load: one capability, the rule files, and
+// the configurations in the order given.
+type programFlags struct {
+	capability string
+	rules      fileList
+	configs    fileList
+}
+
+func (pf *programFlags) register(flags *flag.FlagSet) {
+	flags.StringVar(&pf.capability, "capability", "", "the capability document `FILE` (required)")
+	flags.Var(&pf.rules, "rules", "a `FILE` of rule documents (required; repeatable, all files load as one rule set)")
+	flags.Var(&pf.configs, "config", "a configuration document `FILE` (repeatable; applied in order)")
+}
+
+// missing names a required flag that was not given, or returns "".
+func (pf *programFlags) missing() string {
+	switch {
+	case pf.capability == "":
+		return "--capability FILE is required"
+	case len(pf.rules) == 0:
+		return "--rules FILE is required"
+	}
+	return ""
+}
+
+// load reads the named files and loads them into a program, reporting every problem;
+// it returns nil when anything failed.
+func (pf *programFlags) load(l *loader) *engine.Program {
+	capDoc := l.readCapability(pf.capability)
+	rules := l.readFiles(pf.rules, ruleDoc)
+	configs := l.readFiles(pf.configs, configDoc)
+	if capDoc == nil {
+		l.skipped(len(rules), len(configs), "the capability could not be read")
+		return nil
+	}
+	p := l.program(capDoc, rules, configs)
+	if l.failed {
+		return nil
+	}
+	return p
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+const sampleCapability = "testdata/capability.yaml"
+
+func TestValidateAccepts(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		summary string
+	}{
+		{
+			// The walk finds the capability, both rule files and the configuration; it
+			// skips README.md and the hidden .drafts directory, whose rule would not load.
+			name:    "a directory walk",
+			args:    []string{"testdata/validate/ok"},
+			summary: "ok: 3 rules, 1 configurations against capability acme.gateway",
+		},
+		{
+			name:    "flags after the paths",
+			args:    []string{"testdata/validate/ok/rules", "--capability", sampleCapability, "--config", "testdata/validate/ok/config.yaml"},
+			summary: "ok: 3 rules, 1 configurations against capability acme.gateway",
+		},
+		{
+			name:    "a file named twice loads once",
+			args:    []string{"testdata/validate/ok", "testdata/validate/ok/rules/read.yaml"},
+			summary: "ok: 3 rules, 1 configurations against capability acme.gateway",
+		},
+		{
+			name:    "--capability beside another capability",
+			args:    []string{"--capability", sampleCapability, "testdata/validate/ok/rules", "testdata/bench/capability.yaml"},
+			summary: "ok: 3 rules, 0 configurations against capability acme.gateway; other capabilities: bench.gateway",
+		},
+		{
+			name:    "a capability alone",
+			args:    []string{sampleCapability},
+			summary: "ok: 0 rules, 0 configurations against capability acme.gateway",
+		},
+		{
+			name:    "capabilities without rules load one by one",
+			args:    []string{sampleCapability, "testdata/bench/capability.yaml"},
+			summary: "ok: 0 rules, 0 configurations; 2 capabilities: acme.gateway, bench.gateway",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := oarctl(t, append([]string{"validate"}, tt.args...)...)
+			if code != exitOK || stderr != "" {
+				t.Fatalf("exit code %d, stderr:\n%s", code, stderr)
+			}
+			if got := strings.TrimSuffix(stdout, "\n"); got != tt.summary {
+				t.Errorf("stdout %q, want %q", got, tt.summary)
+			}
+		})
+	}
+}
+
+// TestValidateRefuses checks that every error class is printed as one line naming the
+// file, the document in it, the field, the clause and, when known, the rule.
+func TestValidateRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string // lines stderr must hold, in order
+	}{
+		{
+			// The bad rule is member 2 of the rule set but document [1] of its file.
+			name: "a rule naming an unknown identifier",
+			args: []string{"--capability", sampleCapability, "testdata/validate/badrule"},
+			want: []string{`testdata/validate/badrule/read.yaml: [1].when: [OAR-FACT-3] unknown identifier "pth" at offset 0 (rule acme.security/READ_OUTSIDE_SCOPE)`},
+		},
+		{
+			name: "an invalid capability",
+			args: []string{"testdata/validate/badcap.yaml"},
+			want: []string{
+				`testdata/validate/badcap.yaml: [0].activity_window: [OAR-PROF-3] activity_window must be zero or more`,
+				`testdata/validate/badcap.yaml: [0].anchors: [OAR-PROF-2] core anchor model.output is declared neither in anchors.core nor in anchors.unsupported; every core anchor must appear exactly once`,
+				`testdata/validate/badcap.yaml: [0].profiles[1]: [OAR-FACT-24] "toolz" is not a standard profile`,
+			},
+		},
+		{
+			name: "rules against an invalid capability are not checked",
+			args: []string{"--capability", "testdata/validate/badcap.yaml", "testdata/validate/ok/rules"},
+			want: []string{
+				`testdata/validate/badcap.yaml: [0].activity_window: [OAR-PROF-3]`,
+				`oarctl: 3 rule documents not checked: the capability does not load`,
+			},
+		},
+		{
+			name: "a configuration naming a rule that is not loaded",
+			args: []string{"testdata/validate/ok/capability.yaml", "testdata/validate/ok/rules", "testdata/validate/badconfig.yaml"},
+			want: []string{`testdata/validate/badconfig.yaml: [0].disable[0]: [OAR-CFG-4] configuration names rule "acme.security/READ_EVERYTHING", which is not loaded (rule acme.security/READ_EVERYTHING)`},
+		},
+		{
+			name: "a configuration alone names rules that are not loaded",
+			args: []string{"testdata/validate/ok/config.yaml"},
+			want: []string{`testdata/validate/ok/config.yaml: [0].enforcement.acme.security/READ_SECRETS_DIR: [OAR-CFG-4] configuration names rule "acme.security/READ_SECRETS_DIR", which is not loaded`},
+		},
+		{
+			name: "an unquoted oar: 1.0 in YAML",
+			args: []string{"--capability", sampleCapability, "testdata/validate/unquoted.yaml"},
+			want: []string{`testdata/validate/unquoted.yaml: [0].oar: [OAR-DOC-3] oar must be a string of the form <major>.<minor> — an unquoted number in YAML is read as a number, quote the version, for example oar: "1.0"`},
+		},
+		{
+			name: "a document that is no OAR document",
+			args: []string{"testdata/validate/notoar.yaml"},
+			want: []string{`testdata/validate/notoar.yaml: [1]: not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration); its members are apiVersion, kind, metadata`},
+		},
+		{
+			name: "a member given twice",
+			args: []string{"--capability", sampleCapability, "testdata/validate/dupkey.yaml"},
+			want: []string{`testdata/validate/dupkey.yaml: YAML: yaml: unmarshal errors: line 3: key "id" already set in map: a document with a member given twice has no single JSON reading [OAR-DOC-1]`},
+		},
+		{
+			name: "rules without a capability",
+			args: []string{"testdata/validate/ok/rules"},
+			want: []string{`testdata/validate/ok/rules/read.yaml: rules load against a capability document: name one with --capability FILE`},
+		},
+		{
+			name: "rules with two capabilities to choose from",
+			args: []string{sampleCapability, "testdata/bench/capability.yaml", "testdata/validate/ok/rules"},
+			want: []string{`oarctl: 2 capability documents found (testdata/capability.yaml [0], testdata/bench/capability.yaml [0]); name the one the rules load against with --capability FILE`},
+		},
+		{
+			name: "--capability naming a configuration",
+			args: []string{"--capability", "testdata/validate/ok/config.yaml", "testdata/validate/ok/rules"},
+			want: []string{
+				`testdata/validate/ok/config.yaml: [0]: this is a configuration document, where a capability document is expected`,
+				`oarctl: 3 rule documents not checked: the capability named by --capability could not be read`,
+			},
+		},
+		{
+			name: "a path that does not exist",
+			args: []string{"testdata/validate/missing"},
+			want: []string{`testdata/validate/missing: no such file or directory`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := oarctl(t, append([]string{"validate"}, tt.args...)...)
+			if code != exitFail {
+				t.Errorf("exit code %d, want %d", code, exitFail)
+			}
+			if stdout != "" {
+				t.Errorf("stdout should be empty on failure, got %q", stdout)
+			}
+			containsInOrder(t, lines(stderr), tt.want)
+		})
+	}
+}
+
+func TestValidateWarnsWithoutFailing(t *testing.T) {
+	stdout, stderr, code := oarctl(t, "validate", "--capability", sampleCapability, "testdata/validate/warning.yaml")
+	if code != exitOK {
+		t.Fatalf("exit code %d, stderr:\n%s", code, stderr)
+	}
+	want := `testdata/validate/warning.yaml: warning: [0].selector.tool: [OAR-SEL-6] selector clause "tool" is empty and matches nothing: rule NEVER_SELECTED is never selected (rule NEVER_SELECTED)`
+	if got := lines(stderr); !slices.Equal(got, []string{want}) {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+	if stdout != "ok: 1 rules, 0 configurations against capability acme.gateway\n" {
+		t.Errorf("stdout %q", stdout)
+	}
+}
+
+func TestValidateEmptyDirectory(t *testing.T) {
+	dir := t.TempDir()
+	_, stderr, code := oarctl(t, "validate", dir)
+	if code != exitFail || stderr != dir+": no *.json, *.yaml or *.yml file under this directory\n" {
+		t.Errorf("exit code %d, stderr %q", code, stderr)
+	}
+}

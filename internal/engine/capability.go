@@ -1,0 +1,405 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/engine/expr"
+	"github.com/oar-operator/oar-operator/internal/engine/types"
+)
+
+// Tier says where a declared name comes from ([OAR-FACT-14]).
+type Tier uint8
+
+// The tiers: core, a standard profile, or the host's own.
+const (
+	TierCore Tier = iota
+	TierProfile
+	TierHost
+)
+
+// symbolInfo is one declared name with its provenance.
+type symbolInfo struct {
+	types.Symbol
+	Tier    Tier
+	Profile string // the profile for TierProfile
+	// Detector marks a fact produced by a registered detector ([OAR-OPS-22]).
+	Detector bool
+}
+
+// HostFact is one entry of host_facts ([OAR-FACT-27]).
+type HostFact struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// Capability is a validated capability document (section 8.2, [OAR-FACT-21]) and the
+// closed, typed fact environment it declares ([OAR-FACT-1]).
+type Capability struct {
+	Version            string
+	Host               string
+	ActivityWindow     int
+	SupportsTransform  bool
+	ExpressionNodesMax int
+	Profiles           []string
+	HostFacts          []HostFact
+	Detectors          []string
+	HostAnchors        []string
+
+	// coreToLocal maps each supported core anchor to its local anchor; localToCore
+	// inverts it.
+	coreToLocal map[string]string
+	localToCore map[string]string
+	unsupported map[string]bool
+	hostAnchors map[string]bool
+	profileSet  map[string]bool
+	detectorSet map[string]bool
+
+	symbols []symbolInfo
+	byName  map[string]int
+
+	doc map[string]any
+}
+
+// defaultExpressionNodesMax is the floor of [OAR-EXPR-17]; an omitted
+// expression_nodes_max declares it.
+const defaultExpressionNodesMax = 256
+
+var capabilityMembers = setOf("oar_capability_version", "host", "anchors", "profiles", "activity_window",
+	"supports_transform", "expression_nodes_max", "host_facts", "detectors")
+
+// LoadCapability validates a decoded capability document and builds its environment.
+// An engine refuses to start on an invalid one ([OAR-FACT-24]); every problem is
+// reported, not only the first.
+func LoadCapability(doc any) (*Capability, diag.List) {
+	var l diag.List
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		l.Add(fieldErr("OAR-FACT-21", "", doc, "a capability document must be a JSON object; got %s", types.DescribeJSON(doc)))
+		return nil, l
+	}
+	if !checkVersion(&l, obj, "oar_capability_version") {
+		return nil, l
+	}
+	c := &Capability{
+		Version:            obj["oar_capability_version"].(string),
+		ExpressionNodesMax: defaultExpressionNodesMax,
+		coreToLocal:        map[string]string{},
+		localToCore:        map[string]string{},
+		unsupported:        map[string]bool{},
+		hostAnchors:        map[string]bool{},
+		profileSet:         map[string]bool{},
+		detectorSet:        map[string]bool{},
+		byName:             map[string]int{},
+		doc:                obj,
+	}
+	checkClosed(&l, obj, capabilityMembers, "", "OAR-FACT-21", "the capability document", true)
+
+	if host, ok := getString(&l, obj, "host", "host", "OAR-FACT-21"); ok {
+		if !namespacePattern.MatchString(host) {
+			l.Add(fieldErr("OAR-FACT-21", "host", host, "host %q must follow the namespace grammar of [OAR-DOC-7]", host))
+		}
+		c.Host = host
+	} else if _, present := obj["host"]; !present {
+		l.Add(fieldErr("OAR-FACT-21", "host", nil, "missing required member \"host\""))
+	}
+
+	c.loadAnchors(&l, obj)
+	c.loadDetectors(&l, obj)
+	c.loadProfiles(&l, obj)
+	c.loadScalars(&l, obj)
+
+	c.declareVocabulary()
+	c.loadHostFacts(&l, obj)
+
+	if len(l) > 0 {
+		l.Sort()
+		return nil, l
+	}
+	return c, nil
+}
+
+func (c *Capability) loadAnchors(l *diag.List, obj map[string]any) {
+	anchors, ok := getObject(l, obj, "anchors", "anchors", "OAR-PROF-2")
+	if !ok {
+		if _, present := obj["anchors"]; !present {
+			l.Add(fieldErr("OAR-PROF-2", "anchors", nil, "missing required member \"anchors\": the anchor profile map must declare every core anchor"))
+		}
+		return
+	}
+	checkClosed(l, anchors, setOf("core", "unsupported", "host"), "anchors", "OAR-PROF-2", "anchors", false)
+	seen := map[string]string{} // core anchor -> where declared
+	if core, ok := getObject(l, anchors, "core", "anchors.core", "OAR-PROF-2"); ok {
+		for _, k := range sortedKeys(core) {
+			path := "anchors.core." + k
+			if !isCoreAnchor(k) {
+				l.Add(fieldErr("OAR-PROF-2", path, nil, "%q is not a core anchor; anchors.core maps the eight core anchors of section 8.1 to local anchors", k))
+				continue
+			}
+			local, isStr := core[k].(string)
+			if !isStr || local == "" {
+				l.Add(fieldErr("OAR-PROF-2", path, core[k], "the local anchor for %s must be a non-empty string", k))
+				continue
+			}
+			if isCoreAnchor(local) && local != k {
+				l.Add(fieldErr("OAR-PROF-1", path, local, "core anchor %s cannot be implemented by %q, the identifier of another core anchor", k, local))
+				continue
+			}
+			if other, dup := c.localToCore[local]; dup {
+				l.Add(fieldErr("OAR-DOC-12", path, local, "local anchor %q implements both %s and %s; an anchor names exactly one lifecycle moment", local, other, k))
+				continue
+			}
+			seen[k] = "anchors.core"
+			c.coreToLocal[k] = local
+			c.localToCore[local] = k
+		}
+	}
+	if list, ok := getStringList(l, anchors, "unsupported", "anchors.unsupported", "OAR-PROF-2"); ok {
+		for i, a := range list {
+			path := fmt.Sprintf("anchors.unsupported[%d]", i)
+			if !isCoreAnchor(a) {
+				l.Add(fieldErr("OAR-PROF-2", path, a, "%q is not a core anchor", a))
+				continue
+			}
+			if where, dup := seen[a]; dup {
+				l.Add(fieldErr("OAR-PROF-2", path, a, "core anchor %s is declared twice (also in %s); every core anchor must appear exactly once", a, where))
+				continue
+			}
+			seen[a] = "anchors.unsupported"
+			c.unsupported[a] = true
+		}
+	}
+	for _, a := range CoreAnchors {
+		if _, ok := seen[a]; !ok {
+			l.Add(fieldErr("OAR-PROF-2", "anchors", nil, "core anchor %s is declared neither in anchors.core nor in anchors.unsupported; every core anchor must appear exactly once", a))
+		}
+	}
+	if list, ok := getStringList(l, anchors, "host", "anchors.host", "OAR-PROF-5"); ok {
+		for i, a := range list {
+			path := fmt.Sprintf("anchors.host[%d]", i)
+			switch {
+			case a == "":
+				l.Add(fieldErr("OAR-PROF-5", path, a, "a host-native anchor must be a non-empty string"))
+			case isCoreAnchor(a):
+				l.Add(fieldErr("OAR-PROF-5", path, a, "host-native anchor %q collides with a core anchor identifier", a))
+			case c.hostAnchors[a]:
+				l.Add(fieldErr("OAR-PROF-5", path, a, "host-native anchor %q is declared twice", a))
+			case c.localToCore[a] != "":
+				l.Add(fieldErr("OAR-DOC-12", path, a, "host-native anchor %q is also the local anchor of %s; an anchor names exactly one lifecycle moment", a, c.localToCore[a]))
+			default:
+				c.hostAnchors[a] = true
+				c.HostAnchors = append(c.HostAnchors, a)
+			}
+		}
+	}
+}
+
+func (c *Capability) loadDetectors(l *diag.List, obj map[string]any) {
+	list, ok := getStringList(l, obj, "detectors", "detectors", "OAR-FACT-21")
+	if !ok {
+		return
+	}
+	for i, d := range list {
+		path := fmt.Sprintf("detectors[%d]", i)
+		switch {
+		case !detectorPattern.MatchString(d):
+			l.Add(fieldErr("OAR-OPS-12", path, d, "detector reference %q must be detector://<name>, the name matching ^[a-z0-9]([a-z0-9-]*[a-z0-9])?$", d))
+		case c.detectorSet[d]:
+			l.Add(fieldErr("OAR-FACT-21", path, d, "detector %q is declared twice", d))
+		default:
+			c.detectorSet[d] = true
+			c.Detectors = append(c.Detectors, d)
+		}
+	}
+}
+
+func (c *Capability) loadProfiles(l *diag.List, obj map[string]any) {
+	list, ok := getStringList(l, obj, "profiles", "profiles", "OAR-FACT-21")
+	if !ok {
+		return
+	}
+	for i, p := range list {
+		path := fmt.Sprintf("profiles[%d]", i)
+		switch {
+		case profileVocabulary[p] == nil:
+			l.Add(fieldErr("OAR-FACT-24", path, p, "%q is not a standard profile; an engine provides a profile whole or not at all (%s)", p, strings.Join(ProfileNames, ", ")))
+		case c.profileSet[p]:
+			l.Add(fieldErr("OAR-FACT-24", path, p, "profile %q is claimed twice", p))
+		case detectorProfiles[p] && len(c.Detectors) == 0:
+			l.Add(fieldErr("OAR-OPS-22", path, p, "profile %q is produced by a registered detector, but the detectors list is empty", p))
+		default:
+			c.profileSet[p] = true
+			c.Profiles = append(c.Profiles, p)
+		}
+	}
+}
+
+func (c *Capability) loadScalars(l *diag.List, obj map[string]any) {
+	if raw, ok := obj["activity_window"]; ok {
+		n, isInt := types.AsInt(raw)
+		switch {
+		case !isInt:
+			l.Add(fieldErr("OAR-PROF-3", "activity_window", raw, "activity_window must be an integer; got %s", types.DescribeJSON(raw)))
+		case n < 0:
+			l.Add(fieldErr("OAR-PROF-3", "activity_window", raw, "activity_window must be zero or more"))
+		case n > 1<<20:
+			l.Add(fieldErr("OAR-PROF-3", "activity_window", raw, "activity_window %d is larger than this engine supports (%d)", n, 1<<20))
+		default:
+			c.ActivityWindow = int(n)
+		}
+	}
+	if b, ok := getBool(l, obj, "supports_transform", "supports_transform", "OAR-FACT-21"); ok {
+		c.SupportsTransform = b
+	}
+	if raw, ok := obj["expression_nodes_max"]; ok {
+		n, isInt := types.AsInt(raw)
+		switch {
+		case !isInt:
+			l.Add(fieldErr("OAR-FACT-21", "expression_nodes_max", raw, "expression_nodes_max must be an integer; got %s", types.DescribeJSON(raw)))
+		case n < defaultExpressionNodesMax:
+			l.Add(fieldErr("OAR-EXPR-17", "expression_nodes_max", raw, "expression_nodes_max %d is below 256, the parse-tree size every engine must accept", n))
+		case n > expr.MaxNodesCeiling:
+			l.Add(fieldErr("OAR-EXPR-17", "expression_nodes_max", raw, "expression_nodes_max %d is larger than this engine supports (%d)", n, expr.MaxNodesCeiling))
+		default:
+			c.ExpressionNodesMax = int(n)
+		}
+	}
+}
+
+// declareVocabulary enters the core tier and every claimed profile, whole
+// ([OAR-FACT-15], [OAR-FACT-16]).
+func (c *Capability) declareVocabulary() {
+	for _, e := range coreVocabulary {
+		c.declare(e, TierCore, "")
+	}
+	for _, p := range ProfileNames {
+		if !c.profileSet[p] {
+			continue
+		}
+		for _, e := range profileVocabulary[p] {
+			c.declare(e, TierProfile, p)
+		}
+	}
+}
+
+func (c *Capability) declare(e vocabEntry, tier Tier, profile string) {
+	id := len(c.symbols)
+	s := symbolInfo{
+		Symbol:   types.Symbol{Name: e.name, Func: e.fn, Type: e.kind, Arg: e.arg, ID: id},
+		Tier:     tier,
+		Profile:  profile,
+		Detector: detectorProfiles[profile],
+	}
+	s.RuleRef = tier == TierCore && (e.name == funcFireCountOf || e.name == funcBreakerCountOf)
+	c.symbols = append(c.symbols, s)
+	c.byName[e.name] = id
+}
+
+func (c *Capability) loadHostFacts(l *diag.List, obj map[string]any) {
+	raw, ok := obj["host_facts"]
+	if !ok {
+		return
+	}
+	arr, isArr := raw.([]any)
+	if !isArr {
+		l.Add(fieldErr("OAR-FACT-27", "host_facts", raw, "host_facts must be a list of {name, type} objects; got %s", types.DescribeJSON(raw)))
+		return
+	}
+	for i, m := range arr {
+		path := fmt.Sprintf("host_facts[%d]", i)
+		entry, isObj := m.(map[string]any)
+		if !isObj {
+			l.Add(fieldErr("OAR-FACT-27", path, m, "a host fact must be an object with name and type; got %s", types.DescribeJSON(m)))
+			continue
+		}
+		checkClosed(l, entry, setOf("name", "type"), path, "OAR-FACT-27", "a host fact", false)
+		name, okName := getString(l, entry, "name", path+".name", "OAR-FACT-27")
+		typ, okType := getString(l, entry, "type", path+".type", "OAR-FACT-27")
+		if !okName || !okType {
+			if _, present := entry["name"]; !present {
+				l.Add(fieldErr("OAR-FACT-27", path+".name", nil, "a host fact must carry name"))
+			}
+			if _, present := entry["type"]; !present {
+				l.Add(fieldErr("OAR-FACT-27", path+".type", nil, "a host fact must carry type"))
+			}
+			continue
+		}
+		if msg := checkHostFactName(name); msg != "" {
+			l.Add(fieldErr("OAR-FACT-18", path+".name", name, "host fact %q %s", name, msg))
+			continue
+		}
+		if _, dup := c.byName[name]; dup {
+			l.Add(fieldErr("OAR-FACT-27", path+".name", name, "%q already occupies an entry of the symbol environment; every fact and function occupies exactly one", name))
+			continue
+		}
+		e := vocabEntry{name: name}
+		if k, ok := types.ParseKind(strings.TrimSpace(typ)); ok {
+			e.kind = k
+		} else if sig, ok := types.ParseSignature(typ); ok {
+			e.fn, e.arg, e.kind = true, sig.Arg, sig.Result
+		} else if strings.Contains(typ, "->") {
+			l.Add(fieldErr("OAR-FACT-27", path+".type", typ, "host function %q: signature %q must be (T) -> R with T and R each one of bool, int, double, string", name, typ))
+			continue
+		} else {
+			l.Add(fieldErr("OAR-FACT-22", path+".type", typ, "host fact %q: type %q is not a fact type; one of bool, int, double, string, list<string>, map<string,string>, list<map>, map", name, typ))
+			continue
+		}
+		c.declare(e, TierHost, "")
+		c.HostFacts = append(c.HostFacts, HostFact{Name: name, Type: typ})
+	}
+}
+
+// checkHostFactName checks <host>.<fact> ([OAR-FACT-18]) and that the whole name is an
+// identifier of Appendix A, so a condition or copy binding can name it; it returns
+// what is wrong, or "".
+func checkHostFactName(s string) string {
+	dot := strings.LastIndex(s, ".")
+	if dot <= 0 {
+		return "must be published under a namespace the host owns, written <host>.<fact>"
+	}
+	ns, name := s[:dot], s[dot+1:]
+	switch first, _, _ := strings.Cut(s, "."); {
+	case !namespacePattern.MatchString(ns):
+		return fmt.Sprintf("must be written <host>.<fact> with <host> following the grammar of [OAR-DOC-7]; %q does not", ns)
+	case !namePattern.MatchString(name):
+		return fmt.Sprintf("must end in a fact name of letters, digits and _; %q is not one", name)
+	case !validIdentifier(s):
+		return "cannot be named by a condition: a dotted identifier of Appendix A has no '-' and no segment starting with a digit"
+	case reservedWords[first]:
+		return fmt.Sprintf("cannot be named by a condition: %q is a reserved word ([OAR-EXPR-24])", first)
+	}
+	return ""
+}
+
+// Lookup implements types.Symbols over the capability's environment.
+func (c *Capability) Lookup(name string) (types.Symbol, bool) {
+	id, ok := c.byName[name]
+	if !ok {
+		return types.Symbol{}, false
+	}
+	return c.symbols[id].Symbol, true
+}
+
+func (c *Capability) symbol(id int) *symbolInfo { return &c.symbols[id] }
+
+// Provides reports whether the capability claims profile p.
+func (c *Capability) Provides(p string) bool { return c.profileSet[p] }
+
+// LocalAnchor resolves a core anchor through the profile map ([OAR-PROF-4]).
+func (c *Capability) LocalAnchor(core string) (string, bool) {
+	l, ok := c.coreToLocal[core]
+	return l, ok
+}
+
+// CoreAnchorOf returns the core anchor a local anchor implements, if any.
+func (c *Capability) CoreAnchorOf(local string) (string, bool) {
+	core, ok := c.localToCore[local]
+	return core, ok
+}
+
+// Document returns the capability document as it was loaded.
+func (c *Capability) Document() map[string]any { return c.doc }
+
+// HasDetector reports whether ref is registered ([OAR-OPS-12]).
+func (c *Capability) HasDetector(ref string) bool { return c.detectorSet[ref] }

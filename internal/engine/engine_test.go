@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+)
+
+const testCapability = `{"oar_capability_version":"1.0","host":"oar.test",
+ "anchors":{"core":{"tool.pre_invoke":"gw.pre_call","model.output":"model.output"},
+  "unsupported":["tool.handler","tool.post_invoke","agent.post_turn","agent.finalize","model.input","model.tool_result"],
+  "host":["gw.render"]},
+ "profiles":["tool","session"],"activity_window":3,"supports_transform":true,
+ "host_facts":[{"name":"oar.test.tier","type":"string"},{"name":"oar.test.allowed","type":"(string) -> bool"}]}`
+
+func mustCap(t testing.TB, src string) *Capability {
+	t.Helper()
+	doc, err := DecodeJSON([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, errs := LoadCapability(doc)
+	if len(errs) > 0 {
+		t.Fatalf("capability: %v", errs)
+	}
+	return c
+}
+
+func mustDocs(t testing.TB, src string) []any {
+	t.Helper()
+	docs, err := DecodeDocuments([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
+
+func mustProgram(t testing.TB, rules string, configs ...string) *Program {
+	t.Helper()
+	rs, errs := LoadRules(mustCap(t, testCapability), mustDocs(t, rules))
+	if len(errs) > 0 {
+		t.Fatalf("rules: %v", errs)
+	}
+	var cfgs []any
+	for _, c := range configs {
+		cfgs = append(cfgs, mustDocs(t, c)...)
+	}
+	p, errs := Configure(rs, cfgs)
+	if len(errs) > 0 {
+		t.Fatalf("config: %v", errs)
+	}
+	return p
+}
+
+func hasDiag(l diag.List, clause, field, rule string) bool {
+	for _, e := range l {
+		if e.Clause == clause && (field == "" || e.Field == field) && (rule == "" || e.Rule == rule) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestDOC1_DuplicateKeysRefused(t *testing.T) {
+	for _, src := range []string{
+		`{"oar":"1.0","id":"A","id":"B"}`,
+		"oar: \"1.0\"\nid: A\nid: B\n",
+	} {
+		_, err := DecodeDocuments([]byte(src))
+		if err == nil || !strings.Contains(err.Error(), "OAR-DOC-1") {
+			t.Errorf("%q: want a duplicate-key error citing OAR-DOC-1, got %v", src, err)
+		}
+	}
+}
+
+func TestDOC31_YAMLStreamAndJSONArray(t *testing.T) {
+	yaml := "# a pack\n---\noar: \"1.0\"\nid: A\n---\n# nothing here\n---\noar: \"1.0\"\nid: B\n"
+	docs, err := DecodeDocuments([]byte(yaml))
+	if err != nil || len(docs) != 2 {
+		t.Fatalf("YAML stream: got %d documents, %v", len(docs), err)
+	}
+	docs, err = DecodeDocuments([]byte(`[{"id":"A"},{"id":"B"},{"id":"C"}]`))
+	if err != nil || len(docs) != 3 {
+		t.Fatalf("JSON array: got %d documents, %v", len(docs), err)
+	}
+}
+
+func TestDOC3_UnquotedVersionGetsAHint(t *testing.T) {
+	docs := mustDocs(t, "oar: 1.0\nid: A\nkind: policy\nanchor: tool.pre_invoke\neffect: block\n")
+	_, errs := LoadRules(mustCap(t, testCapability), docs)
+	if len(errs) != 1 || errs[0].Clause != "OAR-DOC-3" || errs[0].Field != "oar" {
+		t.Fatalf("want one OAR-DOC-3 diagnostic on oar, got %v", errs)
+	}
+	msg := errs[0].Message
+	if !strings.Contains(msg, "must be a string") || !strings.Contains(msg, `"1.0"`) || strings.Contains(msg, "version 1 ") {
+		t.Errorf("message should say oar must be a string and show the quoted form: %s", msg)
+	}
+}
+
+func TestCONF1_EveryErrorOfEveryMemberIsCollected(t *testing.T) {
+	docs := mustDocs(t, `[
+	 {"oar":"1.0","id":"A","kind":"rule","anchor":"tool.pre_invoke","effect":"block","colour":"red"},
+	 {"oar":"1.0","id":"B","namespace":"acme.security","kind":"policy","anchor":"tool.pre_invoke","effect":"block","when":"pth == 1"}]`)
+	_, errs := LoadRules(mustCap(t, testCapability), docs)
+	for _, want := range []struct{ clause, field, rule string }{
+		{"OAR-DOC-10", "kind", "A"},
+		{"OAR-DOC-27", "colour", "A"},
+		{"OAR-FACT-3", "when", "acme.security/B"},
+	} {
+		if !hasDiag(errs, want.clause, want.field, want.rule) {
+			t.Errorf("missing %s on %s of %s in %v", want.clause, want.field, want.rule, errs)
+		}
+	}
+	for _, e := range errs {
+		if e.Clause == "OAR-FACT-3" {
+			if e.Index != 1 || e.Value != "pth == 1" || e.Offset != 0 {
+				t.Errorf("condition error should carry index 1, the expression and offset 0: %+v", e)
+			}
+			if got := e.Format("spec.rules[1]"); !strings.HasPrefix(got, `spec.rules[1].when: [OAR-FACT-3] `) || !strings.HasSuffix(got, "(rule acme.security/B)") {
+				t.Errorf("formatted diagnostic: %s", got)
+			}
+		}
+	}
+}
+
+func TestFACT24_InvalidCapabilitiesAreRefused(t *testing.T) {
+	cases := []struct {
+		name, doc, clause string
+	}{
+		{"omitted core anchor", `{"oar_capability_version":"1.0","host":"h","anchors":{"core":{"tool.pre_invoke":"x"}}}`, "OAR-PROF-2"},
+		{"twice", `{"oar_capability_version":"1.0","host":"h","anchors":{"core":{"tool.pre_invoke":"x"},"unsupported":["tool.pre_invoke","tool.handler","tool.post_invoke","agent.post_turn","agent.finalize","model.input","model.output","model.tool_result"]}}`, "OAR-PROF-2"},
+		{"unknown profile", `{"oar_capability_version":"1.0","host":"h","anchors":{"unsupported":["tool.pre_invoke","tool.handler","tool.post_invoke","agent.post_turn","agent.finalize","model.input","model.output","model.tool_result"]},"profiles":["tools"]}`, "OAR-FACT-24"},
+		{"detector profile without detectors", `{"oar_capability_version":"1.0","host":"h","anchors":{"unsupported":["tool.pre_invoke","tool.handler","tool.post_invoke","agent.post_turn","agent.finalize","model.input","model.output","model.tool_result"]},"profiles":["pii"]}`, "OAR-OPS-22"},
+		{"host fact without namespace", `{"oar_capability_version":"1.0","host":"h","anchors":{"unsupported":["tool.pre_invoke","tool.handler","tool.post_invoke","agent.post_turn","agent.finalize","model.input","model.output","model.tool_result"]},"host_facts":[{"name":"tier","type":"string"}]}`, "OAR-FACT-18"},
+		{"bad fact type", `{"oar_capability_version":"1.0","host":"h","anchors":{"unsupported":["tool.pre_invoke","tool.handler","tool.post_invoke","agent.post_turn","agent.finalize","model.input","model.output","model.tool_result"]},"host_facts":[{"name":"h.x","type":"list<int>"}]}`, "OAR-FACT-22"},
+		{"function returning a map", `{"oar_capability_version":"1.0","host":"h","anchors":{"unsupported":["tool.pre_invoke","tool.handler","tool.post_invoke","agent.post_turn","agent.finalize","model.input","model.output","model.tool_result"]},"host_facts":[{"name":"h.x","type":"(string) -> map"}]}`, "OAR-FACT-27"},
+		{"host anchor colliding with a core anchor", `{"oar_capability_version":"1.0","host":"h","anchors":{"unsupported":["tool.pre_invoke","tool.handler","tool.post_invoke","agent.post_turn","agent.finalize","model.input","model.output","model.tool_result"],"host":["model.input"]}}`, "OAR-PROF-5"},
+		{"node limit below the floor", `{"oar_capability_version":"1.0","host":"h","anchors":{"unsupported":["tool.pre_invoke","tool.handler","tool.post_invoke","agent.post_turn","agent.finalize","model.input","model.output","model.tool_result"]},"expression_nodes_max":100}`, "OAR-EXPR-17"},
+		{"later minor", `{"oar_capability_version":"1.1","host":"h"}`, "OAR-DOC-5"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			doc, err := DecodeJSON([]byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, errs := LoadCapability(doc)
+			if c != nil || !hasDiag(errs, tc.clause, "", "") {
+				t.Fatalf("want refusal citing %s, got %v", tc.clause, errs)
+			}
+		})
+	}
+}
+
+func TestCFG8_BareIdentifierResolution(t *testing.T) {
+	rules := `[{"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"warn"},
+	 {"oar":"1.0","namespace":"pub.one","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"warn"},
+	 {"oar":"1.0","namespace":"pub.one","id":"B","kind":"policy","anchor":"tool.pre_invoke","effect":"warn"},
+	 {"oar":"1.0","namespace":"pub.two","id":"B","kind":"policy","anchor":"tool.pre_invoke","effect":"warn"}]`
+	rs, errs := LoadRules(mustCap(t, testCapability), mustDocs(t, rules))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	p, errs := Configure(rs, mustDocs(t, `{"oar_config":"1.0","disable":["A"]}`))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if p.Enforcement(0) != EnforceOff || p.Enforcement(1) != EnforceOn {
+		t.Errorf("bare A must name the unnamespaced rule alone: %v %v", p.Enforcement(0), p.Enforcement(1))
+	}
+	_, errs = Configure(rs, mustDocs(t, `{"oar_config":"1.0","disable":["B"]}`))
+	if !hasDiag(errs, "OAR-CFG-8", "disable[0]", "") || !strings.Contains(errs[0].Message, "pub.one/B") || !strings.Contains(errs[0].Message, "pub.two/B") {
+		t.Errorf("ambiguous bare B must be refused naming both rules: %v", errs)
+	}
+	_, errs = Configure(rs, mustDocs(t, `{"oar_config":"1.0","enforcement":{"pub.three/C":"monitor"}}`))
+	if !hasDiag(errs, "OAR-CFG-4", "enforcement.pub.three/C", "pub.three/C") {
+		t.Errorf("naming an unloaded rule must be refused: %v", errs)
+	}
+}
+
+func TestEVAL18_OrderIsDeterministic(t *testing.T) {
+	// Z (schema) sorts first; S (policy) suppresses Z, so S moves before Z, and only
+	// that far: A (schema) keeps its place ahead of both.
+	p := mustProgram(t, `[
+	 {"oar":"1.0","id":"Z","kind":"schema","anchor":"tool.pre_invoke","effect":"warn"},
+	 {"oar":"1.0","id":"A","kind":"schema","anchor":"tool.pre_invoke","effect":"warn"},
+	 {"oar":"1.0","id":"S","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","overrides":["Z"]}]`)
+	d, err := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"A:fired", "S:fired", "Z:suppressed"}
+	if strings.Join(d.Applied, " ") != strings.Join(want, " ") {
+		t.Errorf("applied %v, want %v", d.Applied, want)
+	}
+	if len(d.Advisories) != 2 || d.Advisories[0].Rule != "A" || d.Advisories[1].Rule != "S" {
+		t.Errorf("advisories %+v", d.Advisories)
+	}
+}
+
+func TestUnknownAnchorIsAnError(t *testing.T) {
+	p := mustProgram(t, `{"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"warn"}`)
+	// The core identifier is not what occurrences carry when the map renames it.
+	if _, err := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "tool.pre_invoke"}); err == nil {
+		t.Fatal("an occurrence at an undeclared anchor must be refused")
+	}
+}
+
+func TestSEL6_EmptyClauseWarns(t *testing.T) {
+	rs, errs := LoadRules(mustCap(t, testCapability), mustDocs(t,
+		`{"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","selector":{"tool":[]},"requires":{"profiles":["tool"]}}`))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if !hasDiag(rs.Warnings, "OAR-SEL-6", "selector.tool", "A") {
+		t.Errorf("want an OAR-SEL-6 warning, got %v", rs.Warnings)
+	}
+}
+
+// TestProgramIsSafeForConcurrentUse evaluates one program from many goroutines, each
+// its own session; run with -race.
+func TestProgramIsSafeForConcurrentUse(t *testing.T) {
+	p := mustProgram(t, `[
+	 {"oar":"1.0","id":"COUNT","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","on_fire":["increment_counter"],"requires":{"profiles":["tool"]},"counter_scope":"tool"},
+	 {"oar":"1.0","id":"STOP","kind":"policy","anchor":"tool.pre_invoke","effect":"block","when":"fire_count_of(\"COUNT\") >= 3"}]`)
+	rt := NewMemoryRuntime()
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			session := string(rune('a' + g))
+			for i := 0; i < 5; i++ {
+				d, err := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: session, ToolCall: &ToolCall{Name: "read"}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				want := "warn"
+				if i >= 3 {
+					want = "block"
+				}
+				if d.Decision != want {
+					t.Errorf("session %s occurrence %d: %s, want %s", session, i, d.Decision, want)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,808 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/oar-operator/oar-operator/internal/engine/toolobs"
+	"github.com/oar-operator/oar-operator/internal/engine/transform"
+	"github.com/oar-operator/oar-operator/internal/engine/types"
+)
+
+// ToolCall is the call a tool occurrence carries ([OAR-CONF-40]).
+type ToolCall struct {
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// Occurrence is one anchor occurrence as the host sees it.
+type Occurrence struct {
+	// Anchor is the host-local anchor identifier ([OAR-CONF-29]).
+	Anchor    string
+	SessionID string
+	// Facts are what the host observed before evaluation began; numbers as json.Number.
+	Facts map[string]any
+	// DetectorFacts are what detector://fixture reports when invoked ([OAR-CONF-25]).
+	DetectorFacts map[string]any
+	// RecentActivity, when HasRecentActivity, replaces the session's window for this
+	// occurrence only ([OAR-CONF-40]).
+	RecentActivity    []string
+	HasRecentActivity bool
+	// Content is the content at the occurrence ([OAR-CONF-34]).
+	Content    string
+	HasContent bool
+	ToolCall   *ToolCall
+}
+
+// Runtime is the mutable world a program evaluates in: per-session counters and
+// activity, the event stream, and the detectors the host registered.
+type Runtime struct {
+	Counters  CounterStore
+	Events    EventSink
+	Activity  ActivityStore
+	Detectors map[string]Detector
+}
+
+// NewMemoryRuntime returns a runtime with in-memory stores and the reserved detectors.
+func NewMemoryRuntime() *Runtime {
+	return &Runtime{
+		Counters:  NewMemoryCounters(),
+		Events:    &EventLog{},
+		Activity:  NewMemoryActivity(),
+		Detectors: ReservedDetectors(),
+	}
+}
+
+// Decision is what an occurrence resolved to, in the shapes of section 10.2.
+type Decision struct {
+	Decision          string            `json:"decision"`
+	Code              string            `json:"code,omitempty"`
+	Rule              string            `json:"rule,omitempty"`
+	Copy              map[string]string `json:"copy,omitempty"`
+	Advisories        []Advisory        `json:"advisories"`
+	Transforms        []TransformRecord `json:"transforms"`
+	Content           *string           `json:"content,omitempty"`
+	Applied           []string          `json:"applied"`
+	OnFire            []string          `json:"on_fire"`
+	Events            []Event           `json:"events"`
+	SkippedTransforms []SkippedSpan     `json:"skipped_transforms"`
+	// Counters holds every counter this occurrence changed, with its value after it
+	// ([OAR-CONF-21], [OAR-CONF-33]).
+	Counters map[string]Counts `json:"counters,omitempty"`
+	// Failures records every rule that could not be evaluated ([OAR-OPS-4]).
+	Failures []Failure `json:"failures,omitempty"`
+}
+
+// Advisory is one item of advisories ([OAR-EVAL-20]).
+type Advisory struct {
+	Code string            `json:"code"`
+	Rule string            `json:"rule"`
+	Copy map[string]string `json:"copy,omitempty"`
+}
+
+// TransformRecord is one accumulated transform ([OAR-OPS-15]).
+type TransformRecord struct {
+	Rule        string `json:"rule"`
+	Action      string `json:"action"`
+	Target      string `json:"target"`
+	Replacement string `json:"replacement"`
+}
+
+// SkippedSpan is one entry of skipped_transforms ([OAR-OPS-23]).
+type SkippedSpan struct {
+	Rule   string `json:"rule"`
+	Start  int    `json:"start"`
+	End    int    `json:"end"`
+	Reason string `json:"reason"`
+}
+
+// Failure records a rule that could not be evaluated and why.
+type Failure struct {
+	Rule   string `json:"rule"`
+	Clause string `json:"clause,omitempty"`
+	Error  string `json:"error"`
+}
+
+// ProviderError is a fact provider, detector or side-effect failure: the rule cannot be
+// evaluated ([OAR-OPS-3]).
+type ProviderError struct {
+	Clause string
+	Fact   string
+	Err    error
+}
+
+func (e *ProviderError) Error() string {
+	if e.Fact == "" {
+		return fmt.Sprintf("[%s] %v", e.Clause, e.Err)
+	}
+	return fmt.Sprintf("[%s] %s: %v", e.Clause, e.Fact, e.Err)
+}
+
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+// UnknownAnchorError reports an occurrence at an anchor the capability does not declare.
+type UnknownAnchorError struct{ Anchor string }
+
+func (e *UnknownAnchorError) Error() string {
+	return fmt.Sprintf("anchor %q is neither the local anchor of a supported core anchor nor a host-native anchor of the capability [OAR-DOC-12]", e.Anchor)
+}
+
+// slot caches one fact's value for the occurrence; gen tells a fresh value from a stale one.
+type slot struct {
+	gen uint64
+	v   types.Value
+	err error
+}
+
+// evalState is the per-occurrence working state; it implements expr.Env and
+// copytext.FactEnv. Pooled so an evaluation allocates little.
+type evalState struct {
+	p       *Program
+	rt      *Runtime
+	occ     *Occurrence
+	gen     uint64
+	slots   []slot
+	anchor  string
+	window  []string
+	cur     *Rule
+	finding *Findings
+	snap    map[CounterKey]Counts
+	changed map[CounterKey]Counts
+	order   []int
+	sel     []int
+	selErr  map[int]error
+	content int // code-point length, or -1 before first use
+}
+
+var statePool = sync.Pool{New: func() any { return &evalState{} }}
+
+// Evaluate resolves one occurrence (sections 4, 6, 7 and the runner algorithm of 10.1).
+func (p *Program) Evaluate(rt *Runtime, occ *Occurrence) (*Decision, error) {
+	core, isCore := p.cap.CoreAnchorOf(occ.Anchor)
+	if !isCore && !p.cap.hostAnchors[occ.Anchor] {
+		return nil, &UnknownAnchorError{Anchor: occ.Anchor}
+	}
+	s := statePool.Get().(*evalState)
+	defer s.release()
+	s.reset(p, rt, occ)
+	if isCore {
+		s.anchor = core
+	} else {
+		s.anchor = occ.Anchor
+	}
+	switch {
+	case occ.HasRecentActivity:
+		s.window = occ.RecentActivity
+	case rt.Activity != nil:
+		s.window = rt.Activity.Window(occ.SessionID)
+	}
+	d := s.run()
+	if isCore && core == AnchorToolPreInvoke && d.Decision != EffectBlock.String() && rt.Activity != nil {
+		if step := s.toolName(); step != "" {
+			rt.Activity.Append(occ.SessionID, step, p.cap.ActivityWindow)
+		}
+	}
+	return d, nil
+}
+
+func (s *evalState) reset(p *Program, rt *Runtime, occ *Occurrence) {
+	s.p, s.rt, s.occ = p, rt, occ
+	s.gen++
+	if n := len(p.cap.symbols); cap(s.slots) < n {
+		s.slots = make([]slot, n)
+	} else {
+		s.slots = s.slots[:n]
+	}
+	s.content = -1
+}
+
+func (s *evalState) release() {
+	s.p, s.rt, s.occ, s.cur, s.finding, s.window = nil, nil, nil, nil, nil, nil
+	s.snap, s.changed, s.selErr = nil, nil, nil
+	s.order, s.sel = s.order[:0], s.sel[:0]
+	statePool.Put(s)
+}
+
+// contribution is an enforced, fired, unsuppressed rule's part in the decision.
+type contribution struct {
+	rule *Rule
+	copy map[string]string
+	tr   *transform.Transform
+}
+
+func (s *evalState) run() *Decision {
+	p := s.p
+	rules := p.rs.Rules
+	d := &Decision{Decision: EffectNone.String()}
+	// Selection ([OAR-SEL-7], [OAR-CONF-8]).
+	for _, i := range p.byAnchor[s.occ.Anchor] {
+		ok, err := s.selects(rules[i])
+		if err != nil {
+			if s.selErr == nil {
+				s.selErr = map[int]error{}
+			}
+			s.selErr[i] = err
+			ok = true
+		}
+		if ok {
+			s.sel = append(s.sel, i)
+		}
+	}
+	order := s.sel
+	if p.suppressing[s.occ.Anchor] && len(s.sel) > 1 {
+		s.order = p.order(s.sel, s.order[:0])
+		order = s.order
+	}
+	if len(order) > 0 {
+		d.Applied = make([]string, 0, len(order))
+	}
+	var (
+		suppressed map[int]bool
+		block      *contribution
+		transforms []contribution
+		nudges     []contribution
+		warns      []contribution
+	)
+	stop := len(order)
+	for pos, i := range order {
+		r := rules[i]
+		if suppressed[i] {
+			d.Applied = append(d.Applied, r.trace[Suppressed])
+			continue
+		}
+		monitor := p.enforcement[i] == EnforceMonitor
+		fired, copyOut, tr, err := s.evalRule(r, s.selErr[i])
+		if err == nil && fired && !monitor {
+			err = s.applyOnFire(r, d)
+		}
+		if err != nil {
+			if monitor {
+				d.Applied = append(d.Applied, r.trace[MonitoredErrored])
+				d.Failures = append(d.Failures, failure(r, err))
+				continue
+			}
+			d.Applied = append(d.Applied, r.trace[Errored])
+			d.Failures = append(d.Failures, failure(r, err))
+			if r.OnError == FailOpen {
+				continue
+			}
+			// [OAR-OPS-3], [OAR-OPS-5]: block with this rule's or the substituted rule's
+			// identifiers; no later rule is evaluated.
+			by := r
+			if r.OnError == Substitute {
+				by = rules[r.OnErrorRule]
+				s.cur, s.finding = by, nil
+			}
+			block = &contribution{rule: by, copy: s.renderCopyOrOmit(by)}
+			stop = pos + 1
+			break
+		}
+		switch {
+		case !fired && monitor:
+			d.Applied = append(d.Applied, r.trace[MonitoredPassed])
+			continue
+		case !fired:
+			d.Applied = append(d.Applied, r.trace[Passed])
+			continue
+		case monitor:
+			d.Applied = append(d.Applied, r.trace[MonitoredFired])
+			continue
+		}
+		d.Applied = append(d.Applied, r.trace[Fired])
+		for _, t := range r.Overrides {
+			if suppressed == nil {
+				suppressed = map[int]bool{}
+			}
+			suppressed[t] = true
+		}
+		c := contribution{rule: r, copy: copyOut, tr: tr}
+		switch r.Effect {
+		case EffectBlock:
+			block = &c
+		case EffectTransform:
+			transforms = append(transforms, c)
+		case EffectNudge:
+			nudges = append(nudges, c)
+		case EffectWarn:
+			warns = append(warns, c)
+		}
+		if block != nil {
+			stop = pos + 1
+			break
+		}
+	}
+	// [OAR-OPS-10]: after a short-circuit, rules never reached are omitted, except
+	// those a fired suppressor suppressed.
+	for _, i := range order[stop:] {
+		if suppressed[i] {
+			d.Applied = append(d.Applied, rules[i].trace[Suppressed])
+		}
+	}
+	s.decide(d, block, transforms, nudges, warns)
+	if len(s.changed) > 0 {
+		d.Counters = make(map[string]Counts, len(s.changed))
+		for k, v := range s.changed {
+			d.Counters[k.ReportKey()] = v
+		}
+	}
+	return d
+}
+
+// decide applies precedence ([OAR-EVAL-6], [OAR-EVAL-19], [OAR-EVAL-20]) and the
+// transforms ([OAR-OPS-16], [OAR-OPS-17]).
+func (s *evalState) decide(d *Decision, block *contribution, transforms, nudges, warns []contribution) {
+	if s.occ.HasContent {
+		content := s.occ.Content
+		d.Content = &content
+	}
+	var win *contribution
+	switch {
+	case block != nil:
+		d.Decision, win = EffectBlock.String(), block
+	case len(transforms) > 0:
+		d.Decision, win = EffectTransform.String(), &transforms[0]
+		list := make([]transform.Transform, len(transforms))
+		d.Transforms = make([]TransformRecord, len(transforms))
+		for i, c := range transforms {
+			list[i] = *c.tr
+			d.Transforms[i] = TransformRecord{
+				Rule:        c.rule.QID,
+				Action:      c.tr.Action.String(),
+				Target:      c.rule.transform.targetName,
+				Replacement: c.tr.Replacement,
+			}
+		}
+		out, skips := transform.Apply(s.occ.Content, list)
+		if s.occ.HasContent {
+			d.Content = &out
+		}
+		for _, sk := range skips {
+			d.SkippedTransforms = append(d.SkippedTransforms, SkippedSpan{Rule: sk.Rule, Start: sk.Start, End: sk.End, Reason: sk.Reason})
+		}
+	case len(nudges) > 0:
+		d.Decision, win = EffectNudge.String(), &nudges[0]
+		d.Advisories = advisories(nudges)
+	case len(warns) > 0:
+		d.Decision, win = EffectWarn.String(), &warns[0]
+		d.Advisories = advisories(warns)
+	}
+	if win != nil {
+		d.Code, d.Rule, d.Copy = win.rule.ID, win.rule.QID, win.copy
+	}
+	d.fillEmptyLists()
+}
+
+// fillEmptyLists makes every list member marshal as [] rather than null, so a consumer
+// reads one shape whatever the outcome. Zero-length literals do not allocate.
+func (d *Decision) fillEmptyLists() {
+	if d.Advisories == nil {
+		d.Advisories = []Advisory{}
+	}
+	if d.Transforms == nil {
+		d.Transforms = []TransformRecord{}
+	}
+	if d.Applied == nil {
+		d.Applied = []string{}
+	}
+	if d.OnFire == nil {
+		d.OnFire = []string{}
+	}
+	if d.Events == nil {
+		d.Events = []Event{}
+	}
+	if d.SkippedTransforms == nil {
+		d.SkippedTransforms = []SkippedSpan{}
+	}
+}
+
+func advisories(cs []contribution) []Advisory {
+	out := make([]Advisory, len(cs))
+	for i, c := range cs {
+		out[i] = Advisory{Code: c.rule.ID, Rule: c.rule.QID, Copy: c.copy}
+	}
+	return out
+}
+
+func failure(r *Rule, err error) Failure {
+	f := Failure{Rule: r.QID, Error: err.Error()}
+	var pe *ProviderError
+	if errors.As(err, &pe) {
+		f.Clause = pe.Clause
+	}
+	return f
+}
+
+// selects reports whether every selector clause matches ([OAR-SEL-1], [OAR-SEL-2],
+// [OAR-SEL-4]).
+func (s *evalState) selects(r *Rule) (bool, error) {
+	s.cur, s.finding = r, nil
+	for _, c := range r.selector {
+		v, err := s.Fact(c.sym.ID)
+		if err != nil {
+			return false, err
+		}
+		if !clauseMatches(c, v) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func clauseMatches(c selectorClause, v types.Value) bool {
+	if v.Kind == types.String {
+		_, ok := c.values[v.Str()]
+		return ok
+	}
+	for _, m := range v.List() {
+		if _, ok := c.values[m]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// evalRule decides whether r fires: flow before when ([OAR-EVAL-3]), the detector for a
+// detector rule, then when; a firing rule's transform target and copy are resolved in
+// its own environment ([OAR-FACT-11]).
+func (s *evalState) evalRule(r *Rule, selErr error) (bool, map[string]string, *transform.Transform, error) {
+	s.cur, s.finding = r, nil
+	if selErr != nil {
+		return false, nil, nil, selErr
+	}
+	if len(r.Flow) > 0 && !flowMatches(r.Flow, s.window) {
+		return false, nil, nil, nil
+	}
+	if r.Detector != "" {
+		det := s.rt.Detectors[r.Detector]
+		if det == nil {
+			return false, nil, nil, &ProviderError{Clause: "OAR-OPS-3", Fact: r.Detector, Err: errors.New("detector is unreachable: no implementation is registered")}
+		}
+		f, err := det.Detect(s.occ)
+		if err != nil {
+			return false, nil, nil, &ProviderError{Clause: "OAR-OPS-3", Fact: r.Detector, Err: err}
+		}
+		s.finding = &f
+	}
+	if r.when != nil {
+		ok, err := r.when.Eval(s)
+		if err != nil || !ok {
+			return false, nil, nil, err
+		}
+	}
+	var tr *transform.Transform
+	if r.transform != nil {
+		var err error
+		if tr, err = s.resolveTransform(r); err != nil {
+			return false, nil, nil, err
+		}
+	}
+	var out map[string]string
+	if len(r.copy) > 0 {
+		var err error
+		if out, err = s.renderCopy(r); err != nil {
+			return false, nil, nil, err
+		}
+	}
+	return true, out, tr, nil
+}
+
+// flowMatches is [OAR-FACT-12]: the steps appear in order as a subsequence of the
+// window, oldest first.
+func flowMatches(flow, window []string) bool {
+	i := 0
+	for _, step := range window {
+		if i < len(flow) && step == flow[i] {
+			i++
+		}
+	}
+	return i == len(flow)
+}
+
+func (s *evalState) resolveTransform(r *Rule) (*transform.Transform, error) {
+	spec := r.transform
+	tr := &transform.Transform{Rule: r.QID, Action: spec.action, Replacement: spec.replacement, Whole: spec.whole}
+	if spec.whole {
+		return tr, nil
+	}
+	v, err := s.Fact(spec.target.ID)
+	if err != nil {
+		return nil, err
+	}
+	spans, err := transform.SpansFromFact(v.Maps(), s.contentLen())
+	if err != nil {
+		return nil, &ProviderError{Clause: "OAR-OPS-19", Fact: spec.targetName, Err: err}
+	}
+	tr.Spans = spans
+	return tr, nil
+}
+
+func (s *evalState) contentLen() int {
+	if s.content < 0 {
+		s.content = utf8.RuneCountInString(s.occ.Content)
+	}
+	return s.content
+}
+
+func (s *evalState) renderCopy(r *Rule) (map[string]string, error) {
+	out := make(map[string]string, len(r.copy))
+	for _, m := range r.copy {
+		text, err := m.tmpl.Render(s)
+		if err != nil {
+			return nil, err
+		}
+		out[m.name] = text
+	}
+	return out, nil
+}
+
+// renderCopyOrOmit renders the copy of an on_error block; when that fails the copy is
+// omitted and nothing else happens ([OAR-COPY-11]).
+func (s *evalState) renderCopyOrOmit(r *Rule) map[string]string {
+	if len(r.copy) == 0 {
+		return nil
+	}
+	out, err := s.renderCopy(r)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// applyOnFire applies a fired, enforced rule's side-effects in listed order
+// ([OAR-FIRE-2], [OAR-FIRE-8]); one that cannot be applied makes the rule one that
+// cannot be evaluated ([OAR-FIRE-9]).
+func (s *evalState) applyOnFire(r *Rule, d *Decision) error {
+	for _, a := range r.OnFire {
+		if a == ActionPublishEvent {
+			e := Event{Rule: r.QID, Anchor: s.anchor, Effect: r.Effect.String(), Session: s.occ.SessionID}
+			if s.rt.Events != nil {
+				if err := s.rt.Events.Publish(e); err != nil {
+					return &ProviderError{Clause: "OAR-FIRE-9", Fact: "publish_event", Err: err}
+				}
+			}
+			d.Events = append(d.Events, e)
+		} else {
+			key, err := s.counterKey(r, true)
+			if err != nil {
+				return err
+			}
+			if err := s.writeCounter(key, a); err != nil {
+				return &ProviderError{Clause: "OAR-FIRE-9", Fact: a.String(), Err: err}
+			}
+		}
+		d.OnFire = append(d.OnFire, r.QID+":"+a.String())
+	}
+	return nil
+}
+
+// counterKey keys r's counters by rule, session and scope value ([OAR-FIRE-5],
+// [OAR-FIRE-10]). own says whether r is the rule being evaluated (its scope fact is
+// read in its own environment) or another rule read through fire_count_of.
+func (s *evalState) counterKey(r *Rule, own bool) (CounterKey, error) {
+	k := CounterKey{Rule: r.QID, Session: s.occ.SessionID}
+	if r.counterScope == nil {
+		return k, nil
+	}
+	var v types.Value
+	var err error
+	if own {
+		v, err = s.Fact(r.counterScope.ID)
+	} else {
+		v, err = s.occurrenceFact(s.p.cap.symbol(r.counterScope.ID))
+	}
+	if err != nil {
+		return k, err
+	}
+	k.Scope, k.Scoped = v.Str(), true
+	return k, nil
+}
+
+// readCounter observes the snapshot of [OAR-FIRE-6]: values in force before any
+// side-effect of this occurrence.
+func (s *evalState) readCounter(k CounterKey) (Counts, error) {
+	if c, ok := s.snap[k]; ok {
+		return c, nil
+	}
+	if s.rt.Counters == nil {
+		return Counts{}, nil
+	}
+	c, err := s.rt.Counters.Get(k)
+	if err != nil {
+		return c, &ProviderError{Clause: "OAR-OPS-3", Fact: "counter " + k.ReportKey(), Err: err}
+	}
+	return c, nil
+}
+
+func (s *evalState) writeCounter(k CounterKey, a Action) error {
+	if s.rt.Counters == nil {
+		return errors.New("no counter store is configured")
+	}
+	if _, ok := s.snap[k]; !ok {
+		before, err := s.rt.Counters.Get(k)
+		if err != nil {
+			return err
+		}
+		if s.snap == nil {
+			s.snap = map[CounterKey]Counts{}
+		}
+		s.snap[k] = before
+	}
+	after, err := s.rt.Counters.Apply(k, a)
+	if err != nil {
+		return err
+	}
+	if s.changed == nil {
+		s.changed = map[CounterKey]Counts{}
+	}
+	s.changed[k] = after
+	return nil
+}
+
+// Fact implements expr.Env and copytext.FactEnv.
+func (s *evalState) Fact(id int) (types.Value, error) {
+	info := s.p.cap.symbol(id)
+	if f := s.finding; f != nil {
+		if raw, ok := f.Facts[info.Name]; ok {
+			return convert(info, raw)
+		}
+		if f.NoFindings && info.Detector {
+			return types.Zero(info.Type), nil
+		}
+	}
+	if info.Tier == TierCore {
+		switch info.Name {
+		case factFireCount, factBreakerCount:
+			key, err := s.counterKey(s.cur, true)
+			if err != nil {
+				return types.Value{}, err
+			}
+			c, err := s.readCounter(key)
+			if err != nil {
+				return types.Value{}, err
+			}
+			if info.Name == factFireCount {
+				return types.IntValue(c.Fire), nil
+			}
+			return types.IntValue(c.Breaker), nil
+		}
+	}
+	return s.occurrenceFact(info)
+}
+
+// occurrenceFact produces a fact shared by every rule at the occurrence, once.
+func (s *evalState) occurrenceFact(info *symbolInfo) (types.Value, error) {
+	sl := &s.slots[info.ID]
+	if sl.gen == s.gen {
+		return sl.v, sl.err
+	}
+	v, err := s.produce(info)
+	sl.gen, sl.v, sl.err = s.gen, v, err
+	return v, err
+}
+
+func (s *evalState) produce(info *symbolInfo) (types.Value, error) {
+	if raw, ok := s.occ.Facts[info.Name]; ok && info.Name != factAnchor {
+		return convert(info, raw)
+	}
+	if info.Tier == TierCore && info.Name == factAnchor {
+		return types.StringValue(s.anchor), nil
+	}
+	if info.Tier == TierProfile && info.Profile == "tool" {
+		switch info.Name {
+		case factTool:
+			if tc := s.occ.ToolCall; tc != nil {
+				return types.StringValue(tc.Name), nil
+			}
+		case factToolArgs:
+			if tc := s.occ.ToolCall; tc != nil && tc.Arguments != nil {
+				return types.MapValue(tc.Arguments), nil
+			}
+			return types.MapValue(map[string]any{}), nil
+		case factToolFingerprint:
+			return s.fingerprint()
+		}
+	}
+	return types.Zero(info.Type), nil
+}
+
+// fingerprint is [OAR-FACT-28] over the effective tool name and arguments.
+func (s *evalState) fingerprint() (types.Value, error) {
+	tool, err := s.Fact(s.p.cap.byName[factTool])
+	if err != nil {
+		return types.Value{}, err
+	}
+	args, err := s.Fact(s.p.cap.byName[factToolArgs])
+	if err != nil {
+		return types.Value{}, err
+	}
+	fp, err := toolobs.Fingerprint(tool.Str(), args.Map())
+	if err != nil {
+		return types.Value{}, &ProviderError{Clause: "OAR-FACT-28", Fact: factToolFingerprint, Err: err}
+	}
+	return types.StringValue(fp), nil
+}
+
+// toolName is the step an admitted tool call appends ([OAR-PROF-9]).
+func (s *evalState) toolName() string {
+	if t, ok := s.occ.Facts[factTool].(string); ok {
+		return t
+	}
+	if s.occ.ToolCall != nil {
+		return s.occ.ToolCall.Name
+	}
+	return ""
+}
+
+// convert checks a provider value against its declared type ([OAR-FACT-26],
+// [OAR-FACT-23]).
+func convert(info *symbolInfo, raw any) (types.Value, error) {
+	k := info.Type
+	v, err := types.FromJSON(k, raw)
+	if err != nil {
+		clause := "OAR-FACT-26"
+		if k == types.Double {
+			if _, isNum := types.AsDouble(raw); isNum {
+				clause = "OAR-FACT-23"
+			}
+		}
+		return types.Value{}, &ProviderError{Clause: clause, Fact: info.Name, Err: err}
+	}
+	return v, nil
+}
+
+// Call implements expr.Env: a value supplied in facts under the function's name is its
+// result for every argument ([OAR-CONF-26]); the tool accessors read the call's
+// arguments; any other function has nothing to report and yields its zero value
+// ([OAR-FACT-25]).
+func (s *evalState) Call(id int, arg types.Value) (types.Value, error) {
+	info := s.p.cap.symbol(id)
+	if f := s.finding; f != nil {
+		if raw, ok := f.Facts[info.Name]; ok {
+			return convert(info, raw)
+		}
+		if f.NoFindings && info.Detector {
+			return types.Zero(info.Type), nil
+		}
+	}
+	if raw, ok := s.occ.Facts[info.Name]; ok {
+		return convert(info, raw)
+	}
+	if info.Tier == TierProfile && info.Profile == "tool" {
+		switch info.Name {
+		case funcToolArgString, funcToolArgInt, funcToolArgBool:
+			args, err := s.Fact(s.p.cap.byName[factToolArgs])
+			if err != nil {
+				return types.Value{}, err
+			}
+			switch info.Name {
+			case funcToolArgString:
+				return types.StringValue(toolobs.ArgString(args.Map(), arg.Str())), nil
+			case funcToolArgInt:
+				return types.IntValue(toolobs.ArgInt(args.Map(), arg.Str())), nil
+			default:
+				return types.BoolValue(toolobs.ArgBool(args.Map(), arg.Str())), nil
+			}
+		}
+	}
+	return types.Zero(info.Type), nil
+}
+
+// RuleCounter implements expr.Env for fire_count_of and breaker_count_of
+// ([OAR-FIRE-11]): the named rule's counter under its own scope, from the snapshot.
+func (s *evalState) RuleCounter(id int, rule int) (int64, error) {
+	target := s.p.rs.Rules[rule]
+	key, err := s.counterKey(target, target == s.cur)
+	if err != nil {
+		return 0, err
+	}
+	c, err := s.readCounter(key)
+	if err != nil {
+		return 0, err
+	}
+	if s.p.cap.symbol(id).Name == funcFireCountOf {
+		return c.Fire, nil
+	}
+	return c.Breaker, nil
+}

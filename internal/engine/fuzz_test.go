@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+const fuzzCapability = `{"oar_capability_version":"1.0","host":"oar.test",
+ "anchors":{"core":{"tool.pre_invoke":"tool.pre_invoke","model.output":"gw.output"},
+  "unsupported":["tool.handler","tool.post_invoke","agent.post_turn","agent.finalize","model.input","model.tool_result"],
+  "host":["gw.render"]},
+ "profiles":["tool","session","content","secrets"],"detectors":["detector://noop","detector://error","detector://fixture"],
+ "activity_window":4,"supports_transform":true,"expression_nodes_max":512,
+ "host_facts":[{"name":"oar.test.spans","type":"list<map>"},{"name":"oar.test.flag","type":"(string) -> bool"}]}`
+
+func fuzzCap(t testing.TB) *Capability {
+	t.Helper()
+	doc, err := DecodeJSON([]byte(fuzzCapability))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, errs := LoadCapability(doc)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return c
+}
+
+// FuzzLoadRules feeds arbitrary bytes through decoding, loading, configuration and one
+// evaluation: no input may panic, and every diagnostic names a clause.
+func FuzzLoadRules(f *testing.F) {
+	seeds := []string{
+		`{"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"block"}`,
+		`[{"oar":"1.0","id":"A","namespace":"x","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","overrides":["B"]},{"oar":"1.0","id":"B","namespace":"x","kind":"schema","anchor":"tool.pre_invoke","effect":"block","overrides":["A"]}]`,
+		"oar: \"1.0\"\nid: T\nkind: detector\ndetector: {ref: detector://fixture}\nanchor: model.output\nrequires: {profiles: [secrets]}\neffect: transform\ntransform: {action: redact, target: secret_matches}\n",
+		"oar: 1.0\nid: X\n",
+		`{"oar":"1.0","id":"C","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","when":"fire_count_of(\"C\") > 1 && tool == 'x'","requires":{"profiles":["tool"]},"on_fire":["increment_counter","publish_event"],"counter_scope":"tool_args_fingerprint","copy":{"what":"{% if tool %}{{ tool }}{% else %}none{% endif %}"}}`,
+		`{"oar":"1.0","id":"F","kind":"policy","anchor":"tool.pre_invoke","effect":"nudge","flow":["a","b"],"selector":{"tool":["read"]},"requires":{"profiles":["tool"]}}`,
+		`{"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"block","oar":"1.0"}`,
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	c := fuzzCap(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		docs, err := DecodeDocuments(data)
+		if err != nil {
+			return
+		}
+		rs, errs := LoadRules(c, docs)
+		for _, e := range errs {
+			if e.Clause == "" {
+				t.Fatalf("diagnostic without a clause: %v", e)
+			}
+		}
+		if rs == nil {
+			return
+		}
+		p, errs := Configure(rs, nil)
+		if len(errs) > 0 {
+			t.Fatalf("an empty configuration was refused: %v", errs)
+		}
+		for _, anchor := range []string{"tool.pre_invoke", "gw.output", "gw.render"} {
+			occ := &Occurrence{Anchor: anchor, SessionID: "s", Content: "héllo wörld", HasContent: true,
+				ToolCall: &ToolCall{Name: "read", Arguments: map[string]any{"path": "/x"}}}
+			if _, err := p.Evaluate(NewMemoryRuntime(), occ); err != nil {
+				t.Fatalf("evaluate %s: %v", anchor, err)
+			}
+		}
+	})
+}
+
+// FuzzLoadCapability: no capability document may panic the loader, and every
+// diagnostic names a clause.
+func FuzzLoadCapability(f *testing.F) {
+	f.Add([]byte(fuzzCapability))
+	f.Add([]byte(`{"oar_capability_version":"1.0","host":"h","anchors":{"core":{},"unsupported":[]}}`))
+	f.Add([]byte("oar_capability_version: 1.0\nhost: h\n"))
+	f.Add([]byte(`{"oar_capability_version":"1.0","host":"h","anchors":{"core":{"tool.pre_invoke":"model.input"}},"host_facts":[{"name":"h.x","type":"(int) -> map"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		docs, err := DecodeDocuments(data)
+		if err != nil || len(docs) != 1 {
+			return
+		}
+		c, errs := LoadCapability(docs[0])
+		for _, e := range errs {
+			if e.Clause == "" {
+				t.Fatalf("diagnostic without a clause: %v", e)
+			}
+		}
+		if c == nil && len(errs) == 0 {
+			t.Fatal("no capability and no diagnostic")
+		}
+	})
+}
+
+// FuzzDecodeDocuments: decoding never panics, and what it returns is plain JSON data
+// that encodes again.
+func FuzzDecodeDocuments(f *testing.F) {
+	f.Add([]byte(`{"a":1}`))
+	f.Add([]byte(`[{"a":1},{"b":[1,2,{"c":null}]}]`))
+	f.Add([]byte("a: 1\n---\nb: 2\n...\n"))
+	f.Add([]byte("a: 1\na: 2\n"))
+	f.Add([]byte(`{"a":1,"a":2}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		docs, err := DecodeDocuments(data)
+		if err != nil {
+			return
+		}
+		for i, d := range docs {
+			if _, err := json.Marshal(d); err != nil {
+				t.Fatalf("member %d does not encode as JSON: %v", i, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,768 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/oar-operator/oar-operator/internal/engine/copytext"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/engine/expr"
+	"github.com/oar-operator/oar-operator/internal/engine/transform"
+	"github.com/oar-operator/oar-operator/internal/engine/types"
+)
+
+// RuleSet is a loaded rule set ([OAR-DOC-31]) compiled against one capability.
+type RuleSet struct {
+	Capability *Capability
+	// Rules in the order they were given; the order carries no meaning ([OAR-DOC-31]).
+	Rules []*Rule
+	// Warnings are load-time advice that does not refuse the set ([OAR-SEL-6]).
+	Warnings diag.List
+
+	byQID map[string]int
+}
+
+var ruleMembers = setOf("oar", "id", "namespace", "kind", "anchor", "selector", "when", "flow", "effect",
+	"enforcement", "mandatory", "on_error", "on_fire", "overrides", "requires", "transform", "detector",
+	"copy", "references", "status", "related", "counter_scope")
+
+// LoadRules validates and compiles every member of a rule set against c, collecting
+// every error of every member ([OAR-CONF-1]). The set loads only when no member is
+// refused; a refused set returns a nil RuleSet.
+func LoadRules(c *Capability, docs []any) (*RuleSet, diag.List) {
+	rs := &RuleSet{Capability: c, byQID: map[string]int{}}
+	var all diag.List
+	type pending struct {
+		r   *Rule
+		req requirements
+	}
+	var shaped []pending
+	// Pass 1: each member on its own terms ([OAR-DOC-31]).
+	for i, doc := range docs {
+		var l diag.List
+		r, req, ok := parseRule(&l, i, doc)
+		if r != nil && r.QID != "" {
+			if prev, dup := rs.byQID[r.QID]; dup {
+				l.Add(fieldErr("OAR-DOC-9", "id", r.ID, "rule set contains two rules with qualified identifier %s (members %d and %d)", r.QID, prev, i))
+			} else {
+				rs.byQID[r.QID] = i
+			}
+		}
+		all = append(all, l.WithContext(i, ruleName(r))...)
+		if ok {
+			shaped = append(shaped, pending{r, req})
+		}
+		if r != nil {
+			rs.Rules = append(rs.Rules, r)
+		}
+	}
+	// Pass 2: against the capability and the set.
+	byIndex := map[int]*Rule{}
+	for _, p := range shaped {
+		byIndex[p.r.Index] = p.r
+	}
+	for _, p := range shaped {
+		var l diag.List
+		rs.resolveRule(&l, p.r, p.req, byIndex)
+		all = append(all, l.WithContext(p.r.Index, p.r.QID)...)
+	}
+	if len(all) == 0 {
+		all = append(all, rs.checkCycles(byIndex)...)
+	}
+	if len(all) > 0 {
+		all.Sort()
+		return nil, all
+	}
+	rs.Warnings.Sort()
+	return rs, nil
+}
+
+func ruleName(r *Rule) string {
+	if r == nil {
+		return ""
+	}
+	return r.QID
+}
+
+// Rule returns the rule with the given qualified identifier.
+func (rs *RuleSet) Rule(qid string) (*Rule, bool) {
+	i, ok := rs.byQID[qid]
+	if !ok || i >= len(rs.Rules) || rs.Rules[i].QID != qid {
+		for _, r := range rs.Rules {
+			if r.QID == qid {
+				return r, true
+			}
+		}
+		return nil, false
+	}
+	return rs.Rules[i], true
+}
+
+// requirements is a rule's requires object ([OAR-DOC-21]).
+type requirements struct {
+	profiles map[string]bool
+	facts    map[string]bool
+	// raw lists, in order, for diagnostics
+	profileList, factList []string
+	// unresolved references, resolved in pass 2
+	onError   string
+	overrides []string
+	when      string
+	hasWhen   bool
+	copy      map[string]string
+	counter   string
+	hasCount  bool
+	selector  map[string][]string
+	selOrder  []string
+	target    string
+}
+
+// parseRule checks one member's shape: the version gate first ([OAR-CONF-2]), then the
+// closed field set and every field's type and grammar. ok reports whether the member is
+// well-formed enough for pass 2.
+func parseRule(l *diag.List, index int, doc any) (*Rule, requirements, bool) {
+	var req requirements
+	obj, isObj := doc.(map[string]any)
+	if !isObj {
+		l.Add(fieldErr("OAR-DOC-31", "", doc, "member %d of the rule set is not a rule document: a rule document is a JSON object; got %s", index, types.DescribeJSON(doc)))
+		return nil, req, false
+	}
+	before := len(*l)
+	if !checkVersion(l, obj, "oar") {
+		return nil, req, false
+	}
+	r := &Rule{Index: index, doc: obj, OnErrorRule: -1, Enforcement: EnforceOn}
+	checkClosed(l, obj, ruleMembers, "", "OAR-DOC-27", "a rule document", true)
+	for _, f := range []string{"id", "kind", "anchor", "effect"} {
+		if _, ok := obj[f]; !ok {
+			l.Add(fieldErr("OAR-DOC-2", f, nil, "missing required member %q", f))
+		}
+	}
+	if id, ok := getString(l, obj, "id", "id", "OAR-DOC-6"); ok {
+		if idPattern.MatchString(id) {
+			r.ID = id
+		} else {
+			l.Add(fieldErr("OAR-DOC-6", "id", id, "id %q must match ^[A-Z][A-Z0-9_]*$", id))
+		}
+	}
+	if ns, ok := getString(l, obj, "namespace", "namespace", "OAR-DOC-7"); ok {
+		if namespacePattern.MatchString(ns) {
+			r.Namespace = ns
+		} else {
+			l.Add(fieldErr("OAR-DOC-7", "namespace", ns, "namespace %q must match ^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$", ns))
+		}
+	}
+	if r.ID != "" && (r.Namespace != "" || obj["namespace"] == nil) {
+		r.QID = qualify(r.Namespace, r.ID)
+	}
+	if k, ok := getEnum(l, obj, "kind", "OAR-DOC-10", kindNames); ok {
+		r.Kind = Kind(k)
+	}
+	if e, ok := getEnum(l, obj, "effect", "OAR-DOC-11", effectNames[1:]); ok {
+		r.Effect = Effect(e + 1)
+	}
+	if a, ok := getString(l, obj, "anchor", "anchor", "OAR-DOC-12"); ok {
+		if a == "" {
+			l.Add(fieldErr("OAR-DOC-12", "anchor", a, "anchor must name a lifecycle moment; it is empty"))
+		}
+		r.Anchor = a
+	}
+	if e, ok := getEnum(l, obj, "enforcement", "OAR-DOC-16", enforcementNames); ok {
+		r.Enforcement = Enforcement(e)
+	}
+	if m, ok := getBool(l, obj, "mandatory", "mandatory", "OAR-DOC-17"); ok {
+		r.Mandatory = m
+	}
+	// status records the author's confidence and affects no decision ([OAR-DOC-29]).
+	getEnum(l, obj, "status", "OAR-DOC-29", []string{"experimental", "test", "stable", "deprecated"})
+	if w, ok := getString(l, obj, "when", "when", "OAR-DOC-14"); ok {
+		req.when, req.hasWhen = w, true
+	}
+	parseFlow(l, obj, r)
+	parseOnError(l, obj, r, &req)
+	parseOnFire(l, obj, r)
+	if list, ok := getStringList(l, obj, "overrides", "overrides", "OAR-DOC-20"); ok {
+		for i, ref := range list {
+			if !validRuleRef(ref) {
+				l.Add(fieldErr("OAR-DOC-20", fmt.Sprintf("overrides[%d]", i), ref, "overrides entry %q is neither a bare id nor a qualified <namespace>/<id>", ref))
+				continue
+			}
+			req.overrides = append(req.overrides, ref)
+		}
+	}
+	parseRequires(l, obj, &req)
+	parseSelector(l, obj, &req)
+	parseTransform(l, obj, r, &req)
+	parseDetector(l, obj, r)
+	parseCopy(l, obj, &req)
+	// references are taxonomy tags and affect no decision ([OAR-DOC-25]).
+	getObject(l, obj, "references", "references", "OAR-DOC-25")
+	parseRelated(l, obj)
+	if cs, ok := getString(l, obj, "counter_scope", "counter_scope", "OAR-DOC-32"); ok {
+		req.counter, req.hasCount = cs, true
+	}
+	return r, req, len(*l) == before && r.QID != ""
+}
+
+func qualify(ns, id string) string {
+	if ns == "" {
+		return id
+	}
+	return ns + "/" + id
+}
+
+// getEnum reads a string member that must be one of names, returning its index.
+func getEnum(l *diag.List, obj map[string]any, field, clause string, names []string) (int, bool) {
+	s, ok := getString(l, obj, field, field, clause)
+	if !ok {
+		return 0, false
+	}
+	for i, n := range names {
+		if n == s {
+			return i, true
+		}
+	}
+	l.Add(fieldErr(clause, field, s, "%s %q must be one of %s", field, s, strings.Join(names, ", ")))
+	return 0, false
+}
+
+func parseFlow(l *diag.List, obj map[string]any, r *Rule) {
+	list, ok := getStringList(l, obj, "flow", "flow", "OAR-DOC-15")
+	if !ok {
+		return
+	}
+	if len(list) == 0 {
+		l.Add(fieldErr("OAR-DOC-15", "flow", []any{}, "flow must be non-empty when present: an empty flow has two defensible readings and does not load"))
+		return
+	}
+	for i, s := range list {
+		if s == "" {
+			l.Add(fieldErr("OAR-DOC-15", fmt.Sprintf("flow[%d]", i), s, "a flow step must name a tool; it is empty"))
+			return
+		}
+	}
+	r.Flow = list
+}
+
+func parseOnError(l *diag.List, obj map[string]any, r *Rule, req *requirements) {
+	s, ok := getString(l, obj, "on_error", "on_error", "OAR-DOC-18")
+	if !ok {
+		return
+	}
+	switch {
+	case s == "fail_closed":
+		r.OnError = FailClosed
+	case s == "fail_open":
+		r.OnError = FailOpen
+	case validRuleRef(s):
+		r.OnError = Substitute
+		req.onError = s
+	default:
+		l.Add(fieldErr("OAR-DOC-18", "on_error", s, "on_error %q must be fail_closed, fail_open, or a bare or qualified rule identifier", s))
+	}
+}
+
+func parseOnFire(l *diag.List, obj map[string]any, r *Rule) {
+	list, ok := getStringList(l, obj, "on_fire", "on_fire", "OAR-DOC-19")
+	if !ok {
+		return
+	}
+	for i, s := range list {
+		found := false
+		for a, name := range actionNames {
+			if name == s {
+				r.OnFire = append(r.OnFire, Action(a))
+				found = true
+				break
+			}
+		}
+		if !found {
+			l.Add(fieldErr("OAR-FIRE-1", fmt.Sprintf("on_fire[%d]", i), s, "on_fire action %q is not one of %s", s, strings.Join(actionNames, ", ")))
+		}
+	}
+}
+
+func parseRequires(l *diag.List, obj map[string]any, req *requirements) {
+	m, ok := getObject(l, obj, "requires", "requires", "OAR-DOC-21")
+	if !ok {
+		return
+	}
+	checkClosed(l, m, setOf("profiles", "facts"), "requires", "OAR-DOC-21", "requires", false)
+	req.profiles, req.facts = map[string]bool{}, map[string]bool{}
+	if list, ok := getStringList(l, m, "profiles", "requires.profiles", "OAR-DOC-21"); ok {
+		req.profileList = list
+		for _, p := range list {
+			req.profiles[p] = true
+		}
+	}
+	if list, ok := getStringList(l, m, "facts", "requires.facts", "OAR-DOC-21"); ok {
+		req.factList = list
+		for _, f := range list {
+			req.facts[f] = true
+		}
+	}
+}
+
+func parseSelector(l *diag.List, obj map[string]any, req *requirements) {
+	m, ok := getObject(l, obj, "selector", "selector", "OAR-DOC-13")
+	if !ok {
+		return
+	}
+	req.selector = map[string][]string{}
+	for _, k := range sortedKeys(m) {
+		path := "selector." + k
+		arr, isArr := m[k].([]any)
+		if !isArr {
+			l.Add(fieldErr("OAR-SEL-1", path, m[k], "selector clause %q must be a list of strings; got %s", k, types.DescribeJSON(m[k])))
+			continue
+		}
+		vals := make([]string, 0, len(arr))
+		good := true
+		for i, v := range arr {
+			s, isStr := v.(string)
+			if !isStr {
+				l.Add(fieldErr("OAR-SEL-1", fmt.Sprintf("%s[%d]", path, i), v, "selector clause %q values must be strings%s", k, yamlHint(v)))
+				good = false
+				continue
+			}
+			vals = append(vals, s)
+		}
+		if good {
+			req.selector[k] = vals
+			req.selOrder = append(req.selOrder, k)
+		}
+	}
+}
+
+func parseTransform(l *diag.List, obj map[string]any, r *Rule, req *requirements) {
+	raw, present := obj["transform"]
+	if r.Effect == EffectTransform && !present {
+		if _, hasEffect := obj["effect"]; hasEffect {
+			l.Add(fieldErr("OAR-DOC-22", "transform", nil, "a rule with effect transform must carry a transform object"))
+		}
+		return
+	}
+	if !present {
+		return
+	}
+	if r.Effect != EffectTransform {
+		if e, ok := obj["effect"].(string); ok {
+			l.Add(fieldErr("OAR-DOC-22", "transform", nil, "a rule with effect %s must not carry transform", e))
+		}
+		return
+	}
+	m, isObj := raw.(map[string]any)
+	if !isObj {
+		l.Add(fieldErr("OAR-DOC-22", "transform", raw, "transform must be an object; got %s", types.DescribeJSON(raw)))
+		return
+	}
+	checkClosed(l, m, setOf("action", "target", "replacement"), "transform", "OAR-OPS-13", "transform", false)
+	spec := &transformSpec{}
+	action, hasAction := getString(l, m, "action", "transform.action", "OAR-OPS-13")
+	switch {
+	case !hasAction:
+		if _, ok := m["action"]; !ok {
+			l.Add(fieldErr("OAR-OPS-13", "transform.action", nil, "transform must carry action, one of redact, replace, annotate"))
+		}
+	case action == "redact":
+		spec.action = transform.Redact
+	case action == "replace":
+		spec.action = transform.Replace
+	case action == "annotate":
+		spec.action = transform.Annotate
+	default:
+		l.Add(fieldErr("OAR-OPS-13", "transform.action", action, "transform action %q must be one of redact, replace, annotate", action))
+		hasAction = false
+	}
+	target, hasTarget := getString(l, m, "target", "transform.target", "OAR-OPS-13")
+	if !hasTarget {
+		if _, ok := m["target"]; !ok {
+			l.Add(fieldErr("OAR-OPS-13", "transform.target", nil, "transform must carry target, the content or a list<map> fact"))
+		}
+	}
+	repl, hasRepl := getString(l, m, "replacement", "transform.replacement", "OAR-OPS-13")
+	if hasAction && !hasRepl && action != "redact" {
+		if _, ok := m["replacement"]; !ok {
+			l.Add(fieldErr("OAR-OPS-13", "transform.replacement", nil, "a %s transform must carry replacement", action))
+		}
+	}
+	spec.replacement = repl
+	if !hasRepl && action == "redact" {
+		spec.replacement = transform.DefaultRedaction
+	}
+	spec.targetName = target
+	req.target = target
+	r.transform = spec
+}
+
+func parseDetector(l *diag.List, obj map[string]any, r *Rule) {
+	raw, present := obj["detector"]
+	_, hasKind := obj["kind"].(string)
+	if r.Kind == KindDetector && hasKind && !present {
+		l.Add(fieldErr("OAR-DOC-23", "detector", nil, "a rule of kind detector must carry detector, an object with ref"))
+		return
+	}
+	if !present {
+		return
+	}
+	if r.Kind != KindDetector && hasKind {
+		l.Add(fieldErr("OAR-DOC-23", "detector", nil, "a rule of kind %s must not carry detector", r.Kind))
+		return
+	}
+	m, isObj := raw.(map[string]any)
+	if !isObj {
+		l.Add(fieldErr("OAR-DOC-23", "detector", raw, "detector must be an object with ref; got %s", types.DescribeJSON(raw)))
+		return
+	}
+	checkClosed(l, m, setOf("ref"), "detector", "OAR-DOC-23", "detector", false)
+	ref, ok := getString(l, m, "ref", "detector.ref", "OAR-DOC-23")
+	if !ok {
+		if _, present := m["ref"]; !present {
+			l.Add(fieldErr("OAR-DOC-23", "detector.ref", nil, "detector must carry ref"))
+		}
+		return
+	}
+	if !detectorPattern.MatchString(ref) {
+		l.Add(fieldErr("OAR-OPS-12", "detector.ref", ref, "detector reference %q must be detector://<name>, the name matching ^[a-z0-9]([a-z0-9-]*[a-z0-9])?$", ref))
+		return
+	}
+	r.Detector = ref
+}
+
+func parseCopy(l *diag.List, obj map[string]any, req *requirements) {
+	m, ok := getObject(l, obj, "copy", "copy", "OAR-DOC-24")
+	if !ok {
+		return
+	}
+	checkClosed(l, m, setOf(copyMemberNames...), "copy", "OAR-DOC-24", "copy (members are title, what, cause, why, fix, instead)", false)
+	req.copy = map[string]string{}
+	for _, name := range copyMemberNames {
+		if s, ok := getString(l, m, name, "copy."+name, "OAR-DOC-24"); ok {
+			req.copy[name] = s
+		}
+	}
+}
+
+func parseRelated(l *diag.List, obj map[string]any) {
+	raw, ok := obj["related"]
+	if !ok {
+		return
+	}
+	arr, isArr := raw.([]any)
+	if !isArr {
+		l.Add(fieldErr("OAR-DOC-30", "related", raw, "related must be a list of {id, type} objects; got %s", types.DescribeJSON(raw)))
+		return
+	}
+	for i, m := range arr {
+		path := fmt.Sprintf("related[%d]", i)
+		entry, isObj := m.(map[string]any)
+		if !isObj {
+			l.Add(fieldErr("OAR-DOC-30", path, m, "a related entry must be an object with id and type; got %s", types.DescribeJSON(m)))
+			continue
+		}
+		checkClosed(l, entry, setOf("id", "type"), path, "OAR-DOC-30", "a related entry", false)
+		id, okID := getString(l, entry, "id", path+".id", "OAR-DOC-30")
+		switch {
+		case !okID:
+			if _, present := entry["id"]; !present {
+				l.Add(fieldErr("OAR-DOC-30", path+".id", nil, "a related entry must carry id"))
+			}
+		case !validRuleRef(id):
+			l.Add(fieldErr("OAR-DOC-30", path+".id", id, "related id %q is neither a bare id nor a qualified <namespace>/<id>", id))
+		}
+		typ, okType := getString(l, entry, "type", path+".type", "OAR-DOC-30")
+		switch {
+		case !okType:
+			if _, present := entry["type"]; !present {
+				l.Add(fieldErr("OAR-DOC-30", path+".type", nil, "a related entry must carry type"))
+			}
+		case typ != "derived" && typ != "obsolete" && typ != "merged" && typ != "renamed" && typ != "similar":
+			l.Add(fieldErr("OAR-DOC-30", path+".type", typ, "related type %q must be one of derived, obsolete, merged, renamed, similar", typ))
+		}
+	}
+}
+
+// resolve finds the rule a reference names: a qualified identifier exactly, a bare id
+// within the referencing rule's namespace ([OAR-EVAL-13], [OAR-OPS-5], [OAR-FIRE-11]).
+func (rs *RuleSet) resolve(ref, ns string) (int, bool) {
+	qid := ref
+	if !strings.Contains(ref, "/") {
+		qid = qualify(ns, ref)
+	}
+	i, ok := rs.byQID[qid]
+	return i, ok
+}
+
+// resolveRule checks a well-formed rule against the capability and the set.
+func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex map[int]*Rule) {
+	c := rs.Capability
+	rs.resolveAnchor(l, r)
+	rs.checkRequires(l, r, req)
+	reach := func(sym types.Symbol, field string) {
+		info := c.symbol(sym.ID)
+		switch info.Tier {
+		case TierCore:
+			return
+		case TierProfile:
+			if req.profiles[info.Profile] || req.facts[sym.Name] {
+				return
+			}
+			l.Add(fieldErr("OAR-FACT-20", field, sym.Name, "%q belongs to profile %s, which the rule does not name in requires.profiles", sym.Name, info.Profile))
+		case TierHost:
+			if req.facts[sym.Name] {
+				return
+			}
+			l.Add(fieldErr("OAR-FACT-20", field, sym.Name, "host fact %q is not named in requires.facts", sym.Name))
+		}
+	}
+	seen := map[string]bool{}
+	addRef := func(sym types.Symbol) {
+		if !seen[sym.Name] {
+			seen[sym.Name] = true
+			r.refs = append(r.refs, sym)
+		}
+	}
+	for _, k := range req.selOrder {
+		path := "selector." + k
+		sym, ok := c.Lookup(k)
+		switch {
+		case !ok:
+			l.Add(fieldErr("OAR-SEL-3", path, k, "selector clause %q names no declared fact", k))
+			continue
+		case sym.Func:
+			l.Add(fieldErr("OAR-SEL-3", path, k, "selector clause %q names an observation function; a clause names a fact", k))
+			continue
+		case sym.Type != types.String && sym.Type != types.ListString:
+			l.Add(fieldErr("OAR-SEL-3", path, k, "selector clause %q names a fact of type %s; a clause names a string or list<string> fact", k, sym.Type))
+			continue
+		}
+		reach(sym, path)
+		addRef(sym)
+		vals := make(map[string]struct{}, len(req.selector[k]))
+		for _, v := range req.selector[k] {
+			vals[v] = struct{}{}
+		}
+		if len(vals) == 0 {
+			w := fieldErr("OAR-SEL-6", path, []any{}, "selector clause %q is empty and matches nothing: rule %s is never selected", k, r.QID)
+			w.Index, w.Rule = r.Index, r.QID
+			rs.Warnings.Add(w)
+		}
+		r.selector = append(r.selector, selectorClause{sym: sym, values: vals})
+	}
+	if req.hasCount {
+		sym, ok := c.Lookup(req.counter)
+		switch {
+		case !ok:
+			l.Add(fieldErr("OAR-FIRE-10", "counter_scope", req.counter, "counter_scope names %q, which is not a declared fact", req.counter))
+		case sym.Func:
+			l.Add(fieldErr("OAR-FIRE-10", "counter_scope", req.counter, "counter_scope names %q, an observation function; it must name a string fact", req.counter))
+		case sym.Type != types.String:
+			l.Add(fieldErr("OAR-FIRE-10", "counter_scope", req.counter, "counter_scope names %q of type %s; it must name a string fact", req.counter, sym.Type))
+		default:
+			if info := c.symbol(sym.ID); info.Tier != TierCore && !req.profiles[info.Profile] && !req.facts[sym.Name] {
+				l.Add(fieldErr("OAR-FIRE-10", "counter_scope", req.counter, "counter_scope names %q, a non-core fact the rule does not reach through requires", req.counter))
+			} else {
+				r.counterScope = &sym
+				addRef(sym)
+			}
+		}
+	}
+	if req.hasWhen {
+		prog, errs := expr.Compile(req.when, expr.Options{
+			Symbols:  c,
+			MaxNodes: c.ExpressionNodesMax,
+			ResolveRule: func(ref string) (int, bool) {
+				if !validRuleRef(ref) {
+					return 0, false
+				}
+				return rs.resolve(ref, r.Namespace)
+			},
+		})
+		for _, e := range errs {
+			e.Field = diag.JoinPath("when", e.Field)
+			l.Add(e)
+		}
+		if prog != nil {
+			for _, sym := range prog.Refs() {
+				reach(sym, "when")
+				addRef(sym)
+			}
+			r.when = prog
+		}
+	}
+	for _, name := range copyMemberNames {
+		src, ok := req.copy[name]
+		if !ok {
+			continue
+		}
+		tmpl, errs := copytext.Compile(src, c)
+		for _, e := range errs {
+			e.Field = diag.JoinPath("copy."+name, e.Field)
+			l.Add(e)
+		}
+		if tmpl != nil {
+			for _, sym := range tmpl.Refs() {
+				reach(sym, "copy."+name)
+				addRef(sym)
+			}
+			r.copy = append(r.copy, copyMember{name: name, tmpl: tmpl})
+		}
+	}
+	if r.transform != nil {
+		if !c.SupportsTransform {
+			l.Add(fieldErr("OAR-OPS-18", "effect", "transform", "the capability does not implement content mutation (supports_transform is false), so a rule with effect transform cannot load"))
+		}
+		if t := req.target; t == "content" {
+			r.transform.whole = true
+		} else if t != "" {
+			sym, ok := c.Lookup(t)
+			switch {
+			case !ok:
+				l.Add(fieldErr("OAR-OPS-14", "transform.target", t, "transform target %q is neither content nor a declared fact", t))
+			case sym.Func:
+				l.Add(fieldErr("OAR-OPS-14", "transform.target", t, "transform target %q is an observation function; it must be content or a list<map> fact", t))
+			case sym.Type != types.ListMap:
+				l.Add(fieldErr("OAR-OPS-14", "transform.target", t, "transform target %q has type %s; it must be content or a list<map> fact", t, sym.Type))
+			default:
+				reach(sym, "transform.target")
+				addRef(sym)
+				r.transform.target = sym
+			}
+		}
+	}
+	if len(r.Flow) > 0 {
+		switch w := c.ActivityWindow; {
+		case w == 0:
+			l.Add(fieldErr("OAR-PROF-3", "flow", nil, "the capability declares activity_window 0 (it tracks no recent activity), so a rule carrying flow cannot load"))
+		case len(r.Flow) > w:
+			l.Add(fieldErr("OAR-FACT-13", "flow", nil, "flow has %d steps but the capability's activity_window is %d", len(r.Flow), w))
+		}
+	}
+	if r.Detector != "" && !c.HasDetector(r.Detector) {
+		l.Add(fieldErr("OAR-OPS-12", "detector.ref", r.Detector, "detector %q is not registered in the capability's detectors", r.Detector))
+	}
+	for i, ref := range req.overrides {
+		path := fmt.Sprintf("overrides[%d]", i)
+		j, ok := rs.resolve(ref, r.Namespace)
+		if !ok {
+			l.Add(fieldErr("OAR-EVAL-13", path, ref, "overrides entry %q resolves to no loaded rule", ref))
+			continue
+		}
+		target := byIndex[j]
+		if target == nil {
+			continue
+		}
+		if target.Mandatory {
+			l.Add(fieldErr("OAR-EVAL-17", path, ref, "overrides names %s, a mandatory rule, which cannot be suppressed", target.QID))
+			continue
+		}
+		r.Overrides = append(r.Overrides, j)
+	}
+	if req.onError != "" {
+		j, ok := rs.resolve(req.onError, r.Namespace)
+		if !ok {
+			l.Add(fieldErr("OAR-OPS-5", "on_error", req.onError, "on_error names %q, which resolves to no loaded rule", req.onError))
+		} else {
+			r.OnErrorRule = j
+		}
+	}
+	for o := range r.trace {
+		r.trace[o] = r.QID + ":" + Outcome(o).String()
+	}
+}
+
+func (rs *RuleSet) resolveAnchor(l *diag.List, r *Rule) {
+	c := rs.Capability
+	switch {
+	case isCoreAnchor(r.Anchor):
+		if local, ok := c.LocalAnchor(r.Anchor); ok {
+			r.Local, r.Core = local, true
+		} else {
+			l.Add(fieldErr("OAR-PROF-4", "anchor", r.Anchor, "anchor %s is a core anchor the capability declares unsupported", r.Anchor))
+		}
+	case c.hostAnchors[r.Anchor]:
+		r.Local = r.Anchor
+	default:
+		l.Add(fieldErr("OAR-DOC-12", "anchor", r.Anchor, "anchor %q is neither a core anchor nor in the capability's host anchor catalogue", r.Anchor))
+	}
+}
+
+func (rs *RuleSet) checkRequires(l *diag.List, r *Rule, req requirements) {
+	c := rs.Capability
+	for i, p := range req.profileList {
+		if !c.Provides(p) {
+			l.Add(fieldErr("OAR-FACT-19", fmt.Sprintf("requires.profiles[%d]", i), p, "rule %s requires profile %q, which the capability does not provide", r.QID, p))
+		}
+	}
+	for i, f := range req.factList {
+		if _, ok := c.Lookup(f); !ok {
+			l.Add(fieldErr("OAR-FACT-19", fmt.Sprintf("requires.facts[%d]", i), f, "rule %s requires %q, which the capability does not provide", r.QID, f))
+		}
+	}
+}
+
+// checkCycles rejects a rule set whose overrides form a cycle, naming the rules in it
+// ([OAR-EVAL-16]).
+func (rs *RuleSet) checkCycles(byIndex map[int]*Rule) diag.List {
+	var l diag.List
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[int]int{}
+	var stack []int
+	reported := map[string]bool{}
+	var visit func(i int)
+	visit = func(i int) {
+		color[i] = grey
+		stack = append(stack, i)
+		for _, j := range byIndex[i].Overrides {
+			switch color[j] {
+			case white:
+				visit(j)
+			case grey:
+				start := 0
+				for k, s := range stack {
+					if s == j {
+						start = k
+					}
+				}
+				cycle := append([]int(nil), stack[start:]...)
+				names := make([]string, 0, len(cycle)+1)
+				for _, k := range cycle {
+					names = append(names, byIndex[k].QID)
+				}
+				key := cycleKey(names)
+				if !reported[key] {
+					reported[key] = true
+					names = append(names, byIndex[j].QID)
+					first := byIndex[cycle[0]]
+					e := fieldErr("OAR-EVAL-16", "overrides", nil, "overrides forms a suppression cycle: %s", strings.Join(names, " -> "))
+					e.Index, e.Rule = first.Index, first.QID
+					l.Add(e)
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[i] = black
+	}
+	idx := make([]int, 0, len(byIndex))
+	for i := range byIndex {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		if color[i] == white {
+			visit(i)
+		}
+	}
+	return l
+}
+
+func cycleKey(names []string) string {
+	s := append([]string(nil), names...)
+	sort.Strings(s)
+	return strings.Join(s, ",")
+}

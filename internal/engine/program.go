@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"sort"
+)
+
+// Program is a configured rule set ready to evaluate occurrences. It is immutable and
+// safe for concurrent use; all per-session state lives in the Runtime's stores.
+type Program struct {
+	rs          *RuleSet
+	cap         *Capability
+	enforcement []Enforcement
+	// byAnchor lists, per local anchor, the rules that may be selected there (enforcement
+	// not off, [OAR-EVAL-11]) in kind-then-identifier order ([OAR-EVAL-1]).
+	byAnchor map[string][]int
+	// suppressors lists, per rule, the rules whose overrides name it.
+	suppressors [][]int
+	// suppressing marks anchors where some candidate suppresses another candidate, the
+	// only case in which [OAR-EVAL-18] can change the order.
+	suppressing map[string]bool
+}
+
+func newProgram(rs *RuleSet, enforcement []Enforcement) *Program {
+	p := &Program{
+		rs:          rs,
+		cap:         rs.Capability,
+		enforcement: enforcement,
+		byAnchor:    map[string][]int{},
+		suppressors: make([][]int, len(rs.Rules)),
+		suppressing: map[string]bool{},
+	}
+	for _, r := range rs.Rules {
+		for _, t := range r.Overrides {
+			p.suppressors[t] = append(p.suppressors[t], r.Index)
+		}
+		if enforcement[r.Index] == EnforceOff {
+			continue
+		}
+		p.byAnchor[r.Local] = append(p.byAnchor[r.Local], r.Index)
+	}
+	for anchor, list := range p.byAnchor {
+		sort.Slice(list, func(i, j int) bool { return p.before(list[i], list[j]) })
+		in := map[int]bool{}
+		for _, i := range list {
+			in[i] = true
+		}
+		for _, i := range list {
+			for _, t := range rs.Rules[i].Overrides {
+				if in[t] {
+					p.suppressing[anchor] = true
+				}
+			}
+		}
+	}
+	return p
+}
+
+// before is the order of [OAR-EVAL-1]: kind, then qualified identifier by code point
+// (byte order of UTF-8 is code-point order).
+func (p *Program) before(a, b int) bool {
+	ra, rb := p.rs.Rules[a], p.rs.Rules[b]
+	if ra.Kind != rb.Kind {
+		return ra.Kind < rb.Kind
+	}
+	return ra.QID < rb.QID
+}
+
+// RuleSet returns the loaded rules.
+func (p *Program) RuleSet() *RuleSet { return p.rs }
+
+// Capability returns the capability the program was compiled against.
+func (p *Program) Capability() *Capability { return p.cap }
+
+// Enforcement returns a rule's enforcement after configuration ([OAR-CFG-3]).
+func (p *Program) Enforcement(rule int) Enforcement { return p.enforcement[rule] }
+
+// order applies [OAR-EVAL-18] to the selected rules, which arrive in [OAR-EVAL-1]
+// order: repeatedly take the first rule none of whose selected suppressors is still
+// unevaluated.
+func (p *Program) order(selected []int, out []int) []int {
+	remaining := make([]int, len(selected))
+	pos := make(map[int]int, len(selected))
+	for i, r := range selected {
+		pos[r] = i
+	}
+	for i, r := range selected {
+		for _, s := range p.suppressors[r] {
+			if _, ok := pos[s]; ok {
+				remaining[i]++
+			}
+		}
+	}
+	done := make([]bool, len(selected))
+	for range selected {
+		for i, r := range selected {
+			if done[i] || remaining[i] > 0 {
+				continue
+			}
+			done[i] = true
+			out = append(out, r)
+			for _, t := range p.rs.Rules[r].Overrides {
+				if j, ok := pos[t]; ok {
+					remaining[j]--
+				}
+			}
+			break
+		}
+	}
+	return out
+}

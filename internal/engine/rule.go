@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"github.com/oar-operator/oar-operator/internal/engine/copytext"
+	"github.com/oar-operator/oar-operator/internal/engine/expr"
+	"github.com/oar-operator/oar-operator/internal/engine/transform"
+	"github.com/oar-operator/oar-operator/internal/engine/types"
+)
+
+// Kind is a rule's kind; it fixes evaluation order and nothing else ([OAR-DOC-10],
+// [OAR-EVAL-2]). The constants are in evaluation order.
+type Kind uint8
+
+// The kinds in the order of [OAR-EVAL-1].
+const (
+	KindSchema Kind = iota
+	KindPolicy
+	KindInvariant
+	KindDetector
+)
+
+var kindNames = []string{"schema", "policy", "invariant", "detector"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// Effect is what a firing rule does ([OAR-DOC-11]).
+type Effect uint8
+
+// The effects. EffectNone is the decision of an occurrence nothing decided.
+const (
+	EffectNone Effect = iota
+	EffectAllow
+	EffectWarn
+	EffectNudge
+	EffectTransform
+	EffectBlock
+)
+
+var effectNames = []string{"none", "allow", "warn", "nudge", "transform", "block"}
+
+func (e Effect) String() string { return effectNames[e] }
+
+// Enforcement is how loudly a rule runs ([OAR-DOC-16]); larger is stricter.
+type Enforcement uint8
+
+// The enforcement levels, least strict first.
+const (
+	EnforceOff Enforcement = iota
+	EnforceMonitor
+	EnforceOn
+)
+
+var enforcementNames = []string{"off", "monitor", "enforce"}
+
+func (e Enforcement) String() string { return enforcementNames[e] }
+
+// Action is an on_fire side-effect ([OAR-FIRE-1]).
+type Action uint8
+
+// The closed vocabulary of section 6.
+const (
+	ActionIncrementCounter Action = iota
+	ActionResetCounter
+	ActionPublishEvent
+	ActionIncrementBreaker
+	ActionResetBreaker
+)
+
+var actionNames = []string{"increment_counter", "reset_counter", "publish_event", "increment_breaker", "reset_breaker"}
+
+func (a Action) String() string { return actionNames[a] }
+
+// OnErrorMode is how a rule that cannot be evaluated is handled ([OAR-DOC-18]).
+type OnErrorMode uint8
+
+// The on_error modes.
+const (
+	FailClosed OnErrorMode = iota
+	FailOpen
+	Substitute
+)
+
+// Outcome is a rule's entry in the applied-rules trace ([OAR-OPS-9]).
+type Outcome uint8
+
+// The seven outcomes.
+const (
+	Fired Outcome = iota
+	Passed
+	Errored
+	Suppressed
+	MonitoredFired
+	MonitoredPassed
+	MonitoredErrored
+)
+
+var outcomeNames = []string{"fired", "passed", "errored", "suppressed", "monitored_fired", "monitored_passed", "monitored_errored"}
+
+func (o Outcome) String() string { return outcomeNames[o] }
+
+// copyMemberNames is the closed member set of copy, in presentation order ([OAR-DOC-24]).
+var copyMemberNames = []string{"title", "what", "cause", "why", "fix", "instead"}
+
+// Rule is one loaded, compiled rule document.
+type Rule struct {
+	// Index is the rule's position in the loaded set.
+	Index     int
+	ID        string
+	Namespace string
+	// QID is the qualified identifier ([OAR-DOC-8]).
+	QID    string
+	Kind   Kind
+	Anchor string
+	// Local is the anchor as occurrences name it: the core anchor resolved through the
+	// profile map, or the host-native anchor itself ([OAR-CONF-3]).
+	Local       string
+	Core        bool
+	Effect      Effect
+	Enforcement Enforcement
+	Mandatory   bool
+	OnError     OnErrorMode
+	// OnErrorRule is the substituted rule's index when OnError is Substitute.
+	OnErrorRule int
+	OnFire      []Action
+	// Overrides are the indices of the rules this rule suppresses.
+	Overrides []int
+	Flow      []string
+	Detector  string
+
+	selector     []selectorClause
+	when         *expr.Program
+	transform    *transformSpec
+	copy         []copyMember
+	counterScope *types.Symbol
+
+	// refs is every fact and function the rule references ([OAR-FACT-11]).
+	refs []types.Symbol
+	// trace holds the rule's trace entries, one per outcome, built once.
+	trace [7]string
+	doc   map[string]any
+}
+
+type selectorClause struct {
+	sym    types.Symbol
+	values map[string]struct{}
+}
+
+type transformSpec struct {
+	action      transform.Action
+	replacement string
+	whole       bool
+	target      types.Symbol
+	targetName  string
+}
+
+type copyMember struct {
+	name string
+	tmpl *copytext.Template
+}
+
+// Document returns the rule document as it was loaded.
+func (r *Rule) Document() map[string]any { return r.doc }
+
+// TraceEntry is "<qualified id>:<outcome>".
+func (r *Rule) TraceEntry(o Outcome) string { return r.trace[o] }

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"sync"
+)
+
+// CounterKey identifies one counter: the declaring rule's qualified identifier, the
+// session, and the rule's counter-scope value when it declares counter_scope
+// ([OAR-FIRE-5], [OAR-FIRE-10]). Scoped distinguishes an empty scope value from no scope.
+type CounterKey struct {
+	Rule    string
+	Session string
+	Scope   string
+	Scoped  bool
+}
+
+// ReportKey is the spelling of [OAR-CONF-33]: the qualified id, plus "#<scope>" for a
+// scoped counter.
+func (k CounterKey) ReportKey() string {
+	if k.Scoped {
+		return k.Rule + "#" + k.Scope
+	}
+	return k.Rule
+}
+
+// Counts are the two counters a rule owns ([OAR-FIRE-3]).
+type Counts struct {
+	Fire    int64 `json:"fire_count"`
+	Breaker int64 `json:"breaker_count"`
+}
+
+// CounterStore keeps counters. An error from either method is a side-effect that cannot
+// be applied, which the engine routes to the rule's on_error ([OAR-FIRE-9]).
+type CounterStore interface {
+	Get(k CounterKey) (Counts, error)
+	// Apply performs one counter action and returns the counts after it.
+	Apply(k CounterKey, a Action) (Counts, error)
+}
+
+// EventSink receives publish_event records ([OAR-FIRE-7]). An error is a refused write
+// ([OAR-FIRE-9]).
+type EventSink interface {
+	Publish(e Event) error
+}
+
+// Event is one publish_event record.
+type Event struct {
+	Rule    string `json:"rule"`
+	Anchor  string `json:"anchor"`
+	Effect  string `json:"effect"`
+	Session string `json:"session_id,omitempty"`
+}
+
+// ActivityStore keeps each session's recent activity window ([OAR-PROF-9]).
+type ActivityStore interface {
+	// Window returns the session's steps, oldest first. The caller must not modify it.
+	Window(session string) []string
+	// Append adds a step, keeping at most max steps.
+	Append(session, step string, max int)
+}
+
+// MemoryCounters is an unbounded in-memory CounterStore.
+type MemoryCounters struct {
+	mu sync.Mutex
+	m  map[CounterKey]Counts
+}
+
+// NewMemoryCounters returns an empty store.
+func NewMemoryCounters() *MemoryCounters { return &MemoryCounters{m: map[CounterKey]Counts{}} }
+
+// Get implements CounterStore.
+func (s *MemoryCounters) Get(k CounterKey) (Counts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[k], nil
+}
+
+// Apply implements CounterStore.
+func (s *MemoryCounters) Apply(k CounterKey, a Action) (Counts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := applyAction(s.m[k], a)
+	s.m[k] = c
+	return c, nil
+}
+
+// applyAction is [OAR-FIRE-3] and [OAR-FIRE-4]: increments add one, resets set zero, each
+// bound to its own counter.
+func applyAction(c Counts, a Action) Counts {
+	switch a {
+	case ActionIncrementCounter:
+		c.Fire++
+	case ActionResetCounter:
+		c.Fire = 0
+	case ActionIncrementBreaker:
+		c.Breaker++
+	case ActionResetBreaker:
+		c.Breaker = 0
+	}
+	return c
+}
+
+// MemoryActivity is an in-memory ActivityStore.
+type MemoryActivity struct {
+	mu sync.Mutex
+	m  map[string][]string
+}
+
+// NewMemoryActivity returns an empty store.
+func NewMemoryActivity() *MemoryActivity { return &MemoryActivity{m: map[string][]string{}} }
+
+// Window implements ActivityStore.
+func (s *MemoryActivity) Window(session string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[session]
+}
+
+// Append implements ActivityStore. It builds a new slice so a window handed out
+// earlier never changes under its reader.
+func (s *MemoryActivity) Append(session, step string, max int) {
+	if max <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.m[session]
+	if len(old) >= max {
+		old = old[len(old)-max+1:]
+	}
+	w := make([]string, len(old), len(old)+1)
+	copy(w, old)
+	s.m[session] = append(w, step)
+}
+
+// EventLog is an EventSink that keeps every record in memory.
+type EventLog struct {
+	mu     sync.Mutex
+	Events []Event
+}
+
+// Publish implements EventSink.
+func (l *EventLog) Publish(e Event) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.Events = append(l.Events, e)
+	return nil
+}

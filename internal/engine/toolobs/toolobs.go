@@ -1,0 +1,300 @@
+// Package toolobs adapts a host's tool call to the observations of the tool profile
+// (section 5.4 of the OAR specification, restated in vocabulary.md): the canonical
+// JSON and the tool_args_fingerprint of [OAR-FACT-28], and the observation functions
+// tool_arg_string, tool_arg_int and tool_arg_bool.
+//
+// Every value it returns is what [OAR-FACT-25] asks of a fact with nothing to report —
+// an empty fingerprint without a tool call, a zero argument when the argument is
+// absent or of another type — and every error is a fact-provider failure the engine
+// routes to the consuming rule's on_error ([OAR-FACT-26], [OAR-FACT-28]).
+package toolobs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/oar-operator/oar-operator/internal/engine/types"
+)
+
+// FingerprintDomain is the prefix hashed before U+0000 and the canonical JSON of
+// [tool, tool_args] ([OAR-FACT-28]).
+const FingerprintDomain = "oar-tool-1.0"
+
+// ErrNotCanonical marks a value canonical JSON cannot represent: a non-finite
+// number, an integer binary64 cannot hold exactly, a string that is not UTF-8, or a Go
+// type that is not decoded JSON.
+var ErrNotCanonical = errors.New("no canonical JSON form")
+
+// Fingerprint is tool_args_fingerprint ([OAR-FACT-28]): the lowercase hexadecimal
+// SHA-256 digest of the UTF-8 bytes of "oar-tool-1.0", U+0000 and the canonical JSON
+// array [tool, args]. An empty tool name means there is no tool call, whose
+// fingerprint is empty. A nil args is the empty object.
+func Fingerprint(tool string, args map[string]any) (string, error) {
+	if tool == "" {
+		return "", nil
+	}
+	buf := make([]byte, 0, 128)
+	buf = append(buf, FingerprintDomain...)
+	buf = append(buf, 0)
+	buf, err := appendCanonical(buf, []any{tool, args})
+	if err != nil {
+		return "", fmt.Errorf("tool_args_fingerprint: %w", err)
+	}
+	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// CanonicalJSON encodes v as [OAR-FACT-28] defines canonical JSON: no insignificant
+// whitespace; object keys sorted by Unicode code point; strings written as their code
+// points, escaping only quotation mark, reverse solidus and U+0000 to U+001F, the last
+// always as lowercase \u00xx; every number in the decimal form of [OAR-COPY-10] (so 5
+// is 5.0); arrays in order. v is decoded JSON — map[string]any, []any, string, bool,
+// nil, json.Number, float64, int or int64 — or []string, map[string]string or
+// []map[string]any. A nil map is {} and a nil slice [].
+//
+// An integer, whether an int, an int64 or a json.Number spelled as one (an optional
+// minus and digits only), must convert to binary64 without losing its value; a number
+// must be finite; a string must be valid UTF-8. Otherwise the result is an error
+// wrapping ErrNotCanonical. A json.Number with a fraction or an exponent is a double
+// and is rounded to the nearest binary64.
+func CanonicalJSON(v any) ([]byte, error) {
+	return appendCanonical(nil, v)
+}
+
+func appendCanonical(buf []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(buf, "null"...), nil
+	case bool:
+		return strconv.AppendBool(buf, x), nil
+	case string:
+		return appendString(buf, x)
+	case json.Number:
+		d, err := numberValue(x)
+		if err != nil {
+			return nil, err
+		}
+		return append(buf, types.FormatDouble(d)...), nil
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return nil, fmt.Errorf("%w: non-finite number %v", ErrNotCanonical, x)
+		}
+		return append(buf, types.FormatDouble(x)...), nil
+	case int:
+		return appendInt(buf, int64(x))
+	case int64:
+		return appendInt(buf, x)
+	case []any:
+		buf = append(buf, '[')
+		for i, m := range x {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = appendCanonical(buf, m); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, ']'), nil
+	case []string:
+		buf = append(buf, '[')
+		for i, m := range x {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = appendString(buf, m); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, ']'), nil
+	case []map[string]any:
+		buf = append(buf, '[')
+		for i, m := range x {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = appendObject(buf, m); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, ']'), nil
+	case map[string]any:
+		return appendObject(buf, x)
+	case map[string]string:
+		return appendObject(buf, x)
+	}
+	return nil, fmt.Errorf("%w: %T is not a decoded JSON value", ErrNotCanonical, v)
+}
+
+// appendObject writes m with its keys in code-point order. Byte order of valid UTF-8
+// is code-point order, and appendString rejects a key that is not valid UTF-8.
+func appendObject[V any](buf []byte, m map[string]V) ([]byte, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	buf = append(buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		var err error
+		if buf, err = appendString(buf, k); err != nil {
+			return nil, err
+		}
+		buf = append(buf, ':')
+		if buf, err = appendCanonical(buf, m[k]); err != nil {
+			return nil, err
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string, escaping only ", \ and U+0000..U+001F.
+func appendString(buf []byte, s string) ([]byte, error) {
+	if !utf8.ValidString(s) {
+		return nil, fmt.Errorf("%w: string %q is not valid UTF-8", ErrNotCanonical, s)
+	}
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		buf = append(buf, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			buf = append(buf, '\\', c)
+		default:
+			buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"'), nil
+}
+
+// appendInt writes an integer as the double it converts to exactly.
+func appendInt(buf []byte, i int64) ([]byte, error) {
+	if !exactInt(i) {
+		return nil, fmt.Errorf("%w: integer %d has no exact binary64 value", ErrNotCanonical, i)
+	}
+	return append(buf, types.FormatDouble(float64(i))...), nil
+}
+
+// exactInt reports whether float64(i) is i. The conversion rounds; it is exact when
+// converting back gives i. 2^63 has no int64, so a value that rounds up to it is
+// never exact, and converting it back is not defined.
+func exactInt(i int64) bool {
+	d := float64(i)
+	return d != 1<<63 && int64(d) == i
+}
+
+// numberValue reads a json.Number as the binary64 its canonical form writes.
+func numberValue(n json.Number) (float64, error) {
+	s := string(n)
+	if !isJSONNumber(s) {
+		return 0, fmt.Errorf("%w: malformed number %q", ErrNotCanonical, s)
+	}
+	if strings.ContainsAny(s, ".eE") {
+		// A double: the nearest binary64, which is 0 for an underflow and
+		// infinite, and refused, for an overflow.
+		d, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(d, 0) {
+			return 0, fmt.Errorf("%w: number %s is not a finite binary64", ErrNotCanonical, s)
+		}
+		return d, nil
+	}
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if !exactInt(i) {
+			return 0, fmt.Errorf("%w: integer %d has no exact binary64 value", ErrNotCanonical, i)
+		}
+		return float64(i), nil
+	}
+	// Beyond int64: exact only when the integer is itself a binary64 value, which
+	// needs at most 309 digits.
+	if len(strings.TrimPrefix(s, "-")) > 309 {
+		return 0, fmt.Errorf("%w: integer of %d digits is not a finite binary64", ErrNotCanonical, len(s))
+	}
+	b, _ := new(big.Int).SetString(s, 10)
+	d, acc := new(big.Float).SetInt(b).Float64()
+	if acc != big.Exact || math.IsInf(d, 0) {
+		return 0, fmt.Errorf("%w: integer %s has no exact binary64 value", ErrNotCanonical, s)
+	}
+	return d, nil
+}
+
+// isJSONNumber reports whether s is a number by the JSON grammar, so spellings such
+// as "Inf", "0x10" or "1_000" that strconv accepts are refused.
+func isJSONNumber(s string) bool {
+	i := 0
+	digits := func() int {
+		n := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	if n := digits(); n == 0 || n > 1 && s[i-n] == '0' {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// ArgString is tool_arg_string: the named argument when it is a string, and the empty
+// string when it is absent or of another type.
+func ArgString(args map[string]any, name string) string {
+	s, _ := args[name].(string)
+	return s
+}
+
+// ArgInt is tool_arg_int: the named argument when it is an integer — a JSON number
+// with an integral spelling that fits int64 (json.Number "5", not "5.0" or "5e0"),
+// or an int or int64 — and zero otherwise.
+func ArgInt(args map[string]any, name string) int64 {
+	if i, ok := types.AsInt(args[name]); ok {
+		return i
+	}
+	return 0
+}
+
+// ArgBool is tool_arg_bool: the named argument when it is a boolean, and false
+// otherwise.
+func ArgBool(args map[string]any, name string) bool {
+	b, _ := args[name].(bool)
+	return b
+}

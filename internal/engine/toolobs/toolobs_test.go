@@ -1,0 +1,305 @@
+package toolobs
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+// decode reads JSON text the way a host does, numbers as json.Number.
+func decode(t testing.TB, text string) any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("decode %q: %v", text, err)
+	}
+	return v
+}
+
+// digest hashes a canonical form written out by hand, independently of the encoder.
+func digest(canonical string) string {
+	sum := sha256.Sum256([]byte("oar-tool-1.0\x00" + canonical))
+	return hex.EncodeToString(sum[:])
+}
+
+func TestFACT28_CanonicalJSON(t *testing.T) {
+	cases := []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"null", nil, `null`},
+		{"booleans", []any{true, false}, `[true,false]`},
+		{"empty containers", map[string]any{"a": []any{}, "b": map[string]any{}}, `{"a":[],"b":{}}`},
+		{"nil containers", []any{map[string]any(nil), []any(nil), []string(nil), map[string]string(nil), []map[string]any(nil)}, `[{},[],[],{},[]]`},
+		{"no insignificant whitespace", decode(t, "{ \"a\" : [ 1 , { \"b\" : null } ] ,\n\t\"c\" : \"x y\" }"), `{"a":[1.0,{"b":null}],"c":"x y"}`},
+		{"array order is kept", decode(t, `["b","a",3,1,2]`), `["b","a",3.0,1.0,2.0]`},
+		{
+			"keys sort by code point, non-ASCII included",
+			decode(t, `{"b":1,"a":2,"é":3,"z":4,"日":5,"😀":6,"Z":7,"aa":8,"":9,"｡":10,"_":11}`),
+			// U+FF61 sorts before U+1F600 by code point, although UTF-16 order would put
+			// the emoji's surrogates first.
+			`{"":9.0,"Z":7.0,"_":11.0,"a":2.0,"aa":8.0,"b":1.0,"z":4.0,"é":3.0,"日":5.0,"｡":10.0,"😀":6.0}`,
+		},
+		{"nested objects sort too", decode(t, `{"z":{"y":1,"x":[{"b":0,"a":0}]},"a":0}`), `{"a":0.0,"z":{"x":[{"a":0.0,"b":0.0}],"y":1.0}}`},
+		{"map[string]string", map[string]string{"k2": "v", "k1": "w"}, `{"k1":"w","k2":"v"}`},
+		{"[]string", []string{"x", "\n"}, `["x","\u000a"]`},
+		{"[]map[string]any", []map[string]any{{"end": 3, "start": int64(1)}}, `[{"end":3.0,"start":1.0}]`},
+
+		{"quote and backslash", `say "hi" \ bye`, `"say \"hi\" \\ bye"`},
+		{"control characters as lowercase \\u00xx", "\x00\x01\b\t\n\v\f\r\x1b\x1f", `"\u0000\u0001\u0008\u0009\u000a\u000b\u000c\u000d\u001b\u001f"`},
+		{"no other escapes", "/ < > & \x7f \u0080 \u2028 \u2029 \ufeff é 😀", "\"/ < > & \x7f \u0080 \u2028 \u2029 \ufeff é 😀\""},
+		{"escaped input is written directly", decode(t, `"\u00e9\ud83d\ude00\/\u000A"`), `"é😀/\u000a"`},
+		{"control characters in keys", map[string]any{"a\tb": true}, `{"a\u0009b":true}`},
+
+		{"integers are written as doubles", []any{0, 5, -5, int64(42)}, `[0.0,5.0,-5.0,42.0]`},
+		{"integral json numbers", decode(t, `[5, -0, 1E2, 5.0, 5e0]`), `[5.0,0.0,100.0,5.0,5.0]`},
+		{"small numbers without exponent", decode(t, `[1e-7, 0.0000001, -2.5e-3]`), `[0.0000001,0.0000001,-0.0025]`},
+		{"large numbers without exponent", decode(t, `[1e21, 1.5e300]`), `[1000000000000000000000.0,` + "15" + strings.Repeat("0", 299) + `.0]`},
+		{"shortest round-trip", []any{0.1, 1.0 / 3, 123456789.125, -0.0, math.SmallestNonzeroFloat64 * 0}, `[0.1,0.3333333333333333,123456789.125,0.0,0.0]`},
+		{"doubles round to nearest", decode(t, `[0.30000000000000004441, 1e-400, 9007199254740993.0]`), `[0.30000000000000004,0.0,9007199254740992.0]`},
+		{"largest exact integers", decode(t, `[9007199254740992, -9007199254740992, 9223372036854775807e0]`), `[9007199254740992.0,-9007199254740992.0,9223372036854776000.0]`},
+		// Exact integers are still written in the shortest form that round-trips
+		// ([OAR-COPY-10]), not digit for digit.
+		{"least int64 is exact", []any{int64(math.MinInt64), decode(t, "-9223372036854775808")}, `[-9223372036854776000.0,-9223372036854776000.0]`},
+		{"integers beyond int64 that binary64 holds", decode(t, `[18446744073709551616, -36893488147419103232]`), `[18446744073709552000.0,-36893488147419103000.0]`},
+	}
+	for _, tc := range cases {
+		got, err := CanonicalJSON(tc.v)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%s: CanonicalJSON = %s, %v; want %s", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+func TestFACT28_Refusals(t *testing.T) {
+	cases := []struct {
+		name string
+		v    any
+		msg  string
+	}{
+		{"integer json number above 2^53 that binary64 cannot hold", decode(t, `{"n":9007199254740993}`), "9007199254740993"},
+		{"negative inexact integer", decode(t, `[-9007199254740993]`), "-9007199254740993"},
+		{"inexact int64", int64(9007199254740993), "9007199254740993"},
+		{"max int64", int64(math.MaxInt64), "9223372036854775807"},
+		{"max int64 as json number", json.Number("9223372036854775807"), "9223372036854775807"},
+		{"inexact integer beyond int64", json.Number("18446744073709551617"), "18446744073709551617"},
+		{"integer beyond binary64", json.Number("1" + strings.Repeat("0", 400)), "401 digits"},
+		{"integer just beyond binary64", json.Number("2" + strings.Repeat("0", 308)), "no exact binary64"},
+		{"double overflow", decode(t, `[1e400]`), "1e400"},
+		{"negative double overflow", json.Number("-1.8e308"), "-1.8e308"},
+		{"NaN", math.NaN(), "non-finite"},
+		{"infinity", []any{math.Inf(1)}, "non-finite"},
+		{"not a JSON number", json.Number("0x10"), "malformed"},
+		{"Inf spelling", json.Number("Inf"), "malformed"},
+		{"leading zero", json.Number("01"), "malformed"},
+		{"empty number", json.Number(""), "malformed"},
+		{"trailing dot", json.Number("1."), "malformed"},
+		{"bare exponent", json.Number("1e"), "malformed"},
+		{"invalid UTF-8 string", []any{"ok", "bad\xff"}, "UTF-8"},
+		{"invalid UTF-8 key", map[string]any{"k\xc3": 1}, "UTF-8"},
+		{"invalid UTF-8 in []string", []string{"\xed\xa0\x80"}, "UTF-8"},
+		{"invalid UTF-8 in map[string]string", map[string]string{"k": "\xff"}, "UTF-8"},
+		{"not decoded JSON", struct{}{}, "struct {}"},
+		{"float32", float32(1), "float32"},
+		{"nested failure", map[string]any{"a": []any{map[string]any{"b": math.Inf(-1)}}}, "non-finite"},
+		{"failure inside []map[string]any", []map[string]any{{"x": math.NaN()}}, "non-finite"},
+	}
+	for _, tc := range cases {
+		got, err := CanonicalJSON(tc.v)
+		if !errors.Is(err, ErrNotCanonical) || got != nil {
+			t.Errorf("%s: CanonicalJSON = %s, %v; want ErrNotCanonical", tc.name, got, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: error %q does not mention %q", tc.name, err, tc.msg)
+		}
+	}
+}
+
+func TestFACT28_Fingerprint(t *testing.T) {
+	cases := []struct {
+		name      string
+		tool      string
+		args      map[string]any
+		canonical string
+	}{
+		{"simple", "shell", decode(t, `{"timeout":5,"cmd":"ls -la"}`).(map[string]any), `["shell",{"cmd":"ls -la","timeout":5.0}]`},
+		{"nested, non-ASCII, escaped", "fs.read", decode(t, `{"q":"a\nb","path":"/etc/café","opts":{"lines":[1,2.5]}}`).(map[string]any),
+			`["fs.read",{"opts":{"lines":[1.0,2.5]},"path":"/etc/café","q":"a\u000ab"}]`},
+		{"no arguments", "ping", map[string]any{}, `["ping",{}]`},
+		{"nil arguments are the empty object", "ping", nil, `["ping",{}]`},
+		{"tool name is escaped like any string", "to\"ol\t", map[string]any{"x": nil}, `["to\"ol\u0009",{"x":null}]`},
+	}
+	for _, tc := range cases {
+		got, err := Fingerprint(tc.tool, tc.args)
+		if want := digest(tc.canonical); err != nil || got != want {
+			t.Errorf("%s: Fingerprint = %q, %v; want %q (sha256 of %s)", tc.name, got, err, want, tc.canonical)
+		}
+	}
+	// Pinned digests, computed outside Go from the canonical text above.
+	pinned := map[string]string{
+		`["shell",{"cmd":"ls -la","timeout":5.0}]`:                                   "02c0966729292f4e01f504043cb63028e98dddd2bd8e4caa61c331e742a0a91f",
+		`["fs.read",{"opts":{"lines":[1.0,2.5]},"path":"/etc/café","q":"a\u000ab"}]`: "5e8f90ef381a9ed6390ade5d5063577ff4128c9d5f8118a7a62af9b3f273f9f8",
+	}
+	for canonical, want := range pinned {
+		if got := digest(canonical); got != want {
+			t.Errorf("digest(%s) = %s, want %s", canonical, got, want)
+		}
+	}
+}
+
+func TestFACT28_FingerprintProperties(t *testing.T) {
+	args := decode(t, `{"path":"/tmp/x","recursive":true}`).(map[string]any)
+	a, errA := Fingerprint("fs.delete", args)
+	b, errB := Fingerprint("fs.read", args)
+	if errA != nil || errB != nil || a == b {
+		t.Errorf("identical arguments to different tools must differ: %q %q (%v %v)", a, b, errA, errB)
+	}
+	if len(a) != 64 || strings.ToLower(a) != a {
+		t.Errorf("fingerprint %q is not 64 lowercase hex digits", a)
+	}
+	// An absent tool call has an empty fingerprint, whatever the arguments.
+	if fp, err := Fingerprint("", args); fp != "" || err != nil {
+		t.Errorf("absent tool call: %q, %v", fp, err)
+	}
+	// The number form and the key order of the host's encoding do not matter.
+	same := []map[string]any{
+		{"n": json.Number("5"), "s": "x"},
+		{"s": "x", "n": 5},
+		{"n": int64(5), "s": "x"},
+		{"n": 5.0, "s": "x"},
+		{"n": json.Number("5.0"), "s": "x"},
+		{"n": json.Number("0.5e1"), "s": "x"},
+	}
+	first, _ := Fingerprint("t", same[0])
+	for _, m := range same[1:] {
+		if fp, err := Fingerprint("t", m); fp != first || err != nil {
+			t.Errorf("Fingerprint(%v) = %q, %v; want %q", m, fp, err, first)
+		}
+	}
+	// Values that differ give different fingerprints.
+	for _, m := range []map[string]any{{"n": 6, "s": "x"}, {"n": "5", "s": "x"}, {"n": 5, "s": "x", "t": nil}, {"N": 5, "s": "x"}} {
+		if fp, _ := Fingerprint("t", m); fp == first {
+			t.Errorf("Fingerprint(%v) collides with %v", m, same[0])
+		}
+	}
+	// An integer binary64 cannot hold is a fact-provider failure, not a digest.
+	fp, err := Fingerprint("t", map[string]any{"id": json.Number("9007199254740993")})
+	if !errors.Is(err, ErrNotCanonical) || fp != "" || !strings.Contains(err.Error(), "tool_args_fingerprint") {
+		t.Errorf("inexact integer: %q, %v", fp, err)
+	}
+}
+
+func TestToolArgs(t *testing.T) {
+	args := decode(t, `{"s":"text","empty":"","i":5,"neg":-3,"f":5.0,"e":5e0,"big":9223372036854775808,
+		"b":true,"no":false,"null":null,"list":["a"],"obj":{"k":"v"},"num_str":"5"}`).(map[string]any)
+	args["go_int"] = 7
+	args["go_int64"] = int64(-8)
+	args["go_float"] = 9.0
+
+	strs := map[string]string{"s": "text", "empty": "", "i": "", "b": "", "null": "", "list": "", "missing": "", "num_str": "5"}
+	for name, want := range strs {
+		if got := ArgString(args, name); got != want {
+			t.Errorf("tool_arg_string(%q) = %q, want %q", name, got, want)
+		}
+	}
+	ints := map[string]int64{"i": 5, "neg": -3, "go_int": 7, "go_int64": -8, "f": 0, "e": 0, "big": 0, "go_float": 0, "s": 0, "num_str": 0, "b": 0, "null": 0, "missing": 0}
+	for name, want := range ints {
+		if got := ArgInt(args, name); got != want {
+			t.Errorf("tool_arg_int(%q) = %d, want %d", name, got, want)
+		}
+	}
+	bools := map[string]bool{"b": true, "no": false, "s": false, "i": false, "null": false, "missing": false}
+	for name, want := range bools {
+		if got := ArgBool(args, name); got != want {
+			t.Errorf("tool_arg_bool(%q) = %v, want %v", name, got, want)
+		}
+	}
+	// Without a tool call there are no arguments at all.
+	if ArgString(nil, "s") != "" || ArgInt(nil, "i") != 0 || ArgBool(nil, "b") {
+		t.Error("nil arguments must give zero values")
+	}
+}
+
+func FuzzCanonicalJSON(f *testing.F) {
+	for _, seed := range []string{
+		`null`, `true`, `0`, `-0`, `1e-7`, `9007199254740993`, `1e400`, `"\u0000\n\"\\é😀"`,
+		`{"b":1,"a":[1,2,{"z":null,"y":"é"}],"😀":{"":false}}`,
+		`[0.1, 1.5e300, -2.5E-3, 18446744073709551616]`,
+		`{"a":{"a":{"a":[[],{}]}}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) != nil {
+			return
+		}
+		out, err := CanonicalJSON(v)
+		if err != nil {
+			if !errors.Is(err, ErrNotCanonical) {
+				t.Fatalf("error %v does not wrap ErrNotCanonical", err)
+			}
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("CanonicalJSON(%s) = %q is not valid JSON", data, out)
+		}
+		back := decode(t, string(out))
+		if !equalModuloNumbers(v, back) {
+			t.Fatalf("CanonicalJSON(%s) = %s decodes to a different value", data, out)
+		}
+		again, err := CanonicalJSON(back)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("canonical form is not stable: %s then %s (%v)", out, again, err)
+		}
+	})
+}
+
+// equalModuloNumbers compares decoded JSON values, numbers by their binary64 value.
+func equalModuloNumbers(a, b any) bool {
+	switch x := a.(type) {
+	case json.Number:
+		y, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		fx, errX := x.Float64()
+		fy, errY := y.Float64()
+		return errX == nil && errY == nil && fx == fy
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equalModuloNumbers(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !equalModuloNumbers(xv, yv) {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b
+}
