@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -249,4 +251,53 @@ func TestProgramIsSafeForConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+type failingCounters struct{ CounterStore }
+
+func (failingCounters) Apply(CounterKey, Action) (Counts, error) {
+	return Counts{}, errors.New("counter store unreachable")
+}
+
+type failingEvents struct{}
+
+func (failingEvents) Publish(Event) error { return errors.New("event stream refused the write") }
+
+// TestFIRE9_UnappliedSideEffectGoesToOnError: a declared side-effect that cannot be
+// applied makes its rule one that cannot be evaluated, handled by its on_error; it is
+// never reported as applied.
+func TestFIRE9_UnappliedSideEffectGoesToOnError(t *testing.T) {
+	rules := `[
+	 {"oar":"1.0","id":"COUNT","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","on_fire":["increment_breaker"]%s},
+	 {"oar":"1.0","id":"EVENT","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","on_fire":["publish_event"]%s},
+	 {"oar":"1.0","id":"LATER","kind":"schema","anchor":"tool.pre_invoke","effect":"nudge"}]`
+	cases := []struct {
+		name, onError  string
+		decision, rule string
+		applied        []string
+	}{
+		{"fail_closed blocks with the failing rule", "", "block", "COUNT", []string{"LATER:fired", "COUNT:errored"}},
+		{"fail_open records and continues", `,"on_error":"fail_open"`, "nudge", "LATER", []string{"LATER:fired", "COUNT:errored", "EVENT:errored"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustProgram(t, fmt.Sprintf(rules, tc.onError, tc.onError))
+			rt := NewMemoryRuntime()
+			rt.Counters = failingCounters{rt.Counters}
+			rt.Events = failingEvents{}
+			d, err := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: "s"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Decision != tc.decision || d.Rule != tc.rule || strings.Join(d.Applied, " ") != strings.Join(tc.applied, " ") {
+				t.Fatalf("got %s by %s, applied %v", d.Decision, d.Rule, d.Applied)
+			}
+			if len(d.OnFire) != 0 || len(d.Counters) != 0 || len(d.Events) != 0 {
+				t.Errorf("a side-effect that failed is reported as applied: on_fire %v counters %v events %v", d.OnFire, d.Counters, d.Events)
+			}
+			if len(d.Failures) == 0 || d.Failures[0].Clause != "OAR-FIRE-9" {
+				t.Errorf("failures should cite OAR-FIRE-9: %+v", d.Failures)
+			}
+		})
+	}
 }

@@ -88,12 +88,7 @@ func ruleName(r *Rule) string {
 // Rule returns the rule with the given qualified identifier.
 func (rs *RuleSet) Rule(qid string) (*Rule, bool) {
 	i, ok := rs.byQID[qid]
-	if !ok || i >= len(rs.Rules) || rs.Rules[i].QID != qid {
-		for _, r := range rs.Rules {
-			if r.QID == qid {
-				return r, true
-			}
-		}
+	if !ok {
 		return nil, false
 	}
 	return rs.Rules[i], true
@@ -531,7 +526,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 			l.Add(fieldErr("OAR-SEL-3", path, k, "selector clause %q names no declared fact", k))
 			continue
 		case sym.Func:
-			l.Add(fieldErr("OAR-SEL-3", path, k, "selector clause %q names an observation function; a clause names a fact", k))
+			l.Add(fieldErr("OAR-FACT-27", path, k, "selector clause %q names an observation function; selectors cannot name a function, a clause names a fact ([OAR-SEL-3])", k))
 			continue
 		case sym.Type != types.String && sym.Type != types.ListString:
 			l.Add(fieldErr("OAR-SEL-3", path, k, "selector clause %q names a fact of type %s; a clause names a string or list<string> fact", k, sym.Type))
@@ -556,7 +551,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 		case !ok:
 			l.Add(fieldErr("OAR-FIRE-10", "counter_scope", req.counter, "counter_scope names %q, which is not a declared fact", req.counter))
 		case sym.Func:
-			l.Add(fieldErr("OAR-FIRE-10", "counter_scope", req.counter, "counter_scope names %q, an observation function; it must name a string fact", req.counter))
+			l.Add(fieldErr("OAR-FACT-27", "counter_scope", req.counter, "counter_scope names %q, an observation function; a counter scope cannot name a function, it names a string fact ([OAR-FIRE-10])", req.counter))
 		case sym.Type != types.String:
 			l.Add(fieldErr("OAR-FIRE-10", "counter_scope", req.counter, "counter_scope names %q of type %s; it must name a string fact", req.counter, sym.Type))
 		default:
@@ -621,7 +616,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 			case !ok:
 				l.Add(fieldErr("OAR-OPS-14", "transform.target", t, "transform target %q is neither content nor a declared fact", t))
 			case sym.Func:
-				l.Add(fieldErr("OAR-OPS-14", "transform.target", t, "transform target %q is an observation function; it must be content or a list<map> fact", t))
+				l.Add(fieldErr("OAR-FACT-27", "transform.target", t, "transform target %q is an observation function; a transform target cannot name a function, it is content or a list<map> fact ([OAR-OPS-14])", t))
 			case sym.Type != types.ListMap:
 				l.Add(fieldErr("OAR-OPS-14", "transform.target", t, "transform target %q has type %s; it must be content or a list<map> fact", t, sym.Type))
 			default:

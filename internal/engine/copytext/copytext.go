@@ -412,7 +412,7 @@ func (c *compiler) resolve(w word, binding bool) (int, bool) {
 		c.fail("OAR-COPY-2", w.at, "copy names %q at offset %d, which is not a declared fact", w.text, c.offset(w.at))
 		return 0, false
 	case sym.Func:
-		c.fail("OAR-COPY-2", w.at, "copy names %q at offset %d, which is an observation function; copy can name only facts",
+		c.fail("OAR-FACT-27", w.at, "copy names %q at offset %d, which is an observation function; copy can name only facts ([OAR-COPY-2])",
 			w.text, c.offset(w.at))
 		return 0, false
 	case binding && !interpolable(sym.Type):
