@@ -96,13 +96,11 @@ func LoadCapability(doc any) (*Capability, diag.List) {
 	}
 	checkClosed(&l, obj, capabilityMembers, "", "OAR-FACT-21", "the capability document", true)
 
-	if host, ok := getString(&l, obj, "host", "host", "OAR-FACT-21"); ok {
+	if host, ok := getRequiredString(&l, obj, "host", "host", "OAR-FACT-21", "a capability document"); ok {
 		if !namespacePattern.MatchString(host) {
 			l.Add(fieldErr("OAR-FACT-21", "host", host, "host %q must follow the namespace grammar of [OAR-DOC-7]", host))
 		}
 		c.Host = host
-	} else if _, present := obj["host"]; !present {
-		l.Add(fieldErr("OAR-FACT-21", "host", nil, "missing required member \"host\""))
 	}
 
 	c.loadAnchors(&l, obj)
@@ -297,32 +295,11 @@ func (c *Capability) declare(e vocabEntry, tier Tier, profile string) {
 }
 
 func (c *Capability) loadHostFacts(l *diag.List, obj map[string]any) {
-	raw, ok := obj["host_facts"]
-	if !ok {
-		return
-	}
-	arr, isArr := raw.([]any)
-	if !isArr {
-		l.Add(fieldErr("OAR-FACT-27", "host_facts", raw, "host_facts must be a list of {name, type} objects; got %s", types.DescribeJSON(raw)))
-		return
-	}
-	for i, m := range arr {
-		path := fmt.Sprintf("host_facts[%d]", i)
-		entry, isObj := m.(map[string]any)
-		if !isObj {
-			l.Add(fieldErr("OAR-FACT-27", path, m, "a host fact must be an object with name and type; got %s", types.DescribeJSON(m)))
-			continue
-		}
-		checkClosed(l, entry, setOf("name", "type"), path, "OAR-FACT-27", "a host fact", false)
-		name, okName := getString(l, entry, "name", path+".name", "OAR-FACT-27")
-		typ, okType := getString(l, entry, "type", path+".type", "OAR-FACT-27")
+	for _, it := range getObjectList(l, obj, "host_facts", "OAR-FACT-27", "a host fact", "name", "type") {
+		path := it.path
+		name, okName := getRequiredString(l, it.obj, "name", path+".name", "OAR-FACT-27", "a host fact")
+		typ, okType := getRequiredString(l, it.obj, "type", path+".type", "OAR-FACT-27", "a host fact")
 		if !okName || !okType {
-			if _, present := entry["name"]; !present {
-				l.Add(fieldErr("OAR-FACT-27", path+".name", nil, "a host fact must carry name"))
-			}
-			if _, present := entry["type"]; !present {
-				l.Add(fieldErr("OAR-FACT-27", path+".type", nil, "a host fact must carry type"))
-			}
 			continue
 		}
 		if msg := checkHostFactName(name); msg != "" {

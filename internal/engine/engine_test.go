@@ -301,3 +301,18 @@ func TestFIRE9_UnappliedSideEffectGoesToOnError(t *testing.T) {
 		})
 	}
 }
+
+func TestPROF8_PortabilityReport(t *testing.T) {
+	p := mustProgram(t, `[
+	 {"oar":"1.0","id":"PORTABLE","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","requires":{"profiles":["tool"]},"when":"tool == 'read'"},
+	 {"oar":"1.0","id":"HOSTLY","kind":"policy","anchor":"gw.render","effect":"warn","requires":{"facts":["oar.test.tier","principal"]},"when":"oar.test.tier == 'gold' && principal == 'x'"}]`)
+	rs := p.RuleSet()
+	if got := rs.Portability(rs.Rules[0]); !got.Portable || len(got.Reasons) != 0 {
+		t.Errorf("PORTABLE: %+v", got)
+	}
+	got := rs.Portability(rs.Rules[1])
+	want := []string{`anchor "gw.render" is host-native`, `references host-tier "oar.test.tier"`, `references "principal" of profile session, which requires.profiles does not name`}
+	if got.Portable || strings.Join(got.Reasons, "|") != strings.Join(want, "|") {
+		t.Errorf("HOSTLY: %+v", got)
+	}
+}

@@ -127,6 +127,49 @@ func getString(l *diag.List, obj map[string]any, field, path, clause string) (st
 	return s, true
 }
 
+// getRequiredString reads a string member that must be present; what names the object
+// that must carry it.
+func getRequiredString(l *diag.List, obj map[string]any, field, path, clause, what string) (string, bool) {
+	if _, present := obj[field]; !present {
+		l.Add(fieldErr(clause, path, nil, "%s must carry %s", what, field))
+		return "", false
+	}
+	return getString(l, obj, field, path, clause)
+}
+
+// item is one object of a list member, with its path.
+type item struct {
+	path string
+	obj  map[string]any
+}
+
+// getObjectList reads an optional list whose members must be closed objects with the
+// given members, reporting a non-list, a non-object member and unknown members.
+func getObjectList(l *diag.List, obj map[string]any, field, clause, what string, members ...string) []item {
+	raw, ok := obj[field]
+	if !ok {
+		return nil
+	}
+	arr, isArr := raw.([]any)
+	if !isArr {
+		l.Add(fieldErr(clause, field, raw, "%s must be a list of objects; got %s", field, types.DescribeJSON(raw)))
+		return nil
+	}
+	allowed := setOf(members...)
+	out := make([]item, 0, len(arr))
+	for i, m := range arr {
+		path := fmt.Sprintf("%s[%d]", field, i)
+		entry, isObj := m.(map[string]any)
+		if !isObj {
+			l.Add(fieldErr(clause, path, m, "%s must be an object with %s; got %s", what, strings.Join(members, " and "), types.DescribeJSON(m)))
+			continue
+		}
+		checkClosed(l, entry, allowed, path, clause, what, false)
+		out = append(out, item{path: path, obj: entry})
+	}
+	return out
+}
+
 // getStringList reads an optional list of strings.
 func getStringList(l *diag.List, obj map[string]any, field, path, clause string) ([]string, bool) {
 	raw, ok := obj[field]

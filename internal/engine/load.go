@@ -354,12 +354,9 @@ func parseTransform(l *diag.List, obj map[string]any, r *Rule, req *requirements
 	}
 	checkClosed(l, m, setOf("action", "target", "replacement"), "transform", "OAR-OPS-13", "transform", false)
 	spec := &transformSpec{}
-	action, hasAction := getString(l, m, "action", "transform.action", "OAR-OPS-13")
+	action, hasAction := getRequiredString(l, m, "action", "transform.action", "OAR-OPS-13", "transform")
 	switch {
 	case !hasAction:
-		if _, ok := m["action"]; !ok {
-			l.Add(fieldErr("OAR-OPS-13", "transform.action", nil, "transform must carry action, one of redact, replace, annotate"))
-		}
 	case action == "redact":
 		spec.action = transform.Redact
 	case action == "replace":
@@ -370,12 +367,7 @@ func parseTransform(l *diag.List, obj map[string]any, r *Rule, req *requirements
 		l.Add(fieldErr("OAR-OPS-13", "transform.action", action, "transform action %q must be one of redact, replace, annotate", action))
 		hasAction = false
 	}
-	target, hasTarget := getString(l, m, "target", "transform.target", "OAR-OPS-13")
-	if !hasTarget {
-		if _, ok := m["target"]; !ok {
-			l.Add(fieldErr("OAR-OPS-13", "transform.target", nil, "transform must carry target, the content or a list<map> fact"))
-		}
-	}
+	target, _ := getRequiredString(l, m, "target", "transform.target", "OAR-OPS-13", "transform")
 	repl, hasRepl := getString(l, m, "replacement", "transform.replacement", "OAR-OPS-13")
 	if hasAction && !hasRepl && action != "redact" {
 		if _, ok := m["replacement"]; !ok {
@@ -411,11 +403,8 @@ func parseDetector(l *diag.List, obj map[string]any, r *Rule) {
 		return
 	}
 	checkClosed(l, m, setOf("ref"), "detector", "OAR-DOC-23", "detector", false)
-	ref, ok := getString(l, m, "ref", "detector.ref", "OAR-DOC-23")
+	ref, ok := getRequiredString(l, m, "ref", "detector.ref", "OAR-DOC-23", "detector")
 	if !ok {
-		if _, present := m["ref"]; !present {
-			l.Add(fieldErr("OAR-DOC-23", "detector.ref", nil, "detector must carry ref"))
-		}
 		return
 	}
 	if !detectorPattern.MatchString(ref) {
@@ -440,40 +429,14 @@ func parseCopy(l *diag.List, obj map[string]any, req *requirements) {
 }
 
 func parseRelated(l *diag.List, obj map[string]any) {
-	raw, ok := obj["related"]
-	if !ok {
-		return
-	}
-	arr, isArr := raw.([]any)
-	if !isArr {
-		l.Add(fieldErr("OAR-DOC-30", "related", raw, "related must be a list of {id, type} objects; got %s", types.DescribeJSON(raw)))
-		return
-	}
-	for i, m := range arr {
-		path := fmt.Sprintf("related[%d]", i)
-		entry, isObj := m.(map[string]any)
-		if !isObj {
-			l.Add(fieldErr("OAR-DOC-30", path, m, "a related entry must be an object with id and type; got %s", types.DescribeJSON(m)))
-			continue
+	for _, it := range getObjectList(l, obj, "related", "OAR-DOC-30", "a related entry", "id", "type") {
+		if id, ok := getRequiredString(l, it.obj, "id", it.path+".id", "OAR-DOC-30", "a related entry"); ok && !validRuleRef(id) {
+			l.Add(fieldErr("OAR-DOC-30", it.path+".id", id, "related id %q is neither a bare id nor a qualified <namespace>/<id>", id))
 		}
-		checkClosed(l, entry, setOf("id", "type"), path, "OAR-DOC-30", "a related entry", false)
-		id, okID := getString(l, entry, "id", path+".id", "OAR-DOC-30")
-		switch {
-		case !okID:
-			if _, present := entry["id"]; !present {
-				l.Add(fieldErr("OAR-DOC-30", path+".id", nil, "a related entry must carry id"))
-			}
-		case !validRuleRef(id):
-			l.Add(fieldErr("OAR-DOC-30", path+".id", id, "related id %q is neither a bare id nor a qualified <namespace>/<id>", id))
-		}
-		typ, okType := getString(l, entry, "type", path+".type", "OAR-DOC-30")
-		switch {
-		case !okType:
-			if _, present := entry["type"]; !present {
-				l.Add(fieldErr("OAR-DOC-30", path+".type", nil, "a related entry must carry type"))
-			}
+		switch typ, ok := getRequiredString(l, it.obj, "type", it.path+".type", "OAR-DOC-30", "a related entry"); {
+		case !ok:
 		case typ != "derived" && typ != "obsolete" && typ != "merged" && typ != "renamed" && typ != "similar":
-			l.Add(fieldErr("OAR-DOC-30", path+".type", typ, "related type %q must be one of derived, obsolete, merged, renamed, similar", typ))
+			l.Add(fieldErr("OAR-DOC-30", it.path+".type", typ, "related type %q must be one of derived, obsolete, merged, renamed, similar", typ))
 		}
 	}
 }
