@@ -163,7 +163,8 @@ func resolveConfigRef(l *diag.List, rs *RuleSet, ref, path string) (int, bool) {
 				names[i] = r.QID
 			}
 			sort.Strings(names)
-			l.Add(fieldErr("OAR-CFG-8", path, ref, "bare identifier %q is ambiguous: it matches %s; use the qualified identifier", ref, strings.Join(names, ", ")))
+			e := l.Add(fieldErr("OAR-CFG-8", path, ref, "bare identifier %q is ambiguous: it matches %s; use the qualified identifier", ref, strings.Join(names, ", ")))
+			e.Related = names
 			return 0, false
 		}
 	}

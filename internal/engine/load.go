@@ -44,7 +44,7 @@ func LoadRules(c *Capability, docs []any) (*RuleSet, diag.List) {
 		r, req, ok := parseRule(&l, i, doc)
 		if r != nil && r.QID != "" {
 			if prev, dup := rs.byQID[r.QID]; dup {
-				l.Add(fieldErr("OAR-DOC-9", "id", r.ID, "rule set contains two rules with qualified identifier %s (members %d and %d)", r.QID, prev, i))
+				l.Add(fieldErr("OAR-DOC-9", "id", r.ID, "rule set contains two rules with qualified identifier %s (the other is member %d)", r.QID, prev))
 			} else {
 				rs.byQID[r.QID] = i
 			}
@@ -198,6 +198,38 @@ func parseRule(l *diag.List, index int, doc any) (*Rule, requirements, bool) {
 		req.counter, req.hasCount = cs, true
 	}
 	return r, req, len(*l) == before && r.QID != ""
+}
+
+// QualifiedID returns a rule document's qualified identifier ([OAR-DOC-8]) as the
+// loader derives it, or false when its id or namespace is malformed.
+func QualifiedID(doc any) (string, bool) {
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return "", false
+	}
+	id, ok := obj["id"].(string)
+	if !ok || !idPattern.MatchString(id) {
+		return "", false
+	}
+	raw, present := obj["namespace"]
+	if !present {
+		return id, true
+	}
+	ns, ok := raw.(string)
+	if !ok || !namespacePattern.MatchString(ns) {
+		return "", false
+	}
+	return qualify(ns, id), true
+}
+
+// ResolveRef is the qualified identifier a rule reference names when written in a rule
+// of namespace ns: a qualified identifier as is, a bare id within ns ([OAR-EVAL-13],
+// [OAR-OPS-5], [OAR-FIRE-11]).
+func ResolveRef(ref, ns string) string {
+	if strings.Contains(ref, "/") {
+		return ref
+	}
+	return qualify(ns, ref)
 }
 
 func qualify(ns, id string) string {
@@ -444,11 +476,7 @@ func parseRelated(l *diag.List, obj map[string]any) {
 // resolve finds the rule a reference names: a qualified identifier exactly, a bare id
 // within the referencing rule's namespace ([OAR-EVAL-13], [OAR-OPS-5], [OAR-FIRE-11]).
 func (rs *RuleSet) resolve(ref, ns string) (int, bool) {
-	qid := ref
-	if !strings.Contains(ref, "/") {
-		qid = qualify(ns, ref)
-	}
-	i, ok := rs.byQID[qid]
+	i, ok := rs.byQID[ResolveRef(ref, ns)]
 	return i, ok
 }
 
@@ -612,7 +640,8 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 			continue
 		}
 		if target.Mandatory {
-			l.Add(fieldErr("OAR-EVAL-17", path, ref, "overrides names %s, a mandatory rule, which cannot be suppressed", target.QID))
+			e := l.Add(fieldErr("OAR-EVAL-17", path, ref, "overrides names %s, a mandatory rule, which cannot be suppressed", target.QID))
+			e.Related = []string{target.QID}
 			continue
 		}
 		r.Overrides = append(r.Overrides, j)
@@ -699,6 +728,7 @@ func (rs *RuleSet) checkCycles(byIndex map[int]*Rule) diag.List {
 					first := byIndex[cycle[0]]
 					e := fieldErr("OAR-EVAL-16", "overrides", nil, "overrides forms a suppression cycle: %s", strings.Join(names, " -> "))
 					e.Index, e.Rule = first.Index, first.QID
+					e.Related = names[:len(names)-1]
 					l.Add(e)
 				}
 			}

@@ -124,8 +124,8 @@ func TestCOPY2_UndeclaredAndFunctions(t *testing.T) {
 		{src: "{{ tol }}", clause: "OAR-COPY-2", offset: 3, names: []string{`"tol"`, "not a declared fact", "at offset 3"}},
 		{src: "ab {% if polcy_denied %}x{% endif %}", clause: "OAR-COPY-2", offset: 9, names: []string{`"polcy_denied"`}},
 		{src: "{% if not polcy %}x{% endif %}", clause: "OAR-COPY-2", offset: 10, names: []string{`"polcy"`}},
-		{src: "{{ tool_arg_string }}", clause: "OAR-COPY-2", offset: 3, names: []string{`"tool_arg_string"`, "observation function"}},
-		{src: "{% if fire_count_of %}x{% endif %}", clause: "OAR-COPY-2", offset: 6, names: []string{`"fire_count_of"`, "observation function"}},
+		{src: "{{ tool_arg_string }}", clause: "OAR-FACT-27", offset: 3, names: []string{`"tool_arg_string"`, "observation function"}},
+		{src: "{% if fire_count_of %}x{% endif %}", clause: "OAR-FACT-27", offset: 6, names: []string{`"fire_count_of"`, "observation function"}},
 		{src: "{{ acme.risk }}", clause: "OAR-COPY-2", offset: 3, names: []string{`"acme.risk"`}},
 		{src: "{{ true }}", clause: "OAR-COPY-2", offset: 3, names: []string{`"true"`}},
 		{src: "{{ null }}", clause: "OAR-COPY-2", offset: 3, names: []string{`"null"`}},
@@ -483,7 +483,7 @@ func FuzzCompile(f *testing.F) {
 		n := utf8.RuneCountInString(src)
 		for _, d := range errs {
 			switch {
-			case d.Clause != "OAR-COPY-2" && d.Clause != "OAR-COPY-3" && d.Clause != "OAR-COPY-4":
+			case d.Clause != "OAR-COPY-2" && d.Clause != "OAR-COPY-3" && d.Clause != "OAR-COPY-4" && d.Clause != "OAR-FACT-27":
 				t.Fatalf("Compile(%q): unexpected clause in %v", src, d)
 			case d.Offset < 0 || d.Offset >= n:
 				t.Fatalf("Compile(%q): offset %d outside the source: %v", src, d.Offset, d)

@@ -32,6 +32,10 @@ type Error struct {
 	Offset int `json:"offset"`
 	// Message says what is wrong and names the offending thing.
 	Message string `json:"message"`
+	// Related lists the qualified identifiers of the other rules the diagnostic
+	// involves: the members of a suppression cycle, the mandatory rule an override
+	// names, the rules an ambiguous reference matches.
+	Related []string `json:"related,omitempty"`
 }
 
 // New returns an Error with no index and no offset.

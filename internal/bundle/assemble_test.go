@@ -1,0 +1,528 @@
+package bundle
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// assembled publishes in and returns the result as Current for the next assembly.
+func assembled(t *testing.T, in Input) *Bundle {
+	t.Helper()
+	return mustAssemble(t, in).Bundle
+}
+
+func wantPublished(t *testing.T, res *Result, want ...string) {
+	t.Helper()
+	if got := published(res.Bundle); !slices.Equal(got, want) {
+		t.Errorf("published packs %v, want %v", got, want)
+	}
+}
+
+func wantOutcome(t *testing.T, got Outcome, published bool, gen int64, reason string) {
+	t.Helper()
+	if got.Published != published || got.PublishedGeneration != gen || got.Reason != reason {
+		t.Errorf("outcome {Published:%v PublishedGeneration:%d Reason:%q}, want {%v %d %q}; message: %s",
+			got.Published, got.PublishedGeneration, got.Reason, published, gen, reason, got.Message)
+	}
+	if reason != "" && got.Message == "" {
+		t.Errorf("outcome %s carries no message", reason)
+	}
+}
+
+// wantLoads checks that the result's bundle round-trips through its ConfigMap encoding
+// with its digest and loads.
+func wantLoads(t *testing.T, res *Result) {
+	t.Helper()
+	b, err := Decode(res.Encoded.Data, res.Encoded.BinaryData)
+	if err != nil {
+		t.Fatalf("Decode of the result: %v", err)
+	}
+	if b.Digest != res.Bundle.Digest || res.Encoded.Digest != b.Digest {
+		t.Fatalf("digest %s after decoding, %s in the result, %s in the encoding", b.Digest, res.Bundle.Digest, res.Encoded.Digest)
+	}
+	if _, err := Load(b); err != nil {
+		t.Fatalf("the decoded bundle does not load: %v", err)
+	}
+}
+
+func TestAssemble(t *testing.T) {
+	tests := []struct {
+		name  string
+		input func(t *testing.T) Input
+		check func(t *testing.T, res *Result)
+	}{{
+		name: "valid capability, two packs and a configuration load and the digest verifies",
+		input: func(t *testing.T) Input {
+			return Input{
+				Capability: capability(t),
+				Packs: []PackInput{
+					pack("alpha", 3, 1, rule(t, "alpha.sec", "READ"), rule(t, "alpha.sec", "WRITE")),
+					pack("beta", 1, 2, rule(t, "beta.sec", "EXEC", `"overrides":["alpha.sec/READ"]`)),
+				},
+				Configs: []ConfigInput{{Name: "ops", Generation: 2, Order: 10, CreationTime: at(3),
+					Document: config(t, `{"oar_config":"1.0","enforcement":{"alpha.sec/WRITE":"monitor"}}`)}},
+			}
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "alpha@3", "beta@1")
+			wantOutcome(t, res.Packs["alpha"], true, 3, "")
+			wantOutcome(t, res.Packs["beta"], true, 1, "")
+			wantOutcome(t, res.Configs["ops"], true, 2, "")
+			if !res.Changed || res.Encoded.Compressed || res.Encoded.Data[KeyPlain] == "" {
+				t.Errorf("Changed %v, Compressed %v: want a new plain bundle", res.Changed, res.Encoded.Compressed)
+			}
+			if want := []string{"alpha", "alpha", "beta"}; !slices.Equal(res.Loaded.RuleOwner, want) {
+				t.Errorf("RuleOwner %v, want %v", res.Loaded.RuleOwner, want)
+			}
+			wantLoads(t, res)
+		},
+	}, {
+		name: "a capability with no packs still yields a bundle",
+		input: func(t *testing.T) Input {
+			return Input{Capability: capability(t)}
+		},
+		check: func(t *testing.T, res *Result) {
+			if res.Bundle == nil || res.Bundle.Packs == nil || len(res.Bundle.Packs) != 0 || !res.Changed {
+				t.Fatalf("want a capability-only bundle, got %+v", res.Bundle)
+			}
+			wantLoads(t, res)
+		},
+	}, {
+		name: "an invalid rule is LoadFailed with a diagnostic carrying clause, field and rule index",
+		input: func(t *testing.T) Input {
+			return Input{Capability: capability(t), Packs: []PackInput{
+				pack("good", 1, 1, rule(t, "good.sec", "OK")),
+				pack("bad", 4, 2, rule(t, "bad.sec", "FINE"), rule(t, "bad.sec", "BROKEN", `"when":"no_such_fact > 1"`)),
+			}}
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "good@1")
+			got := res.Packs["bad"]
+			wantOutcome(t, got, false, 0, ReasonLoadFailed)
+			if len(got.Errors) != 1 {
+				t.Fatalf("errors %v, want one", got.Errors)
+			}
+			e := got.Errors[0]
+			if e.Clause != "OAR-FACT-3" || e.Field != "when" || e.Index != 1 || e.Rule != "bad.sec/BROKEN" {
+				t.Errorf("diagnostic %+v, want OAR-FACT-3 on rules[1].when of bad.sec/BROKEN", *e)
+			}
+			if !strings.Contains(got.Message, "rules[1].when") || !strings.Contains(got.Message, "OAR-FACT-3") {
+				t.Errorf("message %q does not name the field and the clause", got.Message)
+			}
+			wantLoads(t, res)
+		},
+	}, {
+		name: "[OAR-DOC-9] a duplicate qualified id across packs makes the later pack a Conflict naming the earlier pack and the rule",
+		input: func(t *testing.T) Input {
+			return Input{Capability: capability(t), Packs: []PackInput{
+				pack("later", 1, 2, rule(t, "later.sec", "OWN"), rule(t, "shared.sec", "DUP")),
+				pack("earlier", 1, 1, rule(t, "shared.sec", "DUP")),
+			}}
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "earlier@1")
+			got := res.Packs["later"]
+			wantOutcome(t, got, false, 0, ReasonConflict)
+			if got.ConflictsWith != "earlier" || !strings.Contains(got.Message, `"earlier"`) || !strings.Contains(got.Message, "shared.sec/DUP") {
+				t.Errorf("ConflictsWith %q, message %q: want the earlier pack and the rule named", got.ConflictsWith, got.Message)
+			}
+			if !hasDiag(got.Errors, "OAR-DOC-9", "id") || got.Errors[0].Index != 1 {
+				t.Errorf("errors %v, want [OAR-DOC-9] on rules[1].id", got.Errors)
+			}
+			wantOutcome(t, res.Packs["earlier"], true, 1, "")
+		},
+	}, {
+		name: "an incumbent's bad edit keeps its last published generation",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t), Packs: []PackInput{pack("team", 1, 1, rule(t, "team.sec", "GUARD"))}}
+			in.Current = assembled(t, in)
+			in.Packs[0] = pack("team", 2, 1, rule(t, "team.sec", "GUARD", `"effect":"explode"`))
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "team@1")
+			got := res.Packs["team"]
+			wantOutcome(t, got, false, 1, ReasonLoadFailed)
+			if !hasDiag(got.Errors, "OAR-DOC-11", "effect") || !strings.Contains(got.Message, "generation 1 stays published") {
+				t.Errorf("errors %v, message %q", got.Errors, got.Message)
+			}
+			if res.Changed {
+				t.Error("the bundle changed although only a refused edit came in")
+			}
+		},
+	}, {
+		name: "a newcomer never evicts an incumbent, even one created after it",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t), Packs: []PackInput{pack("incumbent", 1, 5, rule(t, "shared.sec", "DUP"))}}
+			in.Current = assembled(t, in)
+			in.Packs = append(in.Packs, pack("newcomer", 1, 1, rule(t, "shared.sec", "DUP")))
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "incumbent@1")
+			got := res.Packs["newcomer"]
+			wantOutcome(t, got, false, 0, ReasonConflict)
+			if got.ConflictsWith != "incumbent" {
+				t.Errorf("ConflictsWith %q, want incumbent", got.ConflictsWith)
+			}
+		},
+	}, {
+		name: "an earlier incumbent's edit does not evict a later unchanged incumbent",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t), Packs: []PackInput{
+				pack("first", 1, 1, rule(t, "first.sec", "A")),
+				pack("second", 1, 2, rule(t, "second.sec", "B")),
+			}}
+			in.Current = assembled(t, in)
+			in.Packs[0] = pack("first", 2, 1, rule(t, "first.sec", "A"), rule(t, "second.sec", "B"))
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "first@1", "second@1")
+			got := res.Packs["first"]
+			wantOutcome(t, got, false, 1, ReasonConflict)
+			if got.ConflictsWith != "second" {
+				t.Errorf("ConflictsWith %q, want second", got.ConflictsWith)
+			}
+		},
+	}, {
+		name: "[OAR-EVAL-17] a pack suppressing another pack's mandatory rule conflicts with it",
+		input: func(t *testing.T) Input {
+			return Input{Capability: capability(t), Packs: []PackInput{
+				pack("base", 1, 1, rule(t, "base.sec", "MUST", `"mandatory":true`)),
+				pack("overlay", 1, 2, rule(t, "overlay.sec", "QUIET", `"overrides":["base.sec/MUST"]`)),
+			}}
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "base@1")
+			got := res.Packs["overlay"]
+			wantOutcome(t, got, false, 0, ReasonConflict)
+			if got.ConflictsWith != "base" || !hasDiag(got.Errors, "OAR-EVAL-17", "overrides[0]") {
+				t.Errorf("ConflictsWith %q, errors %v", got.ConflictsWith, got.Errors)
+			}
+		},
+	}, {
+		name: "[OAR-EVAL-17] a bare override naming a mandatory rule of another pack in the same namespace conflicts with that pack",
+		input: func(t *testing.T) Input {
+			return Input{Capability: capability(t), Packs: []PackInput{
+				pack("base", 1, 1, rule(t, "corp.sec", "MUST", `"mandatory":true`)),
+				pack("overlay", 1, 2, rule(t, "corp.sec", "QUIET", `"overrides":["MUST"]`)),
+			}}
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "base@1")
+			if got := res.Packs["overlay"]; got.Reason != ReasonConflict || got.ConflictsWith != "base" {
+				t.Errorf("overlay: %+v", got)
+			}
+		},
+	}, {
+		name: "[OAR-EVAL-16] an update closing an override cycle across packs keeps the last published generation",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t), Packs: []PackInput{
+				pack("upper", 1, 1, rule(t, "upper.sec", "X", `"overrides":["lower.sec/Y"]`)),
+				pack("lower", 1, 2, rule(t, "lower.sec", "Y")),
+			}}
+			in.Current = assembled(t, in)
+			in.Packs[1] = pack("lower", 2, 2, rule(t, "lower.sec", "Y", `"overrides":["upper.sec/X"]`))
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "upper@1", "lower@1")
+			got := res.Packs["lower"]
+			wantOutcome(t, got, false, 1, ReasonConflict)
+			if got.ConflictsWith != "upper" || !hasDiag(got.Errors, "OAR-EVAL-16", "overrides") {
+				t.Errorf("ConflictsWith %q, errors %v", got.ConflictsWith, got.Errors)
+			}
+		},
+	}, {
+		name: "a reference to a later pack's rule resolves, whatever the creation order",
+		input: func(t *testing.T) Input {
+			return Input{Capability: capability(t), Packs: []PackInput{
+				pack("dependent", 1, 1, rule(t, "dep.sec", "USE", `"on_error":"prov.sec/FALLBACK"`)),
+				pack("provider", 1, 2, rule(t, "prov.sec", "FALLBACK")),
+				pack("clash", 1, 3, rule(t, "dep.sec", "USE")),
+			}}
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "dependent@1", "provider@1")
+			wantOutcome(t, res.Packs["clash"], false, 0, ReasonConflict)
+			wantLoads(t, res)
+		},
+	}, {
+		name: "a pack naming a rule of a pack left out is left out too",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t), Packs: []PackInput{pack("incumbent", 1, 9, rule(t, "shared.sec", "DUP"))}}
+			in.Current = assembled(t, in)
+			in.Packs = append(in.Packs,
+				pack("dependent", 1, 1, rule(t, "dep.sec", "USE", `"overrides":["prov.sec/P"]`)),
+				pack("provider", 1, 2, rule(t, "prov.sec", "P"), rule(t, "shared.sec", "DUP")))
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "incumbent@1")
+			wantOutcome(t, res.Packs["provider"], false, 0, ReasonConflict)
+			got := res.Packs["dependent"]
+			wantOutcome(t, got, false, 0, ReasonLoadFailed)
+			if !hasDiag(got.Errors, "OAR-EVAL-13", "overrides[0]") || !strings.Contains(got.Message, `"provider"`) {
+				t.Errorf("errors %v, message %q: want the unresolved override and the pack holding it", got.Errors, got.Message)
+			}
+		},
+	}, {
+		name: "[OAR-CFG-4] a configuration naming an absent rule is left out",
+		input: func(t *testing.T) Input {
+			return Input{Capability: capability(t),
+				Packs: []PackInput{pack("p", 1, 1, rule(t, "p.sec", "R"))},
+				Configs: []ConfigInput{
+					{Name: "typo", Generation: 1, Order: 1, Document: config(t, `{"oar_config":"1.0","disable":["p.sec/NOPE"]}`)},
+					{Name: "fine", Generation: 1, Order: 2, Document: config(t, `{"oar_config":"1.0","disable":["p.sec/R"]}`)},
+				}}
+		},
+		check: func(t *testing.T, res *Result) {
+			if got := publishedConfigs(res.Bundle); !slices.Equal(got, []string{"fine@1"}) {
+				t.Errorf("published configurations %v", got)
+			}
+			got := res.Configs["typo"]
+			wantOutcome(t, got, false, 0, ReasonLoadFailed)
+			if !hasDiag(got.Errors, "OAR-CFG-4", "disable[0]") || got.Errors[0].Index != -1 {
+				t.Errorf("errors %v, want [OAR-CFG-4] on disable[0]", got.Errors)
+			}
+			wantLoads(t, res)
+		},
+	}, {
+		name: "[OAR-CFG-4] a pack update removing a rule a published configuration names is published and the configuration left out",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t),
+				Packs: []PackInput{pack("p", 1, 1, rule(t, "p.sec", "KEEP"), rule(t, "p.sec", "GONE"))},
+				Configs: []ConfigInput{{Name: "quiet", Generation: 1, Order: 1,
+					Document: config(t, `{"oar_config":"1.0","enforcement":{"p.sec/GONE":"off"}}`)}}}
+			in.Current = assembled(t, in)
+			in.Packs[0] = pack("p", 2, 1, rule(t, "p.sec", "KEEP"))
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "p@2")
+			wantOutcome(t, res.Packs["p"], true, 2, "")
+			got := res.Configs["quiet"]
+			wantOutcome(t, got, false, 0, ReasonLoadFailed)
+			if !hasDiag(got.Errors, "OAR-CFG-4", "enforcement.p.sec/GONE") {
+				t.Errorf("errors %v", got.Errors)
+			}
+			if len(res.Bundle.Configs) != 0 {
+				t.Errorf("configurations %v published", publishedConfigs(res.Bundle))
+			}
+		},
+	}, {
+		name: "a configuration's bad edit keeps its last published generation, and configurations apply by (order, name)",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t),
+				Packs: []PackInput{pack("p", 1, 1, rule(t, "p.sec", "R"), rule(t, "p.sec", "S"))},
+				Configs: []ConfigInput{
+					{Name: "b", Generation: 1, Order: 20, Document: config(t, `{"oar_config":"1.0","disable":["p.sec/R"]}`)},
+					{Name: "a", Generation: 1, Order: 20, Document: config(t, `{"oar_config":"1.0","disable":["p.sec/S"]}`)},
+					{Name: "z", Generation: 1, Order: 5, Document: config(t, `{"oar_config":"1.0"}`)},
+				}}
+			in.Current = assembled(t, in)
+			in.Configs[0].Generation = 2
+			in.Configs[0].Document = config(t, `{"oar_config":"1.0","disable":["p.sec/R"],"surprise":true}`)
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			if got := publishedConfigs(res.Bundle); !slices.Equal(got, []string{"z@1", "a@1", "b@1"}) {
+				t.Errorf("configurations %v, want z@1 a@1 b@1", got)
+			}
+			got := res.Configs["b"]
+			wantOutcome(t, got, false, 1, ReasonLoadFailed)
+			if !hasDiag(got.Errors, "OAR-CFG-1", "") {
+				t.Errorf("errors %v", got.Errors)
+			}
+			if res.Changed {
+				t.Error("the bundle changed although only a refused edit came in")
+			}
+		},
+	}, {
+		name: "a missing capability publishes nothing new and says CapabilityMissing",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t), Packs: []PackInput{pack("p", 1, 1, rule(t, "p.sec", "R"))}}
+			in.Current = assembled(t, in)
+			in.Capability = nil
+			in.Packs[0].Generation = 2
+			in.Configs = []ConfigInput{{Name: "c", Generation: 1, Document: config(t, `{"oar_config":"1.0"}`)}}
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			wantOutcome(t, res.Packs["p"], false, 1, ReasonCapabilityMissing)
+			wantOutcome(t, res.Configs["c"], false, 0, ReasonCapabilityMissing)
+			if res.Changed || res.Bundle == nil || res.Loaded != nil {
+				t.Errorf("Changed %v, Bundle %v: want the current bundle kept", res.Changed, published(res.Bundle))
+			}
+		},
+	}, {
+		name: "a missing capability with nothing published yields no bundle",
+		input: func(t *testing.T) Input {
+			return Input{Packs: []PackInput{pack("p", 1, 1, rule(t, "p.sec", "R"))}}
+		},
+		check: func(t *testing.T, res *Result) {
+			wantOutcome(t, res.Packs["p"], false, 0, ReasonCapabilityMissing)
+			if res.Bundle != nil || res.Changed || res.Encoded.Digest != "" {
+				t.Errorf("want no bundle, got %+v", res.Bundle)
+			}
+		},
+	}, {
+		name: "[OAR-FACT-24] an invalid capability keeps the current bundle and says CapabilityInvalid",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t), Packs: []PackInput{pack("p", 1, 1, rule(t, "p.sec", "R"))}}
+			in.Current = assembled(t, in)
+			broken := capability(t)
+			broken["activity_window"] = "eight"
+			in.Capability = broken
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			if len(res.CapabilityErrors) == 0 {
+				t.Fatal("no capability errors")
+			}
+			wantOutcome(t, res.Packs["p"], false, 1, ReasonCapabilityInvalid)
+			if res.Changed || res.Bundle == nil || res.Encoded.Digest != res.Bundle.Digest {
+				t.Errorf("want the current bundle kept and encoded")
+			}
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.check(t, mustAssemble(t, tt.input(t)))
+		})
+	}
+}
+
+// conflicted is a cluster state with conflicts, kept editions and cross-pack
+// references, for the determinism and stability tests.
+func conflicted(t *testing.T) Input {
+	in := Input{Capability: capability(t), Packs: []PackInput{
+		pack("a", 1, 1, rule(t, "a.sec", "A"), rule(t, "shared.sec", "ONE")),
+		pack("b", 1, 2, rule(t, "b.sec", "B", `"overrides":["a.sec/A"]`)),
+		pack("c", 1, 3, rule(t, "c.sec", "C")),
+	}, Configs: []ConfigInput{
+		{Name: "x", Generation: 1, Order: 1, Document: config(t, `{"oar_config":"1.0","enforcement":{"b.sec/B":"monitor"}}`)},
+	}}
+	in.Current = assembled(t, in)
+	in.Packs[2] = pack("c", 2, 3, rule(t, "c.sec", "C"), rule(t, "shared.sec", "ONE"))
+	in.Packs = append(in.Packs,
+		pack("d", 1, 0, rule(t, "d.sec", "D", `"on_error":"e.sec/E"`)),
+		pack("e", 1, 4, rule(t, "e.sec", "E")),
+		pack("f", 1, 5, rule(t, "b.sec", "B")),
+		pack("g", 1, 6, rule(t, "g.sec", "G", `"when":"nope"`)))
+	in.Configs = append(in.Configs,
+		ConfigInput{Name: "y", Generation: 1, Order: 1, Document: config(t, `{"oar_config":"1.0","disable":["d.sec/D"]}`)},
+		ConfigInput{Name: "w", Generation: 1, Order: 0, Document: config(t, `{"oar_config":"1.0","disable":["g.sec/G"]}`)})
+	return in
+}
+
+func TestAssembleIsDeterministicUnderShuffledInput(t *testing.T) {
+	in := conflicted(t)
+	want := mustAssemble(t, in)
+	wantPublished(t, want, "d@1", "a@1", "b@1", "c@1", "e@1")
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20 {
+		shuffled := in
+		shuffled.Packs = slices.Clone(in.Packs)
+		shuffled.Configs = slices.Clone(in.Configs)
+		r.Shuffle(len(shuffled.Packs), func(i, j int) { shuffled.Packs[i], shuffled.Packs[j] = shuffled.Packs[j], shuffled.Packs[i] })
+		r.Shuffle(len(shuffled.Configs), func(i, j int) {
+			shuffled.Configs[i], shuffled.Configs[j] = shuffled.Configs[j], shuffled.Configs[i]
+		})
+		got := mustAssemble(t, shuffled)
+		if got.Bundle.Digest != want.Bundle.Digest {
+			t.Fatalf("digest %s for a shuffled input, want %s", got.Bundle.Digest, want.Bundle.Digest)
+		}
+		for name, o := range want.Packs {
+			if g := got.Packs[name]; g.Reason != o.Reason || g.Message != o.Message || g.PublishedGeneration != o.PublishedGeneration {
+				t.Fatalf("pack %s: %+v, want %+v", name, g, o)
+			}
+		}
+	}
+}
+
+func TestAssembleUnchangedInputIsNotChanged(t *testing.T) {
+	for name, in := range map[string]Input{
+		"clean":      {Capability: capability(t), Packs: benchPacks(t, 3, 2)},
+		"conflicted": conflicted(t),
+	} {
+		t.Run(name, func(t *testing.T) {
+			first := mustAssemble(t, in)
+			in.Current = first.Bundle
+			again := mustAssemble(t, in)
+			if again.Changed || again.Bundle.Digest != first.Bundle.Digest {
+				t.Fatalf("re-assembling the published state changed the bundle: %v -> %v",
+					published(first.Bundle), published(again.Bundle))
+			}
+			for name, o := range first.Packs {
+				if g := again.Packs[name]; g.PublishedGeneration != o.PublishedGeneration {
+					t.Errorf("pack %s serves generation %d, then %d", name, o.PublishedGeneration, g.PublishedGeneration)
+				}
+			}
+		})
+	}
+}
+
+func TestAssembleLargeBundleIsCompressedAndDecodes(t *testing.T) {
+	res := mustAssemble(t, Input{Capability: capability(t), Packs: benchPacks(t, 220, 10)})
+	plain, err := canonical(res.Bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain) <= 1<<20 {
+		t.Fatalf("the bundle is %d bytes of JSON; the test wants more than 1 MiB", len(plain))
+	}
+	if !res.Encoded.Compressed || len(res.Encoded.BinaryData[KeyGzip]) != res.Encoded.Size || res.Encoded.Size > ConfigMapLimit {
+		t.Fatalf("Compressed %v, Size %d: want a gzip payload within the limit", res.Encoded.Compressed, res.Encoded.Size)
+	}
+	wantLoads(t, res)
+}
+
+// bulky is a rule carrying n bytes of incompressible text in its references.
+func bulky(t *testing.T, ns, id string, n int, seed uint64) any {
+	r := rand.New(rand.NewPCG(seed, seed))
+	raw := make([]byte, n*3/4)
+	for i := range raw {
+		raw[i] = byte(r.Uint32())
+	}
+	return rule(t, ns, id, `"references":{"blob":"`+base64.StdEncoding.EncodeToString(raw)+`"}`)
+}
+
+func TestAssemblePackTooLargeIsHeldBack(t *testing.T) {
+	in := Input{Capability: capability(t), Packs: []PackInput{
+		pack("small", 1, 1, rule(t, "small.sec", "S")),
+		pack("medium", 1, 2, bulky(t, "medium.sec", "M", 400<<10, 1)),
+	}}
+	in.Current = assembled(t, in)
+	in.Packs[1] = pack("medium", 2, 2, bulky(t, "medium.sec", "M", 1400<<10, 2))
+	in.Packs = append(in.Packs,
+		pack("huge", 1, 3, bulky(t, "huge.sec", "H", 1000<<10, 3)),
+		pack("tiny", 1, 4, rule(t, "tiny.sec", "T")))
+	res := mustAssemble(t, in)
+	wantPublished(t, res, "small@1", "medium@1", "tiny@1")
+	wantOutcome(t, res.Packs["medium"], false, 1, ReasonBundleTooLarge)
+	wantOutcome(t, res.Packs["huge"], false, 0, ReasonBundleTooLarge)
+	wantOutcome(t, res.Packs["tiny"], true, 1, "")
+	if !strings.Contains(res.Packs["huge"].Message, "limit") {
+		t.Errorf("message %q does not state the limit", res.Packs["huge"].Message)
+	}
+	wantLoads(t, res)
+}
+
+func TestEncodeRefusesTooLargeWithSizes(t *testing.T) {
+	b := &Bundle{Capability: capability(t), Packs: []Pack{{Name: "p", Generation: 1, Rules: []any{bulky(t, "p.sec", "P", 1500<<10, 4)}}}}
+	_, err := Encode(b)
+	var tl *TooLargeError
+	if !errors.Is(err, ErrTooLarge) || !errors.As(err, &tl) || tl.Encoded <= ConfigMapLimit || tl.Plain < 1500<<10 {
+		t.Fatalf("Encode: %v, want ErrTooLarge with the sizes", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, fmt.Sprint(tl.Encoded)) || !strings.Contains(msg, fmt.Sprint(ConfigMapLimit)) {
+		t.Errorf("error %q does not report the sizes", msg)
+	}
+}
