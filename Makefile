@@ -23,7 +23,7 @@ KUBE_LDFLAGS    = -s -w $(call kube_ldflag,gitVersion,$(KUBE_VERSION)) $(call ku
                   $(call kube_ldflag,gitMinor,$(kube_minor)) $(call kube_ldflag,gitTreeState,clean)
 # Stops what a killed test binary left running of *this checkout's* control plane
 # (anchored on the absolute path, so nothing else on the machine is touched).
-STOP_ENVTEST    = pkill -f '^$(BIN)/kube-apiserver( |$$)' || true; pkill -f '^$(BIN)/etcd( |$$)' || true
+STOP_ENVTEST    = pkill -f "^$(BIN)/kube-apiserver( |$$)" || true; pkill -f "^$(BIN)/etcd( |$$)" || true
 
 # Fuzz targets as package:target pairs; `make fuzz` runs each for FUZZTIME and
 # `make test` for SMOKETIME.
@@ -69,23 +69,25 @@ envtest-binaries: bin/kube-apiserver bin/etcd ## Build the envtest control plane
 
 # The two big builds never run at the same time (the link of kube-apiserver alone peaks
 # near 2.4 GB): kube-apiserver waits for etcd.
-bin/etcd: hack/tools/go.mod hack/tools/go.sum
+bin/etcd: hack/tools/go.sum
 	cd hack/tools && CGO_ENABLED=0 nice -n 10 $(GO) build -trimpath -ldflags "-s -w" \
 		-o $(BIN)/etcd go.etcd.io/etcd/server/v3
 	@touch $@
 
-bin/kube-apiserver: hack/tools/go.mod hack/tools/go.sum | bin/etcd
+bin/kube-apiserver: hack/tools/go.sum | bin/etcd
 	cd hack/tools && CGO_ENABLED=0 nice -n 10 $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS)" \
 		-o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 	@touch $@
 
-bin/controller-gen: hack/controller-gen/go.mod hack/controller-gen/go.sum
+bin/controller-gen: hack/controller-gen/go.sum
 	cd hack/controller-gen && $(GO) build -trimpath -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 	@touch $@
 
 # controller-gen invocations: CRDs into config/crd/bases, the manager role into
-# config/rbac/role.yaml, deepcopy next to each API package.
-CRD_RBAC_GEN = $(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=false paths="./..."
+# config/rbac/role.yaml, deepcopy next to each API package. GEN_PATHS are the packages
+# carrying markers (the API types; the reconcilers' +kubebuilder:rbac markers).
+GEN_PATHS    := {./api/...,./internal/controller/...}
+CRD_RBAC_GEN = $(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=false paths="$(GEN_PATHS)"
 OBJECT_GEN   = $(CONTROLLER_GEN) object
 
 manifests: bin/controller-gen ## Regenerate CRDs and RBAC (config/crd/bases, config/rbac/role.yaml).

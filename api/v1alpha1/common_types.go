@@ -1,0 +1,109 @@
+package v1alpha1
+
+// Condition types. Every resource carries both; each condition's
+// observedGeneration says which generation it describes.
+const (
+	// ConditionReady is the summary condition that Argo CD, Flux and `kubectl
+	// wait` read: True only once the resource's current generation is in the
+	// published bundle (for a Capability: its document is valid and the bundle
+	// for it is published).
+	ConditionReady = "Ready"
+	// ConditionAccepted says whether the document loads on its own terms
+	// against the Capability it names (for a Capability: whether the
+	// capability document is valid).
+	ConditionAccepted = "Accepted"
+)
+
+// Condition reasons.
+const (
+	// ReasonPublished: the current generation is in the published bundle.
+	ReasonPublished = "Published"
+	// ReasonLoadFailed: the OAR engine refuses the document; status.loadErrors
+	// says why.
+	ReasonLoadFailed = "LoadFailed"
+	// ReasonConflict: the document loads alone but not together with the
+	// resources already taken (duplicate qualified id, unresolvable reference,
+	// cycle); the message names the conflicting resource and rule.
+	ReasonConflict = "Conflict"
+	// ReasonCapabilityMissing: the Capability named by spec.capabilityRef does
+	// not exist.
+	ReasonCapabilityMissing = "CapabilityMissing"
+	// ReasonCapabilityInvalid: the Capability named by spec.capabilityRef is
+	// invalid, so nothing new is published for it.
+	ReasonCapabilityInvalid = "CapabilityInvalid"
+	// ReasonBundleTooLarge: adding the resource would push the compressed
+	// bundle past the ConfigMap size limit; it is held back.
+	ReasonBundleTooLarge = "BundleTooLarge"
+	// ReasonPending: the controller has not reached a verdict yet.
+	ReasonPending = "Pending"
+)
+
+// Bounds on status lists and strings. The schema enforces them, so the
+// controller must truncate to them (and may say how many were left out in
+// a condition message).
+const (
+	// MaxLoadErrors bounds status.loadErrors.
+	MaxLoadErrors = 100
+	// MaxWarnings bounds status.warnings.
+	MaxWarnings = 50
+	// MaxPortabilityRules bounds status.portability.rules.
+	MaxPortabilityRules = 50
+	// MaxLoadErrorValueLength bounds loadErrors[].value, the offending value
+	// as JSON text.
+	MaxLoadErrorValueLength = 1024
+)
+
+// CapabilityReference names the Capability, in the same namespace, that a
+// RulePack or OperatorConfig is written against.
+type CapabilityReference struct {
+	// Name of the Capability in this namespace. The document is loaded against
+	// that capability: its anchors, profiles, host facts and detectors decide
+	// what loads.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// LoadError is one machine-readable diagnostic from the OAR engine: the
+// clause it breaks, the rule and the field it concerns, and the offending
+// value. The webhook, the status and the CLI all print it from these
+// fields.
+type LoadError struct {
+	// Rule is the qualified identifier (namespace/id) of the rule concerned,
+	// when known.
+	// +optional
+	Rule string `json:"rule,omitempty"`
+	// Index is the position (from 0) of the document concerned in its list
+	// (the rule in spec.rules), or -1 when the error is not about one
+	// document; field says where.
+	Index int32 `json:"index"`
+	// Clause is the OAR clause the document breaks, for example OAR-FACT-3.
+	Clause string `json:"clause"`
+	// Field is the path into this resource, spelled as the admission webhook
+	// spells it, for example spec.rules[2].when.
+	// +optional
+	Field string `json:"field,omitempty"`
+	// Value is the offending value as JSON text, truncated.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Value string `json:"value,omitempty"`
+	// Offset is, for an error in a condition or a copy template, the offset
+	// into value where the problem starts.
+	// +optional
+	Offset *int64 `json:"offset,omitempty"`
+	// Message is the human explanation, naming the offending thing.
+	Message string `json:"message"`
+}
+
+// BundleReference names the bundle ConfigMap a Capability's rules are
+// published in and the digest of its content.
+type BundleReference struct {
+	// ConfigMapName is the ConfigMap holding the bundle,
+	// <capability>-oar-bundle, in this namespace.
+	// +optional
+	ConfigMapName string `json:"configMapName,omitempty"`
+	// Digest is the sha256 of the bundle's canonical JSON (also the
+	// ConfigMap's rules.oar.dev/bundle-digest annotation).
+	// +optional
+	Digest string `json:"digest,omitempty"`
+}

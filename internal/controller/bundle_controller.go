@@ -1,0 +1,303 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/bundle"
+)
+
+// Names the bundle ConfigMap carries.
+const (
+	// BundleSuffix makes the ConfigMap name: <capability>-oar-bundle.
+	BundleSuffix = "-oar-bundle"
+	// DigestAnnotation repeats the bundle's digest where `kubectl get -o yaml` shows it.
+	DigestAnnotation = "rules.oar.dev/bundle-digest"
+	// CapabilityLabel names the Capability a bundle belongs to.
+	CapabilityLabel = "rules.oar.dev/capability"
+	// ManagedByLabel marks objects this operator writes.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	managedBy      = "oar-operator"
+
+	// capabilityRefField indexes RulePacks and OperatorConfigs by the Capability they name.
+	capabilityRefField = ".spec.capabilityRef.name"
+)
+
+// BundleName is the name of a Capability's bundle ConfigMap.
+func BundleName(capability string) string { return capability + BundleSuffix }
+
+// BundleReconciler publishes one bundle per Capability and reports, on the Capability
+// and on every RulePack and OperatorConfig naming it, exactly what happened. One
+// reconcile handles one Capability name, existing or not, so a pack naming a missing
+// Capability is told so.
+type BundleReconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder recorder.EventRecorder
+}
+
+// Reconcile assembles and publishes the bundle of the Capability req names.
+func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("capability", req.NamespacedName)
+	ctx = log.IntoContext(ctx, logger)
+
+	var capability *rulesv1alpha1.Capability
+	c := &rulesv1alpha1.Capability{}
+	switch err := r.Get(ctx, req.NamespacedName, c); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("get capability: %w", err)
+	case !c.DeletionTimestamp.IsZero():
+	default:
+		capability = c
+	}
+
+	var packs rulesv1alpha1.RulePackList
+	if err := r.List(ctx, &packs, client.InNamespace(req.Namespace), client.MatchingFields{capabilityRefField: req.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list rule packs: %w", err)
+	}
+	var configs rulesv1alpha1.OperatorConfigList
+	if err := r.List(ctx, &configs, client.InNamespace(req.Namespace), client.MatchingFields{capabilityRefField: req.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list operator configs: %w", err)
+	}
+
+	cm := &corev1.ConfigMap{}
+	cmKey := types.NamespacedName{Namespace: req.Namespace, Name: BundleName(req.Name)}
+	switch err := r.Get(ctx, cmKey, cm); {
+	case apierrors.IsNotFound(err):
+		cm = nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("get bundle configmap: %w", err)
+	}
+	if cm != nil && !ownedBy(cm, req.Name) {
+		return ctrl.Result{}, r.refuseForeignConfigMap(ctx, capability, cm)
+	}
+
+	in, early, err := r.input(capability, packs.Items, configs.Items, cm)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	res, err := bundle.Assemble(in)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("assemble bundle: %w", err)
+	}
+	maps.Copy(res.Packs, early.packs)
+	maps.Copy(res.Configs, early.configs)
+
+	published := cm
+	switch {
+	case capability == nil:
+		if err := r.deleteBundle(ctx, cm); err != nil {
+			return ctrl.Result{}, err
+		}
+		published = nil
+	case res.Bundle != nil && res.Changed:
+		if published, err = r.writeBundle(ctx, capability, cm, res); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, r.updateStatuses(ctx, capability, packs.Items, configs.Items, res, published)
+}
+
+// earlyOutcomes are verdicts reached before assembly: documents that are not JSON.
+type earlyOutcomes struct {
+	packs, configs map[string]bundle.Outcome
+}
+
+// input gathers the cluster state for one Capability.
+func (r *BundleReconciler) input(capability *rulesv1alpha1.Capability, packs []rulesv1alpha1.RulePack,
+	configs []rulesv1alpha1.OperatorConfig, cm *corev1.ConfigMap) (bundle.Input, earlyOutcomes, error) {
+	early := earlyOutcomes{packs: map[string]bundle.Outcome{}, configs: map[string]bundle.Outcome{}}
+	var in bundle.Input
+	if capability != nil {
+		doc, err := CapabilityDocument(capability)
+		if err != nil {
+			return in, early, err
+		}
+		in.Capability = doc
+	}
+	if cm != nil {
+		if current, err := bundle.Decode(cm.Data, cm.BinaryData); err == nil {
+			in.Current = current
+		}
+	}
+	for i := range packs {
+		p := &packs[i]
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		pi, errs := packInput(p)
+		if len(errs) > 0 {
+			early.packs[p.Name] = bundle.Outcome{Reason: bundle.ReasonLoadFailed, Errors: errs, Message: "a rule is not a JSON document"}
+			continue
+		}
+		in.Packs = append(in.Packs, pi)
+	}
+	for i := range configs {
+		c := &configs[i]
+		if !c.DeletionTimestamp.IsZero() {
+			continue
+		}
+		ci, errs := configInput(c)
+		if len(errs) > 0 {
+			early.configs[c.Name] = bundle.Outcome{Reason: bundle.ReasonLoadFailed, Errors: errs, Message: errs[0].Message}
+			continue
+		}
+		in.Configs = append(in.Configs, ci)
+	}
+	return in, early, nil
+}
+
+// ownedBy reports whether cm is the bundle this operator wrote for the named Capability.
+func ownedBy(cm *corev1.ConfigMap, capability string) bool {
+	return cm.Labels[ManagedByLabel] == managedBy && cm.Labels[CapabilityLabel] == capability
+}
+
+// refuseForeignConfigMap leaves a ConfigMap the operator did not write alone and says so.
+func (r *BundleReconciler) refuseForeignConfigMap(ctx context.Context, capability *rulesv1alpha1.Capability, cm *corev1.ConfigMap) error {
+	if capability != nil {
+		r.Recorder.Eventf(capability, nil, corev1.EventTypeWarning, "BundleNameTaken", "Publish",
+			"ConfigMap %s exists and was not written by oar-operator; it is left alone and nothing is published", cm.Name)
+	}
+	log.FromContext(ctx).Info("bundle ConfigMap name is taken by another object", "configmap", cm.Name)
+	return nil
+}
+
+// writeBundle creates or updates the bundle ConfigMap, owned by the Capability, only
+// when the digest changed.
+func (r *BundleReconciler) writeBundle(ctx context.Context, capability *rulesv1alpha1.Capability, cm *corev1.ConfigMap,
+	res *bundle.Result) (*corev1.ConfigMap, error) {
+	if cm == nil {
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: capability.Namespace, Name: BundleName(capability.Name)}}
+	}
+	if cm.Labels == nil {
+		cm.Labels = map[string]string{}
+	}
+	cm.Labels[ManagedByLabel] = managedBy
+	cm.Labels[CapabilityLabel] = capability.Name
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[DigestAnnotation] = res.Bundle.Digest
+	cm.Data = res.Encoded.Data
+	cm.BinaryData = res.Encoded.BinaryData
+	if err := controllerutil.SetControllerReference(capability, cm, r.Scheme); err != nil {
+		return nil, fmt.Errorf("own bundle configmap: %w", err)
+	}
+	var err error
+	if cm.ResourceVersion == "" {
+		err = r.Create(ctx, cm)
+	} else {
+		err = r.Update(ctx, cm)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write bundle configmap %s: %w", cm.Name, err)
+	}
+	r.Recorder.Eventf(capability, cm, corev1.EventTypeNormal, "Published", "Publish",
+		"published bundle %s (%d packs, %d configurations, %d bytes%s) in ConfigMap %s",
+		res.Bundle.Digest, len(res.Bundle.Packs), len(res.Bundle.Configs), res.Encoded.Size, compressedNote(res.Encoded), cm.Name)
+	log.FromContext(ctx).Info("published bundle", "digest", res.Bundle.Digest, "packs", len(res.Bundle.Packs),
+		"configs", len(res.Bundle.Configs), "bytes", res.Encoded.Size, "compressed", res.Encoded.Compressed)
+	return cm, nil
+}
+
+func compressedNote(e bundle.Encoded) string {
+	if e.Compressed {
+		return ", gzip"
+	}
+	return ""
+}
+
+// deleteBundle removes the bundle of a Capability that no longer exists. Garbage
+// collection would too, through the owner reference; deleting it here does not wait
+// for it and keeps working where no garbage collector runs.
+func (r *BundleReconciler) deleteBundle(ctx context.Context, cm *corev1.ConfigMap) error {
+	if cm == nil {
+		return nil
+	}
+	if err := r.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete bundle configmap %s: %w", cm.Name, err)
+	}
+	log.FromContext(ctx).Info("deleted the bundle of a deleted capability", "configmap", cm.Name)
+	return nil
+}
+
+// SetupWithManager watches Capabilities, the packs and configurations naming them, and
+// the bundles they own.
+func (r *BundleReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	ctx := context.Background()
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &rulesv1alpha1.RulePack{}, capabilityRefField, func(o client.Object) []string {
+		return []string{o.(*rulesv1alpha1.RulePack).Spec.CapabilityRef.Name}
+	}); err != nil {
+		return fmt.Errorf("index rule packs: %w", err)
+	}
+	if err := idx.IndexField(ctx, &rulesv1alpha1.OperatorConfig{}, capabilityRefField, func(o client.Object) []string {
+		return []string{o.(*rulesv1alpha1.OperatorConfig).Spec.CapabilityRef.Name}
+	}); err != nil {
+		return fmt.Errorf("index operator configs: %w", err)
+	}
+	// A status-only write bumps no generation; reacting to it would only re-read.
+	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("bundle").
+		For(&rulesv1alpha1.Capability{}, specChanged).
+		Owns(&corev1.ConfigMap{}).
+		Watches(&rulesv1alpha1.RulePack{}, enqueueCapabilities(), specChanged).
+		Watches(&rulesv1alpha1.OperatorConfig{}, enqueueCapabilities(), specChanged).
+		Complete(r)
+}
+
+// capabilityRef returns the Capability a pack or configuration names.
+func capabilityRef(o client.Object) string {
+	switch v := o.(type) {
+	case *rulesv1alpha1.RulePack:
+		return v.Spec.CapabilityRef.Name
+	case *rulesv1alpha1.OperatorConfig:
+		return v.Spec.CapabilityRef.Name
+	}
+	return ""
+}
+
+// enqueueCapabilities maps a pack or configuration event to the Capability it names —
+// on an update both the old and the new one, so a pack moved to another Capability
+// leaves the first one's bundle too.
+func enqueueCapabilities() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: capabilityRef(o)}})
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.Object)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.ObjectOld)
+			add(q, e.ObjectNew)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.Object)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.Object)
+		},
+	}
+}

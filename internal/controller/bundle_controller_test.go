@@ -1,0 +1,442 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/bundle"
+)
+
+var ctx = context.Background()
+
+// TestPublishesABundleTheEngineLoads: a valid capability, two packs and a config give
+// one bundle, owned by the Capability, whose digest matches its content and which the
+// engine loads; every resource says Ready.
+func TestPublishesABundleTheEngineLoads(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	p1 := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL"), rule("acme.security", "FETCH")))
+	p2 := pack(ns, "ops", c.Name, rulesJSON(t, rule("acme.ops", "SLOW")))
+	cfg := operatorConfig(t, ns, "rollout", c.Name, 0, map[string]any{"oar_config": "1.0", "enforcement": map[string]any{"acme.ops/SLOW": "monitor"}})
+	create(t, p1)
+	create(t, p2)
+	create(t, cfg)
+
+	b, cm := waitBundle(t, ns, c.Name, "both packs and the config", func(b *bundle.Bundle) bool {
+		return len(b.Packs) == 2 && len(b.Configs) == 1
+	})
+	if got := cm.Annotations[DigestAnnotation]; got != b.Digest {
+		t.Errorf("digest annotation %q, bundle digest %q", got, b.Digest)
+	}
+	if d, err := b.ComputeDigest(); err != nil || d != b.Digest {
+		t.Errorf("recomputed digest %q (%v), published %q", d, err, b.Digest)
+	}
+	owner := metav1.GetControllerOf(cm)
+	if owner == nil || owner.Kind != "Capability" || owner.Name != c.Name {
+		t.Errorf("bundle ConfigMap controller owner: %+v", owner)
+	}
+	loaded, err := bundle.Load(b)
+	if err != nil {
+		t.Fatalf("the published bundle does not load: %v", err)
+	}
+	if n := len(loaded.RuleSet.Rules); n != 3 {
+		t.Errorf("loaded %d rules, want 3", n)
+	}
+	waitReady(t, p1, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	waitReady(t, p2, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	waitReady(t, cfg, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	if p1.Status.RuleCount != 2 || p1.Status.PublishedGeneration == nil || *p1.Status.PublishedGeneration != p1.Generation ||
+		p1.Status.Bundle == nil || p1.Status.Bundle.Digest != b.Digest || p1.Status.Portability == nil || p1.Status.Portability.Portable != 2 {
+		t.Errorf("pack status: %+v", p1.Status)
+	}
+	if c.Status.RuleCount != 3 || len(c.Status.Packs) != 2 || c.Status.Bundle == nil || c.Status.Bundle.ConfigMapName != BundleName(c.Name) {
+		t.Errorf("capability status: %+v", c.Status)
+	}
+}
+
+// TestInvalidRuleIsReportedInStatus: the engine's refusal reaches status naming the
+// clause and the field, and nothing of the pack is published.
+func TestInvalidRuleIsReportedInStatus(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	bad := pack(ns, "typo", c.Name, rulesJSON(t, rule("acme.security", "OK"), rule("acme.security", "TYPO", "when", "pth == 1")))
+	create(t, bad)
+	cond := waitReady(t, bad, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
+	if !strings.Contains(cond.Message, "nothing of it is published") {
+		t.Errorf("Ready message should say nothing serves: %s", cond.Message)
+	}
+	var found bool
+	for _, e := range bad.Status.LoadErrors {
+		if e.Clause == "OAR-FACT-3" && e.Field == "spec.rules[1].when" && e.Rule == "acme.security/TYPO" && e.Index == 1 && e.Value == "pth == 1" && e.Offset != nil && *e.Offset == 0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("want a loadErrors entry for OAR-FACT-3 at spec.rules[1].when, got %+v", bad.Status.LoadErrors)
+	}
+	if bad.Status.PublishedGeneration != nil {
+		t.Errorf("publishedGeneration %d for a pack that never loaded", *bad.Status.PublishedGeneration)
+	}
+	waitBundle(t, ns, c.Name, "a bundle without the bad pack", func(b *bundle.Bundle) bool { return len(b.Packs) == 0 })
+}
+
+// TestDuplicateIdentifierKeepsTheEarlierPack: two packs defining one qualified id — the
+// later is refused as a conflict naming the earlier, which stays.
+func TestDuplicateIdentifierKeepsTheEarlierPack(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	first := pack(ns, "first", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
+	create(t, first)
+	waitReady(t, first, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	second := pack(ns, "second", c.Name, rulesJSON(t, rule("acme.security", "OTHER"), rule("acme.security", "SHELL")))
+	create(t, second)
+	cond := waitReady(t, second, metav1.ConditionFalse, rulesv1alpha1.ReasonConflict)
+	if !strings.Contains(cond.Message, `"first"`) || !strings.Contains(cond.Message, "acme.security/SHELL") {
+		t.Errorf("conflict message should name the pack and the rule: %s", cond.Message)
+	}
+	waitReady(t, first, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	b, _ := published(t, ns, c.Name)
+	if got := packNames(b); len(got) != 1 || got["first"] == 0 {
+		t.Errorf("bundle packs %v, want only first", got)
+	}
+}
+
+// TestConfigNamingAnAbsentRuleIsLeftOut: [OAR-CFG-4] keeps the configuration out of the
+// bundle, and its status says why.
+func TestConfigNamingAnAbsentRuleIsLeftOut(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	p := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
+	create(t, p)
+	cfg := operatorConfig(t, ns, "stale", c.Name, 0, map[string]any{"oar_config": "1.0", "disable": []any{"acme.security/GONE"}})
+	create(t, cfg)
+	waitReady(t, cfg, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
+	if len(cfg.Status.LoadErrors) == 0 || cfg.Status.LoadErrors[0].Clause != "OAR-CFG-4" || cfg.Status.LoadErrors[0].Field != "spec.config.disable[0]" {
+		t.Errorf("loadErrors %+v", cfg.Status.LoadErrors)
+	}
+	b, _ := waitBundle(t, ns, c.Name, "the pack without the config", func(b *bundle.Bundle) bool { return len(b.Packs) == 1 })
+	if len(b.Configs) != 0 {
+		t.Errorf("bundle carries configs %v", b.Configs)
+	}
+}
+
+// TestCapabilityChangeReevaluatesPacks: dropping a profile the pack needs refuses the
+// pack; restoring it publishes the pack again.
+func TestCapabilityChangeReevaluatesPacks(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	p := pack(ns, "tools", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
+	create(t, p)
+	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+
+	update(t, c, func() { c.Spec.Profiles = []string{"filesystem", "content"} })
+	cond := waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
+	if !strings.Contains(cond.Message, "OAR-FACT-19") && !hasClause(p.Status.LoadErrors, "OAR-FACT-19") {
+		t.Errorf("want the missing profile reported: %s %+v", cond.Message, p.Status.LoadErrors)
+	}
+	update(t, c, func() { c.Spec.Profiles = []string{"tool", "filesystem", "content"} })
+	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+}
+
+func hasClause(errs []rulesv1alpha1.LoadError, clause string) bool {
+	for _, e := range errs {
+		if e.Clause == clause {
+			return true
+		}
+	}
+	return false
+}
+
+// update re-reads obj, applies change and writes it, retrying on conflicts.
+func update(t *testing.T, obj client.Object, change func()) {
+	t.Helper()
+	for range 10 {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Fatal(err)
+		}
+		change()
+		err := k8s.Update(ctx, obj)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) {
+			t.Fatalf("update %s: %v", obj.GetName(), err)
+		}
+	}
+	t.Fatalf("update %s: kept conflicting", obj.GetName())
+}
+
+// TestBadEditKeepsLastPublishedGeneration: an edit the engine refuses leaves the previous
+// generation serving, and status says which.
+func TestBadEditKeepsLastPublishedGeneration(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	p := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
+	create(t, p)
+	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	good := p.Generation
+	update(t, p, func() { p.Spec.Rules = rulesJSON(t, rule("acme.security", "SHELL", "when", "tool ==")) })
+	cond := waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
+	if p.Status.PublishedGeneration == nil || *p.Status.PublishedGeneration != good || !strings.Contains(cond.Message, fmt.Sprintf("generation %d still serves", good)) {
+		t.Errorf("publishedGeneration %v, message %q; want generation %d serving", p.Status.PublishedGeneration, cond.Message, good)
+	}
+	b, _ := published(t, ns, c.Name)
+	if packNames(b)["security"] != good {
+		t.Errorf("bundle serves %v, want security@%d", packNames(b), good)
+	}
+}
+
+// TestDeletingAPackUpdatesTheBundle and the Capability's status.
+func TestDeletingAPackUpdatesTheBundle(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	keep := pack(ns, "keep", c.Name, rulesJSON(t, rule("acme.security", "KEEP")))
+	gone := pack(ns, "gone", c.Name, rulesJSON(t, rule("acme.security", "GONE")))
+	create(t, keep)
+	create(t, gone)
+	waitBundle(t, ns, c.Name, "both packs", func(b *bundle.Bundle) bool { return len(b.Packs) == 2 })
+	if err := k8s.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	waitBundle(t, ns, c.Name, "only keep", func(b *bundle.Bundle) bool {
+		n := packNames(b)
+		return len(n) == 1 && n["keep"] > 0
+	})
+	eventually(t, "capability status listing only keep", func() (bool, string) {
+		conditionsOf(t, c)
+		return len(c.Status.Packs) == 1 && c.Status.Packs[0] == "keep", fmt.Sprint(c.Status.Packs)
+	})
+}
+
+// TestDeletingTheCapabilityRemovesItsBundle: the ConfigMap goes with the Capability and
+// the packs say the Capability is missing.
+func TestDeletingTheCapabilityRemovesItsBundle(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	p := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
+	create(t, p)
+	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	if err := k8s.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the bundle ConfigMap to be deleted", func() (bool, string) {
+		b, _ := published(t, ns, c.Name)
+		return b == nil, "still there"
+	})
+	waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityMissing)
+}
+
+// TestPackBeforeItsCapability: a pack naming a Capability that does not exist yet waits,
+// and is published once the Capability arrives (GitOps applies in any order).
+func TestPackBeforeItsCapability(t *testing.T) {
+	ns := namespace(t)
+	p := pack(ns, "early", "acme-gateway", rulesJSON(t, rule("acme.security", "SHELL")))
+	create(t, p)
+	waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityMissing)
+	create(t, sampleCapability(t, ns))
+	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+}
+
+// randomText is incompressible printable text of n bytes.
+func randomText(t *testing.T, n int) string {
+	raw := make([]byte, n*3/4+3)
+	if _, err := rand.Read(raw); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(raw)[:n]
+}
+
+// bigPack is a pack of rules whose copy text makes it about size bytes, compressible
+// or not.
+func bigPack(t *testing.T, ns, name, capability, prefix string, size int, compressible bool) *rulesv1alpha1.RulePack {
+	const perRule = 60 << 10
+	var rules []map[string]any
+	for i := 0; i*perRule < size; i++ {
+		text := strings.Repeat("Explain the refusal to the agent in plain words. ", perRule/50)
+		if !compressible {
+			text = randomText(t, perRule)
+		}
+		rules = append(rules, rule("acme.big", fmt.Sprintf("%s_%03d", prefix, i), "copy", map[string]any{"why": text}))
+	}
+	return pack(ns, name, capability, rulesJSON(t, rules...))
+}
+
+// TestLargeBundles: a bundle over the plain limit is published compressed; a pack that
+// cannot fit is held back, the previous bundle stays, and status says why.
+func TestLargeBundles(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	for i := range 3 {
+		create(t, bigPack(t, ns, fmt.Sprintf("prose-%d", i), c.Name, fmt.Sprintf("PROSE%d", i), 400<<10, true))
+	}
+	_, cm := waitBundle(t, ns, c.Name, "three prose packs", func(b *bundle.Bundle) bool { return len(b.Packs) == 3 })
+	if len(cm.Data) != 0 || len(cm.BinaryData[bundle.KeyGzip]) == 0 {
+		t.Fatalf("a 1.2 MB bundle should be published gzip-compressed in binaryData; data keys %d, binaryData keys %d", len(cm.Data), len(cm.BinaryData))
+	}
+	noise1 := bigPack(t, ns, "noise-1", c.Name, "NOISE1", 700<<10, false)
+	create(t, noise1)
+	b, _ := waitBundle(t, ns, c.Name, "the first noise pack", func(b *bundle.Bundle) bool { return len(b.Packs) == 4 })
+	noise2 := bigPack(t, ns, "noise-2", c.Name, "NOISE2", 700<<10, false)
+	create(t, noise2)
+	cond := waitReady(t, noise2, metav1.ConditionFalse, rulesv1alpha1.ReasonBundleTooLarge)
+	t.Logf("held back: %s", cond.Message)
+	waitReady(t, c, metav1.ConditionFalse, rulesv1alpha1.ReasonBundleTooLarge)
+	after, _ := published(t, ns, c.Name)
+	if after.Digest != b.Digest {
+		t.Errorf("the bundle changed (%s -> %s) although the new pack was held back", b.Digest, after.Digest)
+	}
+	if err := k8s.Delete(ctx, noise1); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, noise2, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+}
+
+// TestRestartWritesNothing: a new manager over an unchanged cluster reconciles every
+// Capability and writes no ConfigMap and no status.
+func TestRestartWritesNothing(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	p := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
+	bad := pack(ns, "bad", c.Name, rulesJSON(t, rule("acme.security", "BAD", "when", "nope")))
+	cfg := operatorConfig(t, ns, "rollout", c.Name, 0, map[string]any{"oar_config": "1.0", "enforcement": map[string]any{"acme.security/SHELL": "monitor"}})
+	create(t, p)
+	create(t, bad)
+	create(t, cfg)
+	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	waitReady(t, bad, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
+	waitReady(t, cfg, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+
+	stopManager()
+	versions := resourceVersions(t, ns)
+	var caps rulesv1alpha1.CapabilityList
+	if err := k8s.List(ctx, &caps); err != nil {
+		t.Fatal(err)
+	}
+	before := reconcileCount(t)
+	if err := startManager(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new manager to reconcile every Capability", func() (bool, string) {
+		n := reconcileCount(t) - before
+		return n >= float64(len(caps.Items)), fmt.Sprintf("%v of %d", n, len(caps.Items))
+	})
+	if after := resourceVersions(t, ns); fmt.Sprint(after) != fmt.Sprint(versions) {
+		t.Errorf("restart wrote objects:\nbefore %v\nafter  %v", versions, after)
+	}
+}
+
+// resourceVersions lists every object a reconcile could write in ns.
+func resourceVersions(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	lists := []client.ObjectList{&rulesv1alpha1.CapabilityList{}, &rulesv1alpha1.RulePackList{}, &rulesv1alpha1.OperatorConfigList{}, &corev1.ConfigMapList{}}
+	for _, l := range lists {
+		if err := k8s.List(ctx, l, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		items, err := metaItems(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range items {
+			out[fmt.Sprintf("%T/%s", l, o.GetName())] = o.GetResourceVersion()
+		}
+	}
+	return out
+}
+
+func metaItems(l client.ObjectList) ([]metav1.Object, error) {
+	var out []metav1.Object
+	switch v := l.(type) {
+	case *rulesv1alpha1.CapabilityList:
+		for i := range v.Items {
+			out = append(out, &v.Items[i])
+		}
+	case *rulesv1alpha1.RulePackList:
+		for i := range v.Items {
+			out = append(out, &v.Items[i])
+		}
+	case *rulesv1alpha1.OperatorConfigList:
+		for i := range v.Items {
+			out = append(out, &v.Items[i])
+		}
+	case *corev1.ConfigMapList:
+		for i := range v.Items {
+			out = append(out, &v.Items[i])
+		}
+	default:
+		return nil, fmt.Errorf("unexpected list %T", l)
+	}
+	return out, nil
+}
+
+// TestScale200Packs measures, on the real API server, the time from creating 200 packs
+// of 10 rules to the bundle holding all of them, and from one pack update to the bundle
+// carrying it. The figures are logged, not asserted: performance is measured.
+func TestScale200Packs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("scale run")
+	}
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	packs := make([]*rulesv1alpha1.RulePack, 200)
+	for i := range packs {
+		rules := make([]map[string]any, 10)
+		for j := range rules {
+			rules[j] = rule(fmt.Sprintf("scale.p%03d", i), fmt.Sprintf("RULE_%02d", j),
+				"selector", map[string]any{"tool": []any{"read", "write"}},
+				"when", fmt.Sprintf(`tool_arg_int("size") > %d && starts_with(tool_arg_string("path"), "/etc")`, j),
+				"copy", map[string]any{"what": "{{ tool }} touched a protected path"})
+		}
+		packs[i] = pack(ns, fmt.Sprintf("pack-%03d", i), c.Name, rulesJSON(t, rules...))
+	}
+	// Created from 16 clients at once, as a GitOps sync would apply them.
+	start := time.Now()
+	var g errgroup.Group
+	g.SetLimit(16)
+	for _, p := range packs {
+		g.Go(func() error { return k8s.Create(ctx, p) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Since(start)
+	waitBundle(t, ns, c.Name, "all 200 packs", func(b *bundle.Bundle) bool { return len(b.Packs) == 200 })
+	all := time.Since(start)
+	t.Logf("200 packs x 10 rules: created in %v, bundle with all of them published %v after the first create (%v after the last)",
+		created.Round(time.Millisecond), all.Round(time.Millisecond), (all - created).Round(time.Millisecond))
+
+	target := packs[100]
+	start = time.Now()
+	update(t, target, func() { target.Spec.Rules = rulesJSON(t, rule("scale.p100", "REPLACED")) })
+	waitBundle(t, ns, c.Name, "the updated pack", func(b *bundle.Bundle) bool {
+		return packNames(b)[target.Name] == target.Generation
+	})
+	t.Logf("one pack update reached the bundle in %v", time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+)
+
+// CapabilityDocument renders a Capability's spec as the OAR capability document the
+// engine loads: the same snake_case members, numbers exact.
+func CapabilityDocument(c *rulesv1alpha1.Capability) (map[string]any, error) {
+	raw, err := json.Marshal(c.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("encode capability %s: %w", c.Name, err)
+	}
+	doc, err := engine.DecodeJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("decode capability %s: %w", c.Name, err)
+	}
+	obj, _ := doc.(map[string]any)
+	if obj == nil {
+		obj = map[string]any{}
+	}
+	return obj, nil
+}
+
+// PackRules decodes a RulePack's rules verbatim. A rule that is not JSON at all (the
+// API server never stores one, but the controller does not assume admission ran) is
+// reported as a diagnostic on that rule.
+func PackRules(p *rulesv1alpha1.RulePack) ([]any, diag.List) {
+	rules := make([]any, len(p.Spec.Rules))
+	var errs diag.List
+	for i, r := range p.Spec.Rules {
+		v, err := decodeRaw(r)
+		if err != nil {
+			e := diag.New("OAR-DOC-1", "", "rule is not a JSON document: %v", err)
+			e.Index = i
+			errs.Add(e)
+			continue
+		}
+		rules[i] = v
+	}
+	return rules, errs
+}
+
+// ConfigDocument decodes an OperatorConfig's configuration document. A document that
+// is not an object is returned as is; the engine refuses it naming [OAR-CFG-1].
+func ConfigDocument(c *rulesv1alpha1.OperatorConfig) (any, error) {
+	if c.Spec.Config == nil {
+		return nil, nil
+	}
+	return decodeRaw(*c.Spec.Config)
+}
+
+func decodeRaw(j apiextensionsv1.JSON) (any, error) {
+	if len(j.Raw) == 0 {
+		return nil, nil
+	}
+	return engine.DecodeJSON(j.Raw)
+}
+
+// packInput is a RulePack as assembly sees it, or the diagnostics that keep it out.
+func packInput(p *rulesv1alpha1.RulePack) (bundle.PackInput, diag.List) {
+	rules, errs := PackRules(p)
+	return bundle.PackInput{
+		Name:         p.Name,
+		Generation:   p.Generation,
+		CreationTime: p.CreationTimestamp.Time,
+		Rules:        rules,
+	}, errs
+}
+
+// configInput is an OperatorConfig as assembly sees it. A document that is not an object
+// is passed as an empty map tagged invalid by the caller.
+func configInput(c *rulesv1alpha1.OperatorConfig) (bundle.ConfigInput, diag.List) {
+	in := bundle.ConfigInput{Name: c.Name, Generation: c.Generation, Order: c.Spec.Order, CreationTime: c.CreationTimestamp.Time}
+	doc, err := ConfigDocument(c)
+	if err != nil {
+		var errs diag.List
+		errs.Add(diag.New("OAR-CFG-1", "", "the configuration is not a JSON document: %v", err))
+		return in, errs
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		var errs diag.List
+		errs.Add(diag.New("OAR-CFG-1", "", "a configuration document must be a JSON object"))
+		return in, errs
+	}
+	in.Document = obj
+	return in, nil
+}
