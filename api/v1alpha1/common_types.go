@@ -18,6 +18,8 @@ const (
 const (
 	// ReasonPublished: the current generation is in the published bundle.
 	ReasonPublished = "Published"
+	// ReasonLoaded: Accepted=True — the document loads on its own terms.
+	ReasonLoaded = "Loaded"
 	// ReasonLoadFailed: the OAR engine refuses the document; status.loadErrors
 	// says why.
 	ReasonLoadFailed = "LoadFailed"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +25,7 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
 
 // Names the bundle ConfigMap carries.
@@ -53,12 +55,16 @@ type BundleReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder recorder.EventRecorder
+
+	decoded decodedPacks
+	changes changeCounter
 }
 
 // Reconcile assembles and publishes the bundle of the Capability req names.
 func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("capability", req.NamespacedName)
 	ctx = log.IntoContext(ctx, logger)
+	seen := r.changes.get(req.NamespacedName)
 
 	var capability *rulesv1alpha1.Capability
 	c := &rulesv1alpha1.Capability{}
@@ -92,7 +98,7 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, r.refuseForeignConfigMap(ctx, capability, cm)
 	}
 
-	in, early, err := r.input(capability, packs.Items, configs.Items, cm)
+	in, early, err := r.input(req.NamespacedName, capability, packs.Items, configs.Items, cm)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -115,6 +121,13 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			return ctrl.Result{}, err
 		}
 	}
+	if r.changes.deferStatus(req.NamespacedName, seen, time.Now()) {
+		logger.V(1).Info("more changes are queued; their reconcile writes the statuses")
+		return ctrl.Result{}, nil
+	}
+	if capability == nil && len(packs.Items) == 0 && len(configs.Items) == 0 {
+		r.decoded.forget(req.NamespacedName)
+	}
 	return ctrl.Result{}, r.updateStatuses(ctx, capability, packs.Items, configs.Items, res, published)
 }
 
@@ -124,7 +137,7 @@ type earlyOutcomes struct {
 }
 
 // input gathers the cluster state for one Capability.
-func (r *BundleReconciler) input(capability *rulesv1alpha1.Capability, packs []rulesv1alpha1.RulePack,
+func (r *BundleReconciler) input(key types.NamespacedName, capability *rulesv1alpha1.Capability, packs []rulesv1alpha1.RulePack,
 	configs []rulesv1alpha1.OperatorConfig, cm *corev1.ConfigMap) (bundle.Input, earlyOutcomes, error) {
 	early := earlyOutcomes{packs: map[string]bundle.Outcome{}, configs: map[string]bundle.Outcome{}}
 	var in bundle.Input
@@ -140,17 +153,16 @@ func (r *BundleReconciler) input(capability *rulesv1alpha1.Capability, packs []r
 			in.Current = current
 		}
 	}
+	live := make([]*rulesv1alpha1.RulePack, 0, len(packs))
 	for i := range packs {
-		p := &packs[i]
-		if !p.DeletionTimestamp.IsZero() {
-			continue
+		if packs[i].DeletionTimestamp.IsZero() {
+			live = append(live, &packs[i])
 		}
-		pi, errs := packInput(p)
-		if len(errs) > 0 {
-			early.packs[p.Name] = bundle.Outcome{Reason: bundle.ReasonLoadFailed, Errors: errs, Message: "a rule is not a JSON document"}
-			continue
-		}
-		in.Packs = append(in.Packs, pi)
+	}
+	var failed map[string]diag.List
+	in.Packs, failed = r.decoded.inputs(key, live)
+	for name, errs := range failed {
+		early.packs[name] = bundle.Outcome{Reason: bundle.ReasonLoadFailed, Errors: errs, Message: "a rule is not a JSON document"}
 	}
 	for i := range configs {
 		c := &configs[i]
@@ -262,8 +274,8 @@ func (r *BundleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("bundle").
 		For(&rulesv1alpha1.Capability{}, specChanged).
 		Owns(&corev1.ConfigMap{}).
-		Watches(&rulesv1alpha1.RulePack{}, enqueueCapabilities(), specChanged).
-		Watches(&rulesv1alpha1.OperatorConfig{}, enqueueCapabilities(), specChanged).
+		Watches(&rulesv1alpha1.RulePack{}, r.enqueueCapabilities(), specChanged).
+		Watches(&rulesv1alpha1.OperatorConfig{}, r.enqueueCapabilities(), specChanged).
 		Complete(r)
 }
 
@@ -281,9 +293,11 @@ func capabilityRef(o client.Object) string {
 // enqueueCapabilities maps a pack or configuration event to the Capability it names —
 // on an update both the old and the new one, so a pack moved to another Capability
 // leaves the first one's bundle too.
-func enqueueCapabilities() handler.TypedEventHandler[client.Object, reconcile.Request] {
+func (r *BundleReconciler) enqueueCapabilities() handler.TypedEventHandler[client.Object, reconcile.Request] {
 	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: capabilityRef(o)}})
+		key := types.NamespacedName{Namespace: o.GetNamespace(), Name: capabilityRef(o)}
+		r.changes.changed(key)
+		q.Add(reconcile.Request{NamespacedName: key})
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -18,9 +18,6 @@ import (
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
 
-// reasonLoaded is Accepted=True: the document loads on its own terms.
-const reasonLoaded = "Loaded"
-
 // statusWriters bounds the status writes in flight. The API server handles them in
 // parallel and etcd batches their commits, so 200 packs' statuses take a fraction of
 // the time one-by-one writes would.
@@ -115,7 +112,7 @@ func setConditions(conds *[]metav1.Condition, generation int64, o bundle.Outcome
 	ready := metav1.Condition{Type: rulesv1alpha1.ConditionReady, ObservedGeneration: generation}
 	switch o.Reason {
 	case "":
-		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, reasonLoaded, fmt.Sprintf("the %s loads against its Capability", what)
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, fmt.Sprintf("the %s loads against its Capability", what)
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonPublished,
 			fmt.Sprintf("generation %d is published in the bundle", generation)
 	case bundle.ReasonLoadFailed:
@@ -125,7 +122,7 @@ func setConditions(conds *[]metav1.Condition, generation int64, o bundle.Outcome
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionUnknown, o.Reason, o.Message
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, o.Reason, servingNote(o)
 	default: // Conflict, BundleTooLarge: the document is fine alone.
-		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, reasonLoaded, fmt.Sprintf("the %s loads against its Capability on its own", what)
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, fmt.Sprintf("the %s loads against its Capability on its own", what)
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, o.Reason, servingNote(o)
 	}
 	meta.SetStatusCondition(conds, accepted)
@@ -261,14 +258,14 @@ func capabilityStatus(c *rulesv1alpha1.Capability, res *bundle.Result, ref *rule
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityInvalid,
 			"nothing new is published until the capability document is valid; the current bundle, if any, stays"
 	case ref == nil:
-		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, reasonLoaded, "the capability document is valid"
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, rulesv1alpha1.ReasonPending, "the bundle is not published yet"
 	case len(held) > 0:
-		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, reasonLoaded, "the capability document is valid"
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
 		ready.Status, ready.Reason = metav1.ConditionFalse, rulesv1alpha1.ReasonBundleTooLarge
 		ready.Message = fmt.Sprintf("bundle %s is published, but %s held back: the bundle would exceed the ConfigMap size limit", ref.Digest, strings.Join(held, ", ")+plural(len(held), " is", " are"))
 	default:
-		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, reasonLoaded, "the capability document is valid"
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
 		ready.Status, ready.Reason = metav1.ConditionTrue, rulesv1alpha1.ReasonPublished
 		ready.Message = fmt.Sprintf("bundle %s is published in ConfigMap %s", ref.Digest, ref.ConfigMapName)
 	}

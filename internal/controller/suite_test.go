@@ -126,7 +126,7 @@ func reconcileCount(t *testing.T) float64 {
 
 const (
 	timeout = 30 * time.Second
-	poll    = 50 * time.Millisecond
+	poll    = 10 * time.Millisecond
 )
 
 // eventually polls cond until it holds or the timeout passes.

@@ -1,0 +1,118 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+)
+
+// decodedPacks keeps each pack generation's decoded rules between reconciles of one
+// Capability, so a reconcile decodes only what changed. Entries of packs no longer
+// listed are dropped at every reconcile.
+type decodedPacks struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]map[types.UID]decodedPack
+}
+
+type decodedPack struct {
+	generation int64
+	input      bundle.PackInput
+	errs       diag.List
+}
+
+// inputs returns the assembly input of every pack, decoding only new generations.
+func (d *decodedPacks) inputs(capability types.NamespacedName, packs []*rulesv1alpha1.RulePack) ([]bundle.PackInput, map[string]diag.List) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil {
+		d.m = map[types.NamespacedName]map[types.UID]decodedPack{}
+	}
+	old := d.m[capability]
+	next := make(map[types.UID]decodedPack, len(packs))
+	var out []bundle.PackInput
+	var failed map[string]diag.List
+	for _, p := range packs {
+		e, ok := old[p.UID]
+		if !ok || e.generation != p.Generation {
+			in, errs := packInput(p)
+			e = decodedPack{generation: p.Generation, input: in, errs: errs}
+		}
+		next[p.UID] = e
+		if len(e.errs) > 0 {
+			if failed == nil {
+				failed = map[string]diag.List{}
+			}
+			failed[p.Name] = e.errs
+			continue
+		}
+		out = append(out, e.input)
+	}
+	d.m[capability] = next
+	return out, failed
+}
+
+// forget drops what is kept for a Capability.
+func (d *decodedPacks) forget(capability types.NamespacedName) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.m, capability)
+}
+
+// burstWindow bounds how long status writes wait for a burst of changes to settle.
+const burstWindow = time.Second
+
+// changeCounter counts the pack and configuration events of each Capability. A
+// reconcile that sees the count move while it ran knows another reconcile is queued
+// for the same Capability, publishes its bundle and leaves the status writes to that
+// one: during a burst (a GitOps sync applying hundreds of packs) the bundle keeps up
+// with the changes instead of waiting for hundreds of status writes after each.
+// Statuses are never held back longer than burstWindow.
+type changeCounter struct {
+	mu      sync.Mutex
+	count   map[types.NamespacedName]uint64
+	skipped map[types.NamespacedName]time.Time
+}
+
+func (c *changeCounter) changed(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.count == nil {
+		c.count = map[types.NamespacedName]uint64{}
+	}
+	c.count[key]++
+}
+
+func (c *changeCounter) get(key types.NamespacedName) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.count[key]
+}
+
+// deferStatus reports whether a reconcile that started at count seen may leave its
+// status writes to the reconcile already queued.
+func (c *changeCounter) deferStatus(key types.NamespacedName, seen uint64, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.count[key] == seen {
+		delete(c.skipped, key)
+		return false
+	}
+	if c.skipped == nil {
+		c.skipped = map[types.NamespacedName]time.Time{}
+	}
+	first, ok := c.skipped[key]
+	if !ok {
+		c.skipped[key] = now
+		return true
+	}
+	if now.Sub(first) < burstWindow {
+		return true
+	}
+	delete(c.skipped, key)
+	return false
+}
