@@ -316,3 +316,65 @@ func TestPROF8_PortabilityReport(t *testing.T) {
 		t.Errorf("HOSTLY: %+v", got)
 	}
 }
+
+// TestSEL7_IndexedSelectionEqualsClauseByClause: the selection index picks exactly the
+// rules a clause-by-clause test picks, in the same order, whatever the occurrence.
+func TestSEL7_IndexedSelectionEqualsClauseByClause(t *testing.T) {
+	var docs []string
+	for i, sel := range []string{
+		`{"tool":["read"]}`, `{"tool":["read","write"]}`, `{"tool":["write"]}`, `{}`,
+		`{"tool":["read"],"principal":["ana"]}`, `{"principal":["ana","bo"]}`, `{"principal_roles":["admin"]}`,
+		`{"tool":["read"],"principal_roles":["dev","admin"]}`, `{"tool":[]}`, `{"anchor":["tool.pre_invoke"]}`,
+	} {
+		docs = append(docs, fmt.Sprintf(`{"oar":"1.0","id":"R%02d","kind":"%s","anchor":"tool.pre_invoke","effect":"allow","selector":%s,"requires":{"profiles":["tool","session"]}}`,
+			i, []string{"schema", "policy", "invariant"}[i%3], sel))
+	}
+	p := mustProgram(t, "["+strings.Join(docs, ",")+"]")
+	rules := p.RuleSet().Rules
+	for _, facts := range []map[string]any{
+		{},
+		{"principal": "ana"},
+		{"principal": "bo", "principal_roles": []any{"admin"}},
+		{"principal_roles": []any{"dev"}},
+		{"tool": "x"},
+	} {
+		for _, tool := range []string{"read", "write", "other", ""} {
+			occ := &Occurrence{Anchor: "gw.pre_call", Facts: facts}
+			if tool != "" {
+				occ.ToolCall = &ToolCall{Name: tool}
+			}
+			d, err := p.Evaluate(NewMemoryRuntime(), occ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			s := &evalState{}
+			s.reset(p, NewMemoryRuntime(), occ)
+			s.anchor = "tool.pre_invoke"
+			for _, i := range p.byAnchor["gw.pre_call"].rules {
+				if ok, err := s.selects(rules[i], -1); err != nil || ok {
+					want = append(want, rules[i].TraceEntry(Fired))
+				}
+			}
+			if strings.Join(d.Applied, " ") != strings.Join(want, " ") {
+				t.Errorf("facts %v tool %q: selected %v, clause by clause %v", facts, tool, d.Applied, want)
+			}
+		}
+	}
+}
+
+// TestFACT26_SelectorFactOfTheWrongTypeSelectsWithAnError: the indexed fact failing
+// sends every rule with a clause on it down its on_error, not out of selection.
+func TestFACT26_SelectorFactOfTheWrongTypeSelectsWithAnError(t *testing.T) {
+	p := mustProgram(t, `[
+	 {"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","selector":{"tool":["read"]},"requires":{"profiles":["tool"]},"on_error":"fail_open"},
+	 {"oar":"1.0","id":"B","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","selector":{"tool":["write"]},"requires":{"profiles":["tool"]}},
+	 {"oar":"1.0","id":"C","kind":"schema","anchor":"tool.pre_invoke","effect":"nudge"}]`)
+	d, err := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call", Facts: map[string]any{"tool": 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Decision != "block" || d.Rule != "B" || strings.Join(d.Applied, " ") != "C:fired A:errored B:errored" {
+		t.Errorf("got %s by %s, applied %v", d.Decision, d.Rule, d.Applied)
+	}
+}

@@ -217,18 +217,8 @@ func (s *evalState) run() *Decision {
 	rules := p.rs.Rules
 	d := &Decision{Decision: EffectNone.String()}
 	// Selection ([OAR-SEL-7], [OAR-CONF-8]).
-	for _, i := range p.byAnchor[s.occ.Anchor] {
-		ok, err := s.selects(rules[i])
-		if err != nil {
-			if s.selErr == nil {
-				s.selErr = map[int]error{}
-			}
-			s.selErr[i] = err
-			ok = true
-		}
-		if ok {
-			s.sel = append(s.sel, i)
-		}
+	if sel := p.byAnchor[s.occ.Anchor]; sel != nil {
+		s.selectRules(sel)
 	}
 	order := s.sel
 	if p.suppressing[s.occ.Anchor] && len(s.sel) > 1 {
@@ -414,11 +404,14 @@ func failure(r *Rule, err error) Failure {
 	return f
 }
 
-// selects reports whether every selector clause matches ([OAR-SEL-1], [OAR-SEL-2],
-// [OAR-SEL-4]).
-func (s *evalState) selects(r *Rule) (bool, error) {
+// selects reports whether every selector clause but the one at skip (already decided
+// by the index) matches ([OAR-SEL-1], [OAR-SEL-2], [OAR-SEL-4]).
+func (s *evalState) selects(r *Rule, skip int) (bool, error) {
 	s.cur, s.finding = r, nil
-	for _, c := range r.selector {
+	for k, c := range r.selector {
+		if k == skip {
+			continue
+		}
 		v, err := s.Fact(c.sym.ID)
 		if err != nil {
 			return false, err

@@ -10,9 +10,10 @@ type Program struct {
 	rs          *RuleSet
 	cap         *Capability
 	enforcement []Enforcement
-	// byAnchor lists, per local anchor, the rules that may be selected there (enforcement
-	// not off, [OAR-EVAL-11]) in kind-then-identifier order ([OAR-EVAL-1]).
-	byAnchor map[string][]int
+	// byAnchor holds, per local anchor, the rules that may be selected there
+	// (enforcement not off, [OAR-EVAL-11]) in kind-then-identifier order
+	// ([OAR-EVAL-1]), indexed for selection.
+	byAnchor map[string]*selection
 	// suppressors lists, per rule, the rules whose overrides name it.
 	suppressors [][]int
 	// suppressing marks anchors where some candidate suppresses another candidate, the
@@ -25,10 +26,11 @@ func newProgram(rs *RuleSet, enforcement []Enforcement) *Program {
 		rs:          rs,
 		cap:         rs.Capability,
 		enforcement: enforcement,
-		byAnchor:    map[string][]int{},
+		byAnchor:    map[string]*selection{},
 		suppressors: make([][]int, len(rs.Rules)),
 		suppressing: map[string]bool{},
 	}
+	candidates := map[string][]int{}
 	for _, r := range rs.Rules {
 		for _, t := range r.Overrides {
 			p.suppressors[t] = append(p.suppressors[t], r.Index)
@@ -36,9 +38,9 @@ func newProgram(rs *RuleSet, enforcement []Enforcement) *Program {
 		if enforcement[r.Index] == EnforceOff {
 			continue
 		}
-		p.byAnchor[r.Local] = append(p.byAnchor[r.Local], r.Index)
+		candidates[r.Local] = append(candidates[r.Local], r.Index)
 	}
-	for anchor, list := range p.byAnchor {
+	for anchor, list := range candidates {
 		sort.Slice(list, func(i, j int) bool { return p.before(list[i], list[j]) })
 		in := map[int]bool{}
 		for _, i := range list {
@@ -51,6 +53,7 @@ func newProgram(rs *RuleSet, enforcement []Enforcement) *Program {
 				}
 			}
 		}
+		p.byAnchor[anchor] = newSelection(p.cap, rs.Rules, list)
 	}
 	return p
 }
