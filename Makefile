@@ -143,3 +143,9 @@ run: build ## Until the operator exists: validate the samples and evaluate occur
 
 clean: ## Remove built binaries.
 	rm -rf $(BIN)
+
+IMG ?= oar-operator:latest
+
+.PHONY: docker-build
+docker-build: ## Build the image (manager, oar-engine, oarctl) with Docker; needs a Docker engine.
+	docker build -t $(IMG) .

@@ -6,6 +6,7 @@
 //	oarctl test      run conformance fixtures in the shape of section 10.2
 //	oarctl eval      resolve one occurrence to its decision (sections 4, 6, 7)
 //	oarctl bench     measure evaluation latency and allocations over recorded occurrences
+//	oarctl pack      wrap a publisher's directory of rule files into a RulePack manifest
 //
 // Every diagnostic is printed from the engine's one error type, so a line names the file,
 // the document, the field, the clause and the rule.
@@ -38,6 +39,7 @@ func init() {
 		{"test", testSynopsis, "run the conformance fixtures under each DIR", runTest},
 		{"eval", evalSynopsis, "print the decision one occurrence resolves to", runEval},
 		{"bench", benchSynopsis, "measure evaluation latency over a JSON Lines file of occurrences", runBench},
+		{"pack", packSynopsis, "wrap a directory of rule files into a RulePack manifest", runPack},
 		{"help", "oarctl help [COMMAND]", "print this help, or a command's flags", runHelp},
 	}
 }
