@@ -84,24 +84,29 @@ bin/controller-gen: hack/controller-gen/go.sum
 	@touch $@
 
 # controller-gen invocations: CRDs into config/crd/bases, the manager role into
-# config/rbac/role.yaml, deepcopy next to each API package. GEN_PATHS are the packages
-# carrying markers (the API types; the reconcilers' +kubebuilder:rbac markers).
-GEN_PATHS    := {./api/...,./internal/controller/...}
-CRD_RBAC_GEN = $(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=false paths="$(GEN_PATHS)"
+# config/rbac/role.yaml, the ValidatingWebhookConfiguration into
+# config/webhook/manifests.yaml, deepcopy next to each API package. GEN_PATHS are the
+# packages carrying markers (the API types; the reconcilers' +kubebuilder:rbac markers;
+# the admission webhooks' +kubebuilder:webhook markers and the RBAC their certificate
+# rotation needs).
+GEN_PATHS    := {./api/...,./internal/controller/...,./internal/admission/...}
+CRD_RBAC_GEN = $(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=false webhook paths="$(GEN_PATHS)"
 OBJECT_GEN   = $(CONTROLLER_GEN) object
 
-manifests: bin/controller-gen ## Regenerate CRDs and RBAC (config/crd/bases, config/rbac/role.yaml).
-	$(CRD_RBAC_GEN) output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+manifests: bin/controller-gen ## Regenerate CRDs, RBAC and the webhook configuration (config/crd/bases, config/rbac/role.yaml, config/webhook/manifests.yaml).
+	$(CRD_RBAC_GEN) output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
+		output:webhook:artifacts:config=config/webhook
 
 generate: bin/controller-gen ## Regenerate zz_generated.deepcopy.go in api/.
 	$(OBJECT_GEN) paths="./api/..."
 
-manifests-check: bin/controller-gen ## Fail when generated CRDs, RBAC or deepcopy are stale.
+manifests-check: bin/controller-gen ## Fail when generated CRDs, RBAC, webhook configuration or deepcopy are stale.
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
-	$(CRD_RBAC_GEN) output:crd:dir=$$out/crd output:rbac:dir=$$out/rbac; \
+	$(CRD_RBAC_GEN) output:crd:dir=$$out/crd output:rbac:dir=$$out/rbac output:webhook:dir=$$out/webhook; \
 	stale=0; \
 	diff -ru config/crd/bases $$out/crd || stale=1; \
 	diff -u config/rbac/role.yaml $$out/rbac/role.yaml || stale=1; \
+	diff -u config/webhook/manifests.yaml $$out/webhook/manifests.yaml || stale=1; \
 	for d in $$(ls -d api/*/); do \
 		$(OBJECT_GEN) paths=./$$d output:object:dir=$$out/$$d; \
 		diff -u $${d}zz_generated.deepcopy.go $$out/$${d}zz_generated.deepcopy.go || stale=1; \
@@ -133,13 +138,8 @@ bench: build ## Go benchmarks and an oarctl bench run.
 		--rules cmd/oarctl/testdata/bench/rules.yaml \
 		--occurrences cmd/oarctl/testdata/bench/occurrences.jsonl -n 200000
 
-run: build ## Until the operator exists: validate the samples and evaluate occurrences with oarctl.
-	$(OARCTL) validate --capability config/samples/oar/capability.yaml config/samples/oar/rules.yaml config/samples/oar/config.yaml
-	@for o in config/samples/oar/occurrence-*.json; do \
-		echo "--- $$o"; \
-		$(OARCTL) eval --capability config/samples/oar/capability.yaml --rules config/samples/oar/rules.yaml \
-			--config config/samples/oar/config.yaml --occurrence $$o; \
-	done
+run: envtest-binaries ## The whole operator on a local control plane: samples, webhook refusal, status, sidecar decisions.
+	$(GO) run ./hack/demo
 
 clean: ## Remove built binaries.
 	rm -rf $(BIN)
@@ -149,3 +149,21 @@ IMG ?= oar-operator:latest
 .PHONY: docker-build
 docker-build: ## Build the image (manager, oar-engine, oarctl) with Docker; needs a Docker engine.
 	docker build -t $(IMG) .
+
+# The engine sidecar's load run (not part of `make test`): hack/loadgen starts
+# bin/oar-engine on loopback with the 100-rule bench bundle, sends POST /v1/evaluate
+# open loop at each of LOAD_RATES for LOAD_DURATION, then measures the resident memory
+# of a fresh engine holding a 1,000-rule bundle and 10,000 sessions.
+LOAD_RATES    ?= 1000,10000
+LOAD_DURATION ?= 10s
+
+.PHONY: load bench-sidecar
+load: ## Load run of oar-engine from a second process: achieved rate, p50/p99, errors, RSS.
+	$(GO) build -o $(BIN)/oar-engine ./cmd/oar-engine
+	$(GO) build -o $(BIN)/loadgen ./hack/loadgen
+	$(BIN)/loadgen --engine $(BIN)/oar-engine --bench cmd/oarctl/testdata/bench \
+		--rates $(LOAD_RATES) --duration $(LOAD_DURATION)
+
+bench-sidecar: ## The sidecar's handler benchmarks (in memory), then the load run.
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./internal/sidecar/...
+	@$(MAKE) --no-print-directory load

@@ -1,11 +1,14 @@
 // Command manager is the oar-operator: it reconciles RulePacks, OperatorConfigs and
-// Capabilities into one OAR bundle ConfigMap per Capability (see DESIGN.md). Replicas
-// elect a leader for the reconcilers; health and readiness probes and a secured
-// Prometheus metrics endpoint run on every replica.
+// Capabilities into one OAR bundle ConfigMap per Capability and serves the validating
+// admission webhooks that refuse what the OAR engine would refuse (see DESIGN.md).
+// Replicas elect a leader for the reconcilers; the webhooks with their certificate
+// rotation, health and readiness probes and a secured Prometheus metrics endpoint run on
+// every replica.
 package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -18,8 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/admission"
 	"github.com/oar-operator/oar-operator/internal/controller"
 )
 
@@ -39,8 +44,23 @@ type options struct {
 	leaderElectID string
 	leaderElectNS string
 	enableHTTP2   bool
+	webhooks      webhookOptions
 	zap           zap.Options
 }
+
+// webhookOptions are the flags of the admission webhooks.
+type webhookOptions struct {
+	enabled  bool
+	port     int
+	certMode string
+	certs    admission.CertOptions
+}
+
+// The ways the webhooks' serving certificate is provided.
+const (
+	certSelfManaged = "self-managed"
+	certExternal    = "external"
+)
 
 func parseFlags(args []string) (options, error) {
 	var o options
@@ -51,10 +71,26 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectID, "leader-election-id", "oar-operator.rules.oar.dev", "Name of the leader-election Lease.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
-	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server (off by default: CVE-2023-44487, CVE-2023-39325).")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics and webhook servers (off by default: CVE-2023-44487, CVE-2023-39325).")
+	w := &o.webhooks
+	fs.BoolVar(&w.enabled, "enable-webhooks", true, "Serve the validating admission webhooks for RulePacks, Capabilities and OperatorConfigs.")
+	fs.IntVar(&w.port, "webhook-port", 9443, "Port the admission webhooks serve on.")
+	fs.StringVar(&w.certs.CertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory holding the webhooks' serving certificate (tls.crt, tls.key).")
+	fs.StringVar(&w.certMode, "webhook-cert-mode", certSelfManaged, "How the serving certificate is provided: \""+certSelfManaged+"\" (generated, rotated and its CA injected into the webhook configuration by the manager, through the Secret mounted at --webhook-cert-dir) or \""+certExternal+"\" (mounted at --webhook-cert-dir by cert-manager or the user, who also injects the CA).")
+	fs.StringVar(&w.certs.SecretName, "webhook-cert-secret", "oar-webhook-server-cert", "Self-managed certificates: the Secret holding them, mounted at --webhook-cert-dir.")
+	fs.StringVar(&w.certs.ServiceName, "webhook-service", "oar-webhook-service", "Self-managed certificates: the webhook Service the certificate is issued for.")
+	fs.StringVar(&w.certs.WebhookConfigurationName, "webhook-configuration", "oar-validating-webhook-configuration", "Self-managed certificates: the ValidatingWebhookConfiguration whose CA bundle is kept current.")
+	fs.StringVar(&w.certs.Namespace, "webhook-namespace", os.Getenv("POD_NAMESPACE"), "Self-managed certificates: the namespace of the Secret and the Service (default: $POD_NAMESPACE).")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	switch {
+	case !w.enabled:
+	case w.certMode != certSelfManaged && w.certMode != certExternal:
+		return o, fmt.Errorf("--webhook-cert-mode must be %s or %s, not %q", certSelfManaged, certExternal, w.certMode)
+	case w.certMode == certSelfManaged && w.certs.Namespace == "":
+		return o, errors.New("self-managed webhook certificates need --webhook-namespace (or $POD_NAMESPACE)")
 	}
 	return o, nil
 }
@@ -78,9 +114,14 @@ func run() error {
 	if o.metricsSecure {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
+	var webhookServer webhook.Server
+	if o.webhooks.enabled {
+		webhookServer = webhook.NewServer(webhook.Options{Port: o.webhooks.port, CertDir: o.webhooks.certs.CertDir, TLSOpts: tlsOpts})
+	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metrics,
+		WebhookServer:           webhookServer,
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        o.leaderElectID,
@@ -99,6 +140,11 @@ func run() error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the bundle controller: %w", err)
 	}
+	if o.webhooks.enabled {
+		if err := setupWebhooks(mgr, o.webhooks); err != nil {
+			return err
+		}
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}
@@ -107,4 +153,20 @@ func run() error {
 	}
 	ctrl.Log.WithName("setup").Info("starting manager")
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// setupWebhooks serves the admission webhooks: at once with external certificates,
+// once cert-controller has issued and injected them otherwise.
+func setupWebhooks(mgr ctrl.Manager, o webhookOptions) error {
+	var ready <-chan struct{}
+	if o.certMode == certSelfManaged {
+		var err error
+		if ready, err = admission.AddCertRotator(mgr, o.certs); err != nil {
+			return err
+		}
+	}
+	if err := admission.Install(mgr, ready); err != nil {
+		return fmt.Errorf("set up the admission webhooks: %w", err)
+	}
+	return nil
 }

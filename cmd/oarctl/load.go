@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
@@ -94,7 +96,7 @@ func memberNames(obj map[string]any) string {
 	if len(obj) == 0 {
 		return "none"
 	}
-	return diag.Truncate(strings.Join(sortedMembers(obj), ", "))
+	return diag.Truncate(strings.Join(slices.Sorted(maps.Keys(obj)), ", "))
 }
 
 // loader reads documents from files and loads them with the engine, printing every

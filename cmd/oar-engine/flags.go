@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/oar-operator/oar-operator/internal/sidecar"
+	"github.com/oar-operator/oar-operator/internal/sidecar/events"
+	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
+	"github.com/oar-operator/oar-operator/internal/sidecar/session"
+)
+
+const usageHead = `Usage: oar-engine [flags]
+
+The OAR engine sidecar. It loads the rule bundle the oar-operator publishes for a
+Capability (the ConfigMap <capability>-oar-bundle, mounted as a directory, never with
+subPath), reloads it when the kubelet swaps in a new version (a bundle that fails to
+load is refused and the previous one keeps serving), and answers on --address:--port:
+
+  POST /v1/evaluate    one occurrence {anchor, session_id, facts, content, tool_call,
+                       recent_activity} -> the decision, and the bundle digest that
+                       answered (also in the X-OAR-Bundle-Digest header)
+  GET  /v1/bundle      served digest, packs with generations and rule ids, reload status
+  GET  /v1/capability  the served capability document
+  GET  /v1/events      publish_event records as server-sent events
+  GET  /healthz, /readyz (ready once a bundle is loaded), /metrics (Prometheus)
+
+--probe-address serves /healthz, /readyz and /metrics on the pod's IP for the
+kubelet and Prometheus. Counters and activity windows are kept per session in memory,
+bounded by --max-sessions and --session-idle-ttl, across reloads. Logs are JSON on
+stderr; publish_event records are JSON lines on stdout.
+
+Flags:
+`
+
+// options are the command's flags.
+type options struct {
+	address        string
+	port           int
+	probeAddress   string
+	bundleDir      string
+	reloadInterval time.Duration
+	maxSessions    int
+	sessionIdleTTL time.Duration
+	maxCounters    int
+	maxBodyBytes   int64
+	eventBuffer    int
+	shutdown       time.Duration
+	logLevel       slog.Level
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("oar-engine", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageHead)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.address, "address", "127.0.0.1", "`address` the API listens on; keep it on loopback, the API is for the agent in the same pod")
+	fs.IntVar(&o.port, "port", 8181, "`port` the API listens on (0: any free port)")
+	fs.StringVar(&o.probeAddress, "probe-address", ":8182", "`host:port` serving /healthz, /readyz and /metrics for the kubelet and Prometheus (empty: none)")
+	fs.StringVar(&o.bundleDir, "bundle-dir", "/etc/oar/bundle", "`directory` where the bundle ConfigMap is mounted")
+	fs.DurationVar(&o.reloadInterval, "reload-interval", reload.DefaultInterval, "how often to check --bundle-dir for a new bundle")
+	fs.IntVar(&o.maxSessions, "max-sessions", session.DefaultMaxSessions, "most sessions whose counters and activity are held; the least recently used is forgotten first")
+	fs.DurationVar(&o.sessionIdleTTL, "session-idle-ttl", session.DefaultIdleTTL, "forget a session idle for this long (0: only --max-sessions bounds them)")
+	fs.IntVar(&o.maxCounters, "max-counters-per-session", session.DefaultMaxCounters, "most counters one session holds; a rule that needs another one is handled by its on_error")
+	fs.Int64Var(&o.maxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest POST /v1/evaluate body, in `bytes`")
+	fs.IntVar(&o.eventBuffer, "event-buffer", events.DefaultBuffer, "records buffered per /v1/events subscriber before a slow one is dropped")
+	fs.DurationVar(&o.shutdown, "shutdown-timeout", sidecar.DefaultShutdownTimeout, "how long to let in-flight requests finish after SIGTERM")
+	level := fs.String("log-level", "info", "`level` of the JSON logs on stderr: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q; oar-engine takes flags only", fs.Arg(0))
+	}
+	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
+		return o, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", *level)
+	}
+	return o, o.check()
+}
+
+// check refuses values that cannot work.
+func (o options) check() error {
+	var errs []string
+	if o.port < 0 || o.port > 65535 {
+		errs = append(errs, fmt.Sprintf("--port %d is not a TCP port", o.port))
+	}
+	if o.bundleDir == "" {
+		errs = append(errs, "--bundle-dir is required")
+	}
+	positive := []struct {
+		name string
+		ok   bool
+	}{
+		{"--reload-interval", o.reloadInterval > 0},
+		{"--max-sessions", o.maxSessions > 0},
+		{"--max-counters-per-session", o.maxCounters > 0},
+		{"--max-body-bytes", o.maxBodyBytes > 0},
+		{"--event-buffer", o.eventBuffer > 0},
+		{"--shutdown-timeout", o.shutdown > 0},
+	}
+	for _, p := range positive {
+		if !p.ok {
+			errs = append(errs, p.name+" must be positive")
+		}
+	}
+	if o.sessionIdleTTL < 0 {
+		errs = append(errs, "--session-idle-ttl must not be negative")
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (o options) sidecarOptions(events io.Writer, log logr.Logger) sidecar.Options {
+	return sidecar.Options{
+		BundleDir:       o.bundleDir,
+		ReloadInterval:  o.reloadInterval,
+		MaxBodyBytes:    o.maxBodyBytes,
+		Sessions:        session.Options{MaxSessions: o.maxSessions, IdleTTL: o.sessionIdleTTL, MaxCounters: o.maxCounters},
+		Events:          events,
+		EventBuffer:     o.eventBuffer,
+		ShutdownTimeout: o.shutdown,
+		Log:             log,
+	}
+}

@@ -1,0 +1,75 @@
+// Command oar-engine is the engine sidecar (DESIGN.md "The engine sidecar"): it runs
+// next to an agent host, loads the OAR bundle its Capability published from the mounted
+// ConfigMap directory, reloads it when the kubelet swaps in a new one, and answers
+// POST /v1/evaluate on the loopback address. Logs are JSON on stderr; publish_event
+// records are JSON lines on stdout. SIGTERM or SIGINT shuts it down gracefully.
+// `oar-engine --help` lists the flags and endpoints; internal/sidecar documents the API.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/go-logr/logr"
+
+	"github.com/oar-operator/oar-operator/internal/sidecar"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// run is the whole command: parse the flags, listen, serve until ctx ends.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "oar-engine: %v\n", err)
+		return exitUsage
+	}
+	log := logr.FromSlogHandler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
+
+	api, err := net.Listen("tcp", net.JoinHostPort(o.address, strconv.Itoa(o.port)))
+	if err != nil {
+		log.Error(err, "cannot listen for the API")
+		return exitFail
+	}
+	var probes net.Listener
+	if o.probeAddress != "" {
+		if probes, err = net.Listen("tcp", o.probeAddress); err != nil {
+			_ = api.Close()
+			log.Error(err, "cannot listen for the probes")
+			return exitFail
+		}
+	}
+	sc := sidecar.New(o.sidecarOptions(stdout, log))
+	log.Info("starting", "bundleDir", o.bundleDir, "reloadInterval", o.reloadInterval.String(),
+		"maxSessions", o.maxSessions, "sessionIdleTTL", o.sessionIdleTTL.String())
+	if err := sc.Run(ctx, api, probes); err != nil {
+		log.Error(err, "stopped")
+		return exitFail
+	}
+	log.Info("stopped")
+	return exitOK
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oar-operator/oar-operator/internal/bundle"
+)
+
+// TestScaledBundle: the memory measurement's 1,000-rule bundle loads, each copy of the
+// bench rules under its own namespace.
+func TestScaledBundle(t *testing.T) {
+	d, err := readBench("../../cmd/oarctl/testdata/bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := d.bundle(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := bundle.Load(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(l.RuleSet.Rules); n != 1000 {
+		t.Fatalf("%d rules, want 1000", n)
+	}
+	if q := l.RuleSet.Rules[999].QID; !strings.HasPrefix(q, "bench.copy9/") {
+		t.Errorf("the last rule is %s, want one of bench.copy9", q)
+	}
+	bodies, err := d.requests(3)
+	if err != nil || len(bodies) != 3*len(d.occurrences) || !strings.Contains(string(bodies[len(bodies)-1]), `"session_id":"load-2"`) {
+		t.Errorf("requests: %v, %d bodies", err, len(bodies))
+	}
+}
+
+func TestQuantiles(t *testing.T) {
+	sorted := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	if p50, p99 := percentile(sorted, 0.5), percentile(sorted, 0.99); p50 != 6 || p99 != 10 {
+		t.Errorf("p50 %v p99 %v", p50, p99)
+	}
+	before := histogram{bounds: []float64{1e-5, 2e-5, 4e-5}, counts: []float64{0, 5, 10}}
+	after := histogram{bounds: []float64{1e-5, 2e-5, 4e-5}, counts: []float64{50, 97, 110}}
+	if q := after.quantile(before, 0.5); q != 10*time.Microsecond {
+		t.Errorf("p50 %v, want the 10µs bucket (50 of 100 new samples)", q)
+	}
+	if q := after.quantile(before, 0.99); q != 40*time.Microsecond {
+		t.Errorf("p99 %v, want the 40µs bucket", q)
+	}
+}

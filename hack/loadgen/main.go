@@ -1,0 +1,218 @@
+// Command loadgen measures the engine sidecar from a second process (DESIGN.md "The
+// engine sidecar", "Scale"; `make load`, `make bench-sidecar`). It builds a bundle from
+// the `oarctl bench` documents, lays it out the way the kubelet mounts a ConfigMap,
+// starts oar-engine on loopback against it, and sends POST /v1/evaluate at fixed rates,
+// open loop (requests leave on schedule whatever the answers do; latency counts from
+// the scheduled send, so a stall is never hidden) over keep-alive connections. It
+// reports the achieved rate, latency percentiles and errors per rate; then it starts a
+// fresh oar-engine with a bundle of --rss-rules rules, drives --rss-sessions distinct
+// sessions through it, and reports its resident memory (VmRSS of /proc/<pid>/status).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command's flags.
+type options struct {
+	engine      string
+	benchDir    string
+	rates       []int
+	duration    time.Duration
+	conns       int
+	sessions    int
+	rssRules    int
+	rssSessions int
+	serve       bool
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (options, error) {
+	o := options{}
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.StringVar(&o.engine, "engine", "bin/oar-engine", "the oar-engine `binary` to start")
+	fs.StringVar(&o.benchDir, "bench", "cmd/oarctl/testdata/bench", "`directory` holding capability.yaml, rules.yaml and occurrences.jsonl")
+	rates := fs.String("rates", "1000,10000", "comma-separated request `rates` per second, each run for --duration")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long each rate runs")
+	fs.IntVar(&o.conns, "conns", 64, "keep-alive connections, the most requests in flight at once")
+	fs.IntVar(&o.sessions, "sessions", 1000, "distinct session ids the load spreads over")
+	fs.IntVar(&o.rssRules, "rss-rules", 1000, "rules in the bundle of the memory measurement (copies of the bench rules); 0 skips it")
+	fs.IntVar(&o.rssSessions, "rss-sessions", 10000, "distinct sessions driven through the engine before its memory is read")
+	fs.BoolVar(&o.serve, "serve", false, "only start oar-engine on the bench bundle, print its address, and wait for an interrupt (to try it with curl)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	for _, r := range strings.Split(*rates, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(r))
+		if err != nil || n <= 0 {
+			return o, fmt.Errorf("--rates: %q is not a positive rate", r)
+		}
+		o.rates = append(o.rates, n)
+	}
+	if o.duration <= 0 || o.conns <= 0 || o.sessions <= 0 || o.rssSessions <= 0 || o.rssRules < 0 {
+		return o, errors.New("--duration, --conns, --sessions and --rss-sessions must be positive")
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, o options, out io.Writer) error {
+	docs, err := readBench(o.benchDir)
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "oar-loadgen-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	b, err := docs.bundle(len(docs.rules))
+	if err != nil {
+		return err
+	}
+	eng, err := startEngine(ctx, o.engine, work, b)
+	if err != nil {
+		return err
+	}
+	defer eng.stop()
+	if o.serve {
+		fmt.Fprintf(out, "oar-engine serves the %d-rule bench bundle on http://%s; interrupt to stop\n", len(b.Packs[0].Rules), eng.addr)
+		<-ctx.Done()
+		return nil
+	}
+	bodies, err := docs.requests(o.sessions)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "oar-engine load run: %d-rule bundle %s, %d occurrences over %d sessions, %d keep-alive connections, open loop\n",
+		len(b.Packs[0].Rules), b.Digest[:19], len(docs.occurrences), o.sessions, o.conns)
+	fmt.Fprintf(out, "latency from the scheduled send to the whole answer; in the engine, the handler's share (its histogram's bucket bounds)\n")
+	fmt.Fprintf(out, "%8s %9s %10s %9s %9s %9s %9s %7s %12s %12s %10s\n", "rate/s", "requests", "achieved/s", "p50", "p99", "p99.9", "max", "errors", "handler p50", "handler p99", "engine CPU")
+	// Warm up: connections open, code paths and the heap settle.
+	if _, err := load(ctx, eng.addr, bodies, 1000, time.Second, o.conns); err != nil {
+		return err
+	}
+	for _, rate := range o.rates {
+		if err := measureRate(ctx, eng, bodies, rate, o, out); err != nil {
+			return err
+		}
+	}
+	rss, err := eng.rss()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "resident memory after the load: %s\n", mib(rss.rss))
+	eng.stop()
+
+	if o.rssRules == 0 {
+		return nil
+	}
+	return measureMemory(ctx, o, docs, work, out)
+}
+
+// measureRate runs one rate and prints its row: what the generator saw, what the
+// engine's histogram saw, and the CPU the engine used.
+func measureRate(ctx context.Context, eng *engineProc, bodies [][]byte, rate int, o options, out io.Writer) error {
+	before, err := eng.latencies()
+	if err != nil {
+		return err
+	}
+	cpuBefore, err := eng.cpu()
+	if err != nil {
+		return err
+	}
+	st, err := load(ctx, eng.addr, bodies, rate, o.duration, o.conns)
+	if err != nil {
+		return err
+	}
+	cpuAfter, err := eng.cpu()
+	if err != nil {
+		return err
+	}
+	after, err := eng.latencies()
+	if err != nil {
+		return err
+	}
+	cores := (cpuAfter - cpuBefore).Seconds() / o.duration.Seconds()
+	fmt.Fprintf(out, "%8d %9d %10.1f %9s %9s %9s %9s %7d %12s %12s %10s\n", rate, st.requests, st.achieved,
+		round(st.p50), round(st.p99), round(st.p999), round(st.max), st.errors,
+		"≤"+round(after.quantile(before, 0.5)), "≤"+round(after.quantile(before, 0.99)), fmt.Sprintf("%.2f cores", cores))
+	if st.firstError != "" {
+		fmt.Fprintf(out, "         first error: %s\n", st.firstError)
+	}
+	return nil
+}
+
+// measureMemory starts a fresh engine on a bundle of o.rssRules rules, drives
+// o.rssSessions distinct sessions through it, and reports its resident memory.
+func measureMemory(ctx context.Context, o options, docs *benchDocs, work string, out io.Writer) error {
+	b, err := docs.bundle(o.rssRules)
+	if err != nil {
+		return err
+	}
+	eng, err := startEngine(ctx, o.engine, work, b)
+	if err != nil {
+		return err
+	}
+	defer eng.stop()
+	idle, err := eng.rss()
+	if err != nil {
+		return err
+	}
+	if err := driveSessions(ctx, eng.addr, docs, o.rssSessions, o.conns); err != nil {
+		return err
+	}
+	held, err := eng.metric("oar_engine_sessions")
+	if err != nil {
+		return err
+	}
+	heap, err := eng.metric("go_memstats_heap_inuse_bytes")
+	if err != nil {
+		return err
+	}
+	mem, err := eng.rss()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "memory: %d-rule bundle, %.0f sessions held: VmRSS %s (peak VmHWM %s, Go heap in use %s); with the bundle loaded and no session: %s\n",
+		len(b.Packs[0].Rules), held, mib(mem.rss), mib(mem.hwm), mib(int64(heap)/1024), mib(idle.rss))
+	return nil
+}
+
+func round(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	default:
+		return d.Round(10 * time.Microsecond).String()
+	}
+}
+
+func mib(kib int64) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }

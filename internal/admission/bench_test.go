@@ -1,0 +1,136 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/controller"
+)
+
+// benchRule is a realistic rule of pack p: a selector, a condition of about twenty nodes,
+// counters and copy with a binding. Every 50th rule of the large pack overrides a rule of
+// one of the small packs and counts another one's firings, so references into other packs
+// are resolved and checked too.
+func benchRule(p string, i int, small bool) map[string]any {
+	r := map[string]any{
+		"oar": "1.0", "namespace": "bench." + p, "id": fmt.Sprintf("RULE_%04d", i),
+		"kind": []string{"schema", "policy", "invariant"}[i%3], "anchor": "tool.pre_invoke",
+		"selector": map[string]any{"tool": []any{fmt.Sprintf("tool_%d", i%50)}},
+		"requires": map[string]any{"profiles": []any{"tool", "session"}},
+		"when":     fmt.Sprintf(`tool_arg_int("size") > %d && (starts_with(tool_arg_string("path"), "/etc") || "admin" in principal_roles) && fire_count < 5`, i),
+		"effect":   []string{"warn", "nudge", "allow"}[i%3],
+		"on_fire":  []any{"increment_counter"},
+		"copy":     map[string]any{"what": "{{ tool }} touched a protected path", "fix": "{% if principal %}Ask {{ principal }}{% else %}Ask an owner{% endif %}."},
+	}
+	if !small && i%50 == 0 {
+		other := fmt.Sprintf("bench.small%02d/RULE_%04d", (i/50)%50, i%10)
+		r["overrides"] = []any{other}
+		r["when"] = fmt.Sprintf(`fire_count_of("bench.small%02d/RULE_0001") < 3 && tool_arg_int("size") > %d`, (i/50+1)%50, i)
+	}
+	return r
+}
+
+// benchValidation is a 1,000-rule pack and a Capability with 50 packs of 10 rules bound
+// and published, with two published configurations.
+func benchValidation(tb testing.TB) (*RulePackValidator, *rulesv1alpha1.RulePack) {
+	tb.Helper()
+	const ns = "bench"
+	capability := capabilityObject(ns, "gateway", gatewaySpec())
+	doc, err := controller.CapabilityDocument(capability)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mem := &memoryCluster{capabilities: []*rulesv1alpha1.Capability{capability}}
+	published := &bundle.Bundle{Capability: doc}
+	for p := range 50 {
+		name := fmt.Sprintf("small%02d", p)
+		rules := make([]map[string]any, 10)
+		for i := range rules {
+			rules[i] = benchRule(name, i, true)
+		}
+		pack := rulePack(tb, ns, name, "gateway", 1, rules)
+		mem.packs = append(mem.packs, *pack)
+		decodedRules, errs := controller.PackRules(pack)
+		if len(errs) > 0 {
+			tb.Fatal(errs)
+		}
+		published.Packs = append(published.Packs, bundle.Pack{Name: name, Generation: 1, Rules: decodedRules})
+	}
+	for i, ref := range []string{"bench.small00/RULE_0003", "bench.small07/RULE_0005"} {
+		published.Configs = append(published.Configs, bundle.Config{Name: fmt.Sprintf("config%d", i), Generation: 1, Order: int64(i),
+			Document: map[string]any{"oar_config": "1.0", "enforcement": map[string]any{ref: "monitor"}}})
+	}
+	if _, err := bundle.Load(published); err != nil {
+		tb.Fatal(err)
+	}
+	mem.bundles = map[types.NamespacedName]*bundle.Bundle{{Namespace: ns, Name: "gateway"}: published}
+	rules := make([]map[string]any, 1000)
+	for i := range rules {
+		rules[i] = benchRule("large", i, false)
+	}
+	return &RulePackValidator{Cluster: mem}, rulePack(tb, ns, "large", "gateway", 1, rules)
+}
+
+// BenchmarkValidateRulePack1000Rules validates a 1,000-rule pack against a Capability
+// with 50 other packs of 10 rules bound and published, on the validator with an
+// in-memory Cluster. Goal: p99 under 50 ms (see TestValidationLatency).
+func BenchmarkValidateRulePack1000Rules(b *testing.B) {
+	v, pack := benchValidation(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if w, err := v.ValidateCreate(ctx, pack); err != nil || len(w) > 0 {
+			b.Fatal(w, err)
+		}
+	}
+}
+
+// TestValidationLatency logs the p50 and p99 of validations of the benchmark's pack in
+// three cases: the same pack each time (a dry run, then the apply; 200 validations), one
+// rule edited each time (a GitOps change; 100), every rule new each time (nothing decoded
+// before; 100). It measures and asserts no timing.
+func TestValidationLatency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures 400 validations")
+	}
+	v, pack := benchValidation(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name        string
+		validations int
+		changed     int // how many rules each validation changes
+	}{
+		{"same pack", 200, 0},
+		{"one rule edited", 100, 1},
+		{"every rule new", 100, len(pack.Spec.Rules)},
+	} {
+		if _, err := v.ValidateCreate(ctx, pack); err != nil {
+			t.Fatal(err)
+		}
+		durations := make([]time.Duration, c.validations)
+		for i := range durations {
+			p := pack.DeepCopy()
+			for j := range c.changed {
+				r := benchRule("large", j, false)
+				r["copy"] = map[string]any{"what": fmt.Sprintf("%s, validation %d", c.name, i)}
+				p.Spec.Rules[j] = rawRules(t, []map[string]any{r})[0]
+			}
+			start := time.Now()
+			if w, err := v.ValidateCreate(ctx, p); err != nil || len(w) > 0 {
+				t.Fatal(w, err)
+			}
+			durations[i] = time.Since(start)
+		}
+		slices.Sort(durations)
+		t.Logf("1,000-rule pack, 50 published packs of 10 rules, %s: p50 %v, p99 %v, max %v over %d validations",
+			c.name, durations[len(durations)/2].Round(100*time.Microsecond), durations[len(durations)*99/100-1].Round(100*time.Microsecond),
+			durations[len(durations)-1].Round(100*time.Microsecond), len(durations))
+	}
+}

@@ -1,0 +1,184 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/controller"
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+)
+
+// CapabilityValidator admits a valid capability document ([OAR-FACT-24]) and refuses an
+// update that would make what is published for it stop loading: a shrinking capability
+// would silently drop enforcement, so it fails closed (DESIGN.md "Admission").
+type CapabilityValidator struct {
+	Cluster Cluster
+}
+
+var _ admission.Validator[*rulesv1alpha1.Capability] = &CapabilityValidator{}
+
+// ValidateCreate implements admission.Validator: packs already naming the Capability
+// that do not load against it are warned about (nothing was enforced for it yet).
+func (v *CapabilityValidator) ValidateCreate(ctx context.Context, c *rulesv1alpha1.Capability) (admission.Warnings, error) {
+	capability, err := loadCapabilityDocument(c)
+	if err != nil {
+		return nil, err
+	}
+	var w warnings
+	if err := v.warnUnsatisfied(ctx, c, capability, nil, &w); err != nil {
+		return nil, err
+	}
+	return w.list(), nil
+}
+
+// ValidateUpdate implements admission.Validator: an unchanged spec is admitted as is; a
+// changed one must keep every published pack and configuration loading.
+func (v *CapabilityValidator) ValidateUpdate(ctx context.Context, old, c *rulesv1alpha1.Capability) (admission.Warnings, error) {
+	if apiequality.Semantic.DeepEqual(old.Spec, c.Spec) {
+		return nil, nil
+	}
+	capability, err := loadCapabilityDocument(c)
+	if err != nil {
+		return nil, err
+	}
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	published, err := v.Cluster.Bundle(ctx, key)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if published != nil {
+		trial := &bundle.Bundle{Capability: capability.Document(), Packs: published.Packs, Configs: published.Configs}
+		var le *bundle.LoadError
+		if _, err := bundle.Load(trial); errors.As(err, &le) {
+			return nil, invalid(capabilityKind, c.Name, breakage(le))
+		}
+	}
+	var w warnings
+	if err := v.warnUnsatisfied(ctx, c, capability, published, &w); err != nil {
+		return nil, err
+	}
+	return w.list(), nil
+}
+
+// ValidateDelete implements admission.Validator; deletes are not sent to this webhook.
+func (v *CapabilityValidator) ValidateDelete(context.Context, *rulesv1alpha1.Capability) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// loadCapabilityDocument loads the Capability's document, refusing an invalid one with
+// one cause per diagnostic at spec.<field>.
+func loadCapabilityDocument(c *rulesv1alpha1.Capability) (*engine.Capability, error) {
+	doc, err := controller.CapabilityDocument(c)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	capability, errs := engine.LoadCapability(doc)
+	if len(errs) > 0 {
+		causes := make(field.ErrorList, len(errs))
+		for i, e := range errs {
+			causes[i] = fieldError(diag.JoinPath("spec", e.Field), e)
+		}
+		return nil, invalid(capabilityKind, c.Name, causes)
+	}
+	return capability, nil
+}
+
+// breakage renders why what is published would stop loading: each diagnostic at the
+// member of the capability it most likely concerns, naming the pack or configuration.
+func breakage(le *bundle.LoadError) field.ErrorList {
+	causes := make(field.ErrorList, len(le.Errors))
+	for i, e := range le.Errors {
+		cp := *e
+		cp.Field = ""
+		switch le.Stage {
+		case bundle.StageRules:
+			cp.Message = fmt.Sprintf("published RulePack %q would stop loading at %s: %s", le.Owners[i], rulePath(e.Index, e.Field), e.Message)
+		case bundle.StageConfigs:
+			cp.Message = fmt.Sprintf("published OperatorConfig %q would stop applying at %s: %s", le.Owners[i], diag.JoinPath("spec.config", e.Field), e.Message)
+		}
+		causes[i] = fieldError(capabilityMember(e), &cp)
+	}
+	return causes
+}
+
+// capabilityMember is the member of a capability document that decides a rule
+// diagnostic's clause, or spec when no one member does.
+func capabilityMember(e *diag.Error) string {
+	switch e.Clause {
+	case "OAR-PROF-4":
+		return "spec.anchors"
+	case "OAR-DOC-12":
+		return "spec.anchors.host"
+	case "OAR-FACT-19":
+		if strings.HasPrefix(e.Field, "requires.profiles") {
+			return "spec.profiles"
+		}
+		return "spec.host_facts"
+	case "OAR-OPS-12":
+		return "spec.detectors"
+	case "OAR-OPS-18":
+		return "spec.supports_transform"
+	case "OAR-PROF-3", "OAR-FACT-13":
+		return "spec.activity_window"
+	case "OAR-EXPR-17":
+		return "spec.expression_nodes_max"
+	}
+	return "spec"
+}
+
+// warnUnsatisfied warns about each pack naming the Capability, other than the published
+// ones, that does not load against it (stubs standing for the other packs' rules).
+func (v *CapabilityValidator) warnUnsatisfied(ctx context.Context, c *rulesv1alpha1.Capability, capability *engine.Capability, published *bundle.Bundle, w *warnings) error {
+	packs, err := v.Cluster.RulePacks(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.Name})
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	publishedGeneration := map[string]int64{}
+	if published != nil {
+		for _, p := range published.Packs {
+			publishedGeneration[p.Name] = p.Generation
+		}
+	}
+	sort.Slice(packs, func(i, j int) bool { return packs[i].Name < packs[j].Name })
+	rules := make([][]any, len(packs))
+	defined := map[string]bool{}
+	for i := range packs {
+		rules[i], _ = decodeRules(packs[i].Spec.Rules)
+		maps.Copy(defined, idSet(qualifiedIDs(rules[i])))
+	}
+	anchor := stubAnchor(capability)
+	for i, p := range packs {
+		if g, ok := publishedGeneration[p.Name]; ok && g == p.Generation {
+			continue
+		}
+		docs := append(slices.Clip(rules[i]), stubs(defined, idSet(qualifiedIDs(rules[i])), anchor)...)
+		if _, errs := engine.LoadRules(capability, docs); len(errs) > 0 {
+			e := errs[0]
+			w.add(e.Clause, fmt.Sprintf("RulePack %q %s", p.Name, rulePath(e.Index, e.Field)),
+				"%s (rule %s)%s; the pack does not load against this capability", e.Message, ruleName(e, rules[i]), more(len(errs)-1))
+		}
+	}
+	return nil
+}
+
+// more counts further problems for a warning that shows the first.
+func more(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return " and " + count(n, "more problem")
+}

@@ -1,0 +1,58 @@
+package admission
+
+import (
+	"fmt"
+
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// What cert-controller needs: the Secret holding the serving certificate, in the
+// manager's namespace only, and the webhook configuration it injects the CA bundle into.
+//
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;update
+
+// CertOptions say where the webhooks' serving certificate lives.
+type CertOptions struct {
+	// Namespace holds the Secret and the webhook Service: the manager's namespace.
+	Namespace string
+	// SecretName is the Secret cert-controller keeps the CA and the certificate in; it
+	// must exist (config/webhook creates it empty) and be mounted at CertDir.
+	SecretName string
+	// ServiceName is the webhook Service; the certificate is issued for
+	// <ServiceName>.<Namespace>.svc.
+	ServiceName string
+	// WebhookConfigurationName is the ValidatingWebhookConfiguration whose CA bundle is
+	// kept in step with the certificate.
+	WebhookConfigurationName string
+	// CertDir is where the webhook server reads tls.crt and tls.key.
+	CertDir string
+}
+
+// AddCertRotator has github.com/open-policy-agent/cert-controller generate the CA and the
+// serving certificate into the Secret, rotate them before they expire and inject the CA
+// bundle into the webhook configuration — on every replica, since every replica serves
+// the webhooks (only the reconcilers are leader-elected). The returned channel is closed
+// once the certificate is mounted in CertDir and the CA bundle injected: pass it to
+// Install.
+func AddCertRotator(mgr ctrl.Manager, o CertOptions) (<-chan struct{}, error) {
+	ready := make(chan struct{})
+	err := rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey:             types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName},
+		CertDir:               o.CertDir,
+		CAName:                "oar-operator-webhook-ca",
+		CAOrganization:        "oar-operator",
+		DNSName:               fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace),
+		ExtraDNSNames:         []string{fmt.Sprintf("%s.%s.svc.cluster.local", o.ServiceName, o.Namespace)},
+		IsReady:               ready,
+		Webhooks:              []rotator.WebhookInfo{{Name: o.WebhookConfigurationName, Type: rotator.Validating}},
+		RequireLeaderElection: false,
+		EnableReadinessCheck:  true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add the webhook certificate rotator: %w", err)
+	}
+	return ready, nil
+}

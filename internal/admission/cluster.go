@@ -1,0 +1,110 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/controller"
+)
+
+// Cluster is what validation reads of the cluster: the Capability a document names, the
+// packs bound to it and the bundle published for it. Absent objects are nil, not errors.
+// What it returns may be shared with a cache: validation never modifies it.
+type Cluster interface {
+	// Capability returns the named Capability, or nil when it does not exist or is being
+	// deleted.
+	Capability(ctx context.Context, key types.NamespacedName) (*rulesv1alpha1.Capability, error)
+	// RulePacks returns the RulePacks naming the Capability key, except those being deleted.
+	RulePacks(ctx context.Context, capability types.NamespacedName) ([]rulesv1alpha1.RulePack, error)
+	// Bundle returns the bundle published for the Capability key, or nil when there is none
+	// (or the ConfigMap does not hold one the controller wrote).
+	Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, error)
+}
+
+// ClientCluster reads the cluster through a client.Reader, normally the manager's cached
+// client, without copying what the cache holds. It keeps the last decoded bundle of each
+// Capability until its ConfigMap changes.
+type ClientCluster struct {
+	Reader client.Reader
+	// APIReader, when set, is asked for a Capability Reader does not hold: it may have
+	// been created a moment ago, in the same GitOps sync as the pack naming it, and its
+	// absence would leave the pack with the checks that need no capability.
+	APIReader client.Reader
+
+	mu      sync.Mutex
+	bundles map[types.NamespacedName]decodedBundle
+}
+
+type decodedBundle struct {
+	uid             types.UID
+	resourceVersion string
+	bundle          *bundle.Bundle
+}
+
+// Capability implements Cluster.
+func (c *ClientCluster) Capability(ctx context.Context, key types.NamespacedName) (*rulesv1alpha1.Capability, error) {
+	capability := &rulesv1alpha1.Capability{}
+	err := c.Reader.Get(ctx, key, capability, client.UnsafeDisableDeepCopy)
+	if apierrors.IsNotFound(err) && c.APIReader != nil {
+		err = c.APIReader.Get(ctx, key, capability)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get capability %s: %w", key, err)
+	case !capability.DeletionTimestamp.IsZero():
+		return nil, nil
+	}
+	return capability, nil
+}
+
+// RulePacks implements Cluster.
+func (c *ClientCluster) RulePacks(ctx context.Context, capability types.NamespacedName) ([]rulesv1alpha1.RulePack, error) {
+	var list rulesv1alpha1.RulePackList
+	if err := c.Reader.List(ctx, &list, client.InNamespace(capability.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list rule packs in %s: %w", capability.Namespace, err)
+	}
+	packs := list.Items[:0]
+	for _, p := range list.Items {
+		if p.Spec.CapabilityRef.Name == capability.Name && p.DeletionTimestamp.IsZero() {
+			packs = append(packs, p)
+		}
+	}
+	return packs, nil
+}
+
+// Bundle implements Cluster. A ConfigMap the controller did not label as this
+// Capability's bundle, or one that does not decode, holds no bundle: the controller
+// publishes nothing over a foreign ConfigMap and replaces an unreadable one.
+func (c *ClientCluster) Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, error) {
+	cm := &corev1.ConfigMap{}
+	key := types.NamespacedName{Namespace: capability.Namespace, Name: controller.BundleName(capability.Name)}
+	err := c.Reader.Get(ctx, key, cm, client.UnsafeDisableDeepCopy)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("get bundle configmap %s: %w", key, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil || cm.Labels[controller.CapabilityLabel] != capability.Name {
+		delete(c.bundles, capability)
+		return nil, nil
+	}
+	if d, ok := c.bundles[capability]; ok && d.uid == cm.UID && d.resourceVersion == cm.ResourceVersion {
+		return d.bundle, nil
+	}
+	b, _ := bundle.Decode(cm.Data, cm.BinaryData) // nil when unreadable
+	if c.bundles == nil {
+		c.bundles = map[types.NamespacedName]decodedBundle{}
+	}
+	c.bundles[capability] = decodedBundle{uid: cm.UID, resourceVersion: cm.ResourceVersion, bundle: b}
+	return b, nil
+}

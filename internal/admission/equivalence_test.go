@@ -1,0 +1,205 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oar-operator/oar-operator/internal/controller"
+	"github.com/oar-operator/oar-operator/internal/engine"
+)
+
+// variants is how many packs TestEquivalence sends through the API server.
+const variants = 1200
+
+// equivalenceBases are rules that load against gatewaySpec, one per shape: a tool
+// policy, a content invariant, a transform, a host-anchored rule, a flow, a detector.
+func equivalenceBases() []map[string]any {
+	return []map[string]any{
+		rule("acme.security", "READ"),
+		{"oar": "1.0", "namespace": "acme.ops", "id": "LARGE", "kind": "invariant", "anchor": "model.output",
+			"requires": map[string]any{"profiles": []any{"content"}}, "when": "content_length > 2000", "effect": "warn"},
+		{"oar": "1.0", "namespace": "acme.privacy", "id": "REDACT", "kind": "policy", "anchor": "model.output",
+			"requires": map[string]any{"facts": []any{"acme.email_spans"}}, "effect": "transform",
+			"transform": map[string]any{"action": "redact", "target": "acme.email_spans"}},
+		{"oar": "1.0", "namespace": "acme.ui", "id": "RENDER", "kind": "policy", "anchor": "gateway.pre_render", "effect": "allow"},
+		{"oar": "1.0", "namespace": "acme.security", "id": "EXFIL", "kind": "policy", "anchor": "tool.pre_invoke",
+			"flow": []any{"read", "send"}, "effect": "block"},
+		{"oar": "1.0", "namespace": "acme.privacy", "id": "PII", "kind": "detector", "anchor": "model.output",
+			"detector": map[string]any{"ref": "detector://presidio"}, "effect": "warn"},
+	}
+}
+
+// mutation changes one rule of a pack; others are the qualified identifiers of the pack.
+type mutation func(rng *rand.Rand, r map[string]any, others []string)
+
+// pick returns one of the values.
+func pick(rng *rand.Rand, values ...any) any { return values[rng.IntN(len(values))] }
+
+// setOrDelete sets the member to v, or removes it when v is nil.
+func setOrDelete(r map[string]any, member string, v any) {
+	if v == nil {
+		delete(r, member)
+	} else {
+		r[member] = v
+	}
+}
+
+// mutations change fields, conditions and references, into valid and invalid rules.
+var mutations = []mutation{
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		r["oar"] = pick(rng, "1.0", "1.1", "2.0", json.Number("1.0"), "1", "01.0")
+	},
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		setOrDelete(r, "id", pick(rng, fmt.Sprintf("RULE_%d", rng.IntN(1000)), "bad-id", json.Number("42"), "", nil))
+	},
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		setOrDelete(r, "namespace", pick(rng, "acme.extra", "Acme", json.Number("7"), nil))
+	},
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		r["kind"] = pick(rng, "policy", "schema", "invariant", "detector", "rule", true)
+	},
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		r["anchor"] = pick(rng, "tool.pre_invoke", "model.output", "agent.finalize", "gateway.pre_render", "nowhere", "")
+	},
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		r["effect"] = pick(rng, "block", "warn", "allow", "nudge", "transform", "deny")
+	},
+	func(rng *rand.Rand, r map[string]any, others []string) {
+		r["when"] = pick(rng, `tool == "read"`, "content_length > 10", `"admin" in principal_roles`, "pth == 1", "tool ==",
+			"tool > 3", `acme.tenant_tier == "gold"`, `path_outside_scope("read")`,
+			fmt.Sprintf(`fire_count_of(%q) > 1`, others[rng.IntN(len(others))]), `fire_count_of("acme.nowhere/GONE") > 1`)
+	},
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		setOrDelete(r, "requires", pick(rng,
+			map[string]any{"profiles": []any{"tool", "filesystem"}}, map[string]any{"profiles": []any{"mcp"}},
+			map[string]any{"profiles": []any{"tool", "session", "content"}}, map[string]any{"facts": []any{"acme.tenant_tier"}},
+			map[string]any{"profiles": "tool"}, nil))
+	},
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		setOrDelete(r, "selector", pick(rng, map[string]any{"tool": []any{"read"}}, map[string]any{"tool": "read"},
+			map[string]any{"nope": []any{"x"}}, map[string]any{"tool": []any{}}, nil))
+	},
+	func(rng *rand.Rand, r map[string]any, others []string) {
+		r["overrides"] = pick(rng, []any{others[rng.IntN(len(others))]}, []any{"acme.nowhere/GONE"}, []any{"bad ref!"}, "READ")
+	},
+	func(rng *rand.Rand, r map[string]any, others []string) {
+		r["on_error"] = pick(rng, "fail_open", "fail_closed", others[rng.IntN(len(others))], "acme.nowhere/GONE", "explode!")
+	},
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		r["mandatory"] = pick(rng, true, false, "yes")
+	},
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		setOrDelete(r, "copy", pick(rng, map[string]any{"what": "{{ tool }} was called"}, map[string]any{"what": "{{ nope }}"},
+			map[string]any{"what": "{% if tool %}open"}, "text", nil))
+	},
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		k := pick(rng, "severity", "x-acme-owner").(string)
+		r[k] = "someone"
+	},
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		setOrDelete(r, "transform", pick(rng, map[string]any{"action": "redact", "target": "acme.email_spans"},
+			map[string]any{"action": "shred", "target": "content"}, map[string]any{"action": "replace", "target": "content"}, nil))
+	},
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		long := make([]any, 17)
+		for i := range long {
+			long[i] = "read"
+		}
+		setOrDelete(r, "flow", pick(rng, []any{"read"}, []any{}, []any{""}, long, nil))
+	},
+	func(rng *rand.Rand, r map[string]any, others []string) {
+		qid := others[rng.IntN(len(others))]
+		r["namespace"], r["id"] = namespaceOf(qid), idOf(qid)
+	},
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		r["on_fire"] = pick(rng, []any{"increment_counter"}, []any{"explode"}, "publish_event")
+	},
+	func(rng *rand.Rand, r map[string]any, _ []string) {
+		r["enforcement"] = pick(rng, "monitor", "off", "loud")
+	},
+}
+
+// variant is a pack of one to four rules taken from the bases (each with an id of its
+// own), then zero to two mutations.
+func variant(rng *rand.Rand) []map[string]any {
+	bases := equivalenceBases()
+	rules := make([]map[string]any, 1+rng.IntN(4))
+	qids := make([]string, len(rules))
+	for i := range rules {
+		rules[i] = with(bases[rng.IntN(len(bases))], "id", fmt.Sprintf("R%d", i))
+		qids[i] = rules[i]["namespace"].(string) + "/" + rules[i]["id"].(string)
+	}
+	for range rng.IntN(3) {
+		mutations[rng.IntN(len(mutations))](rng, rules[rng.IntN(len(rules))], qids)
+	}
+	return rules
+}
+
+// TestEquivalence: for generated valid and invalid packs, the webhook admits exactly the
+// packs the engine loads. The packs go through the API server as dry runs, against a
+// Capability no other pack names, and straight to engine.LoadRules.
+func TestEquivalence(t *testing.T) {
+	needEnv(t)
+	ns := namespace(t)
+	ctx := context.Background()
+	capability := capabilityObject(ns, "gateway", gatewaySpec())
+	mustCreate(t, capability)
+	doc, err := controller.CapabilityDocument(capability)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, errs := engine.LoadCapability(doc)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for _, b := range equivalenceBases() {
+		if _, errs := engine.LoadRules(c, []any{decodedDoc(t, b)}); len(errs) > 0 {
+			t.Fatalf("base %s/%s does not load: %v", b["namespace"], b["id"], errs)
+		}
+	}
+	rng := rand.New(rand.NewPCG(2026, 4))
+	admitted, refused := 0, 0
+	for i := range variants {
+		pack := rulePack(t, ns, fmt.Sprintf("variant-%04d", i), "gateway", 0, variant(rng))
+		rules, errs := controller.PackRules(pack)
+		if len(errs) == 0 {
+			_, errs = engine.LoadRules(c, rules)
+		}
+		err := k8s.Create(ctx, pack, client.DryRunAll)
+		switch {
+		case err == nil:
+			admitted++
+		case apierrors.IsInvalid(err):
+			refused++
+		default:
+			t.Fatalf("variant %d: %v", i, err)
+		}
+		if loads := len(errs) == 0; loads != (err == nil) {
+			t.Errorf("variant %d: the engine says loads=%v, the webhook says %v\nrules: %s\nengine: %v", i, loads, err, pack.Spec.Rules, errs)
+		}
+	}
+	t.Logf("%d variants: %d admitted, %d refused", variants, admitted, refused)
+	if admitted < variants/5 || refused < variants/5 {
+		t.Errorf("the variants do not exercise both verdicts: %d admitted, %d refused", admitted, refused)
+	}
+}
+
+// decodedDoc decodes a document the way the engine reads one.
+func decodedDoc(tb testing.TB, v any) any {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d, err := engine.DecodeJSON(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}

@@ -1,0 +1,177 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/controller"
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+)
+
+// OperatorConfigValidator admits a configuration document of the right shape and version
+// ([OAR-CFG-1]) that applies to the rule set published for its Capability ([OAR-CFG-4],
+// [OAR-CFG-5], [OAR-CFG-8]) (DESIGN.md "Admission").
+type OperatorConfigValidator struct {
+	Cluster Cluster
+}
+
+var _ admission.Validator[*rulesv1alpha1.OperatorConfig] = &OperatorConfigValidator{}
+
+// noRules is an empty rule set: a configuration applied to it says everything that needs
+// no rules, and names every rule it mentions as not loaded ([OAR-CFG-4]).
+var noRules, _ = engine.LoadRules(standIn, nil)
+
+// ValidateCreate implements admission.Validator.
+func (v *OperatorConfigValidator) ValidateCreate(ctx context.Context, oc *rulesv1alpha1.OperatorConfig) (admission.Warnings, error) {
+	return v.validate(ctx, oc)
+}
+
+// ValidateUpdate implements admission.Validator: an unchanged spec is admitted as is.
+func (v *OperatorConfigValidator) ValidateUpdate(ctx context.Context, old, oc *rulesv1alpha1.OperatorConfig) (admission.Warnings, error) {
+	if apiequality.Semantic.DeepEqual(old.Spec, oc.Spec) {
+		return nil, nil
+	}
+	return v.validate(ctx, oc)
+}
+
+// ValidateDelete implements admission.Validator; deletes are not sent to this webhook.
+func (v *OperatorConfigValidator) ValidateDelete(context.Context, *rulesv1alpha1.OperatorConfig) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *OperatorConfigValidator) validate(ctx context.Context, oc *rulesv1alpha1.OperatorConfig) (admission.Warnings, error) {
+	doc, err := controller.ConfigDocument(oc)
+	if err != nil {
+		e := diag.New("OAR-CFG-1", "", "the configuration is not a JSON document: %v", err)
+		return nil, invalid(operatorConfigKind, oc.Name, field.ErrorList{fieldError("spec.config", e)})
+	}
+	key := types.NamespacedName{Namespace: oc.Namespace, Name: oc.Spec.CapabilityRef.Name}
+	rs, why, err := v.publishedRules(ctx, key, named([]any{doc}))
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	var w warnings
+	var errs diag.List
+	if rs == nil {
+		w.add("", "spec.capabilityRef.name", "%s: only the document's shape and version were checked ([OAR-CFG-1], [OAR-CFG-2], [OAR-CFG-3]); the rules it names are checked against the published rule set once there is one, and the controller reports them in status", why)
+		errs = shapeOnly(doc)
+	} else {
+		_, errs = engine.Configure(rs, []any{doc})
+		if errs, err = v.waiting(ctx, key, errs, &w); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+	}
+	if len(errs) > 0 {
+		return w.list(), invalid(operatorConfigKind, oc.Name, configErrors(errs))
+	}
+	return w.list(), nil
+}
+
+// shapeOnly is what a configuration document gets without a rule set: everything it is
+// told applied to no rules but that the rules it names are not loaded ([OAR-CFG-4]).
+func shapeOnly(doc any) diag.List {
+	var out diag.List
+	_, errs := engine.Configure(noRules, []any{doc})
+	for _, e := range errs {
+		if e.Clause != "OAR-CFG-4" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waiting turns each [OAR-CFG-4] about a rule of a pack bound to the Capability but not
+// published yet into a warning — a GitOps sync may apply the configuration before the
+// controller publishes the pack — and returns the rest.
+func (v *OperatorConfigValidator) waiting(ctx context.Context, key types.NamespacedName, errs diag.List, w *warnings) (diag.List, error) {
+	var rest diag.List
+	var n *neighbours
+	for _, e := range errs {
+		if e.Clause == "OAR-CFG-4" {
+			if n == nil {
+				var err error
+				if n, err = loadNeighbours(ctx, v.Cluster, key, ""); err != nil {
+					return nil, err
+				}
+			}
+			if pack, qid := pending(n, e.Rule); pack != "" {
+				w.add(e.Clause, diag.JoinPath("spec.config", e.Field), "rule %s is in RulePack %q, which is not published yet; the controller applies this configuration once it is", qid, pack)
+				continue
+			}
+		}
+		rest = append(rest, e)
+	}
+	return rest, nil
+}
+
+// publishedRules returns the rules of the bundle published for the Capability key that a
+// configuration naming names may mean, as identities — all a configuration applies to —
+// or says why there is none.
+func (v *OperatorConfigValidator) publishedRules(ctx context.Context, key types.NamespacedName, names map[string]bool) (*engine.RuleSet, string, error) {
+	capability, err := v.Cluster.Capability(ctx, key)
+	if err != nil || capability == nil {
+		return nil, fmt.Sprintf("Capability %q does not exist", key.Name), err
+	}
+	b, err := v.Cluster.Bundle(ctx, key)
+	if err != nil || b == nil {
+		return nil, fmt.Sprintf("nothing is published for Capability %q yet", key.Name), err
+	}
+	rs, errs := identities(b, names)
+	if len(errs) > 0 {
+		return nil, fmt.Sprintf("the bundle published for Capability %q does not load (%s)", key.Name, detail(errs[0])), nil
+	}
+	return rs, "", nil
+}
+
+// identities loads, against the published capability, the identities of the published
+// rules names may mean.
+func identities(b *bundle.Bundle, names map[string]bool) (*engine.RuleSet, diag.List) {
+	c, errs := engine.LoadCapability(b.Capability)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	anchor := stubAnchor(c)
+	var docs []any
+	for _, p := range b.Packs {
+		for _, r := range p.Rules {
+			if q, _ := engine.QualifiedID(r); namedBy(q, names) {
+				docs = append(docs, identity(r, anchor))
+			}
+		}
+	}
+	return engine.LoadRules(c, docs)
+}
+
+// pending returns the pack, not published, that defines the rule a configuration names
+// as ref, and the rule's qualified identifier (the first such rule by identifier); ""
+// when there is none.
+func pending(n *neighbours, ref string) (pack, qid string) {
+	for q, p := range n.owner {
+		if _, published := n.publishedOwner[q]; published || (qid != "" && q > qid) {
+			continue
+		}
+		if q == ref || !strings.Contains(ref, "/") && idOf(q) == ref {
+			pack, qid = p, q
+		}
+	}
+	return pack, qid
+}
+
+// configErrors renders diagnostics about a configuration document under spec.config.
+func configErrors(errs diag.List) field.ErrorList {
+	out := make(field.ErrorList, len(errs))
+	for i, e := range errs {
+		out[i] = fieldError(diag.JoinPath("spec.config", e.Field), e)
+	}
+	return out
+}

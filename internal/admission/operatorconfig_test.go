@@ -1,0 +1,84 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+)
+
+// TestOperatorConfigAdmission: a configuration is refused for its shape and version and
+// for what it names against the published rule set; it is warned when there is no rule
+// set to check against, or when a rule it names waits for its pack to be published.
+func TestOperatorConfigAdmission(t *testing.T) {
+	needEnv(t)
+	ns := namespace(t)
+	ctx := context.Background()
+	mustCreate(t, capabilityObject(ns, "gateway", gatewaySpec()))
+	packs := []*rulesv1alpha1.RulePack{
+		rulePack(t, ns, "security", "gateway", 0, []map[string]any{
+			rule("acme.security", "READ_OUTSIDE_SCOPE"),
+			with(rule("acme.security", "AUDIT"), "mandatory", true),
+		}),
+		rulePack(t, ns, "other", "gateway", 0, []map[string]any{rule("acme.other", "READ_OUTSIDE_SCOPE")}),
+	}
+	for _, p := range packs {
+		mustCreate(t, p)
+	}
+	published(t, ns, "gateway", packs)
+	// later duplicates a published rule, so the controller leaves it out.
+	later := rulePack(t, ns, "later", "gateway", 0, []map[string]any{rule("acme.other", "READ_OUTSIDE_SCOPE"), rule("acme.later", "PENDING")})
+	mustCreate(t, later)
+	seen(t, later)
+
+	c, warned := warningClient(t)
+	for _, tc := range []struct {
+		name                string
+		capability          string
+		doc                 map[string]any
+		field, clause, rule string
+	}{
+		{"a member outside the document", "gateway", map[string]any{"oar_config": "1.0", "rules": []any{}},
+			"spec.config.rules", "OAR-CFG-1", ""},
+		{"a rule that is not loaded", "gateway", map[string]any{"oar_config": "1.0", "disable": []any{"acme.nowhere/GONE"}},
+			"spec.config.disable[0]", "OAR-CFG-4", "acme.nowhere/GONE"},
+		{"a mandatory rule disabled", "gateway", map[string]any{"oar_config": "1.0", "disable": []any{"acme.security/AUDIT"}},
+			"spec.config.disable[0]", "OAR-CFG-5", "acme.security/AUDIT"},
+		{"an ambiguous bare id", "gateway", map[string]any{"oar_config": "1.0", "enforcement": map[string]any{"READ_OUTSIDE_SCOPE": "monitor"}},
+			"spec.config.enforcement.READ_OUTSIDE_SCOPE", "OAR-CFG-8", ""},
+		{"the shape, without a Capability", "absent", map[string]any{"oar_config": "1.0", "enforcement": []any{}},
+			"spec.config.enforcement", "OAR-CFG-3", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.Create(ctx, operatorConfig(t, ns, "refused", tc.capability, tc.doc), client.DryRunAll)
+			hasCause(t, causes(t, err), tc.field, tc.clause, tc.rule)
+			t.Logf("kubectl: %v", err)
+			warned.take()
+		})
+	}
+	t.Run("no Capability", func(t *testing.T) {
+		doc := map[string]any{"oar_config": "1.0", "disable": []any{"acme.security/READ_OUTSIDE_SCOPE"}}
+		if err := c.Create(ctx, operatorConfig(t, ns, "early", "absent", doc), client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("warning: %s", hasWarning(t, warned.take(), "spec.capabilityRef.name", `Capability "absent" does not exist`, "[OAR-CFG-1]"))
+	})
+	t.Run("a rule of a pack not published yet", func(t *testing.T) {
+		doc := map[string]any{"oar_config": "1.0", "enforcement": map[string]any{"acme.later/PENDING": "monitor"}}
+		if err := c.Create(ctx, operatorConfig(t, ns, "waiting", "gateway", doc), client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("warning: %s", hasWarning(t, warned.take(), "[OAR-CFG-4]", "spec.config.enforcement.acme.later/PENDING", `RulePack "later"`))
+	})
+	t.Run("unquoted version says to quote it", func(t *testing.T) {
+		err := c.Create(ctx, operatorConfig(t, ns, "unquoted", "gateway", map[string]any{"oar_config": json.Number("1.0")}), client.DryRunAll)
+		msg := hasCause(t, causes(t, err), "spec.config.oar_config", "OAR-CFG-1", "")
+		if !strings.Contains(msg, "must be a string") || !strings.Contains(msg, "quote") {
+			t.Errorf("the refusal does not say to quote the version: %q", msg)
+		}
+	})
+}

@@ -1,0 +1,146 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/controller"
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+)
+
+// RulePackValidator admits a RulePack whose rules load against the Capability it names
+// (DESIGN.md "Admission").
+type RulePackValidator struct {
+	Cluster Cluster
+}
+
+var _ admission.Validator[*rulesv1alpha1.RulePack] = &RulePackValidator{}
+
+// ValidateCreate implements admission.Validator.
+func (v *RulePackValidator) ValidateCreate(ctx context.Context, p *rulesv1alpha1.RulePack) (admission.Warnings, error) {
+	return v.validate(ctx, p)
+}
+
+// ValidateUpdate implements admission.Validator: an unchanged spec is admitted as is.
+func (v *RulePackValidator) ValidateUpdate(ctx context.Context, old, p *rulesv1alpha1.RulePack) (admission.Warnings, error) {
+	if apiequality.Semantic.DeepEqual(old.Spec, p.Spec) {
+		return nil, nil
+	}
+	return v.validate(ctx, p)
+}
+
+// ValidateDelete implements admission.Validator; deletes are not sent to this webhook.
+func (v *RulePackValidator) ValidateDelete(context.Context, *rulesv1alpha1.RulePack) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RulePack) (admission.Warnings, error) {
+	rules, errs := decodeRules(p.Spec.Rules)
+	if len(errs) > 0 {
+		return nil, invalid(rulePackKind, p.Name, ruleErrors(errs, rules))
+	}
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.CapabilityRef.Name}
+	capability, err := v.Cluster.Capability(ctx, key)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	n, err := loadNeighbours(ctx, v.Cluster, key, p.Name)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	pc := newPackContext(rules, n)
+	var w warnings
+	c, clause, why := capabilityFor(key.Name, capability)
+	if c == nil {
+		w.add(clause, "spec.capabilityRef.name", "%s: only %s were checked; the rest is checked once the Capability loads, and the controller reports it in status", why, shapeChecks)
+		if errs := shapeErrors(rules); len(errs) > 0 {
+			return w.list(), invalid(rulePackKind, p.Name, ruleErrors(errs, rules))
+		}
+		pc.duplicates(&w)
+		return w.list(), nil
+	}
+	pc.cap, pc.anchor = c, stubAnchor(c)
+	if errs := pc.load(); len(errs) > 0 {
+		return w.list(), invalid(rulePackKind, p.Name, ruleErrors(errs, rules))
+	}
+	pc.duplicates(&w)
+	pc.dependencies(&w)
+	pc.conflicts(&w)
+	pc.configurations(&w)
+	return w.list(), nil
+}
+
+// capabilityFor loads the Capability named name. When it does not load — it does not
+// exist, or its document is invalid — it says why, and under which clause.
+func capabilityFor(name string, capability *rulesv1alpha1.Capability) (c *engine.Capability, clause, why string) {
+	if capability == nil {
+		return nil, "", fmt.Sprintf("Capability %q does not exist", name)
+	}
+	doc, err := controller.CapabilityDocument(capability)
+	if err != nil {
+		return nil, "", fmt.Sprintf("Capability %q cannot be read: %v", name, err)
+	}
+	c, errs := engine.LoadCapability(doc)
+	if len(errs) > 0 {
+		return nil, errs[0].Clause, fmt.Sprintf("Capability %q is invalid (%s)", name, detail(errs[0]))
+	}
+	return c, "", ""
+}
+
+// packContext is one RulePack under validation and what surrounds it.
+type packContext struct {
+	rules []any
+	// qids are the rules' qualified identifiers ("" where malformed) and ours their set.
+	qids []string
+	ours map[string]bool
+	n    *neighbours
+	// refs are each rule's references, once the Capability loads.
+	refs [][]reference
+	// removed are the rules of the pack's published generation it no longer has.
+	removed map[string]bool
+	// cap is the Capability, once it loads, and anchor an anchor stand-in rules may use
+	// under it.
+	cap    *engine.Capability
+	anchor string
+}
+
+func newPackContext(rules []any, n *neighbours) *packContext {
+	p := &packContext{rules: rules, qids: qualifiedIDs(rules), n: n, removed: map[string]bool{}}
+	p.ours = idSet(p.qids)
+	if n.own != nil {
+		for _, q := range qualifiedIDs(n.own.Rules) {
+			if q != "" && !p.ours[q] {
+				p.removed[q] = true
+			}
+		}
+	}
+	return p
+}
+
+// load loads the pack against the Capability next to a stub for every rule of another
+// pack it references, so that such a reference resolves: what the loader refuses then is
+// the pack's own — a rule it rejects, a duplicate or a cycle within the pack, a reference
+// no pack defines.
+func (p *packContext) load() diag.List {
+	p.refs = make([][]reference, len(p.rules))
+	elsewhere := map[string]bool{}
+	for i, r := range p.rules {
+		p.refs[i] = references(r, p.cap)
+		for _, ref := range p.refs[i] {
+			if _, ok := p.n.owner[ref.target]; ok {
+				elsewhere[ref.target] = true
+			}
+		}
+	}
+	docs := append(slices.Clip(p.rules), stubs(elsewhere, p.ours, p.anchor)...)
+	_, errs := engine.LoadRules(p.cap, docs)
+	return errs
+}

@@ -1,0 +1,95 @@
+package sidecar
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/occurrence"
+	"github.com/oar-operator/oar-operator/internal/sidecar/metrics"
+)
+
+// Answer is the body of a successful POST /v1/evaluate: the decision in the shapes of
+// section 10.2 (decision, code, rule, copy, advisories, transforms, content, applied,
+// on_fire, events, skipped_transforms, and counters and failures when there are any)
+// and the digest of the bundle that answered.
+type Answer struct {
+	*engine.Decision
+	Bundle string `json:"bundle"`
+}
+
+// evaluate answers one occurrence with the bundle served when the request arrived.
+func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sv := s.source.Current()
+	if sv == nil {
+		s.metrics.Rejected(metrics.RejectNotReady)
+		w.Header().Set("Retry-After", "1")
+		writeProblem(w, http.StatusServiceUnavailable, Problem{Error: "no bundle is loaded yet; GET /v1/bundle shows why"})
+		return
+	}
+	digest := sv.Digest()
+	w.Header().Set(DigestHeader, digest)
+	defer s.recoverEvaluation(w, digest)
+
+	body := getBuffer()
+	defer putBuffer(body)
+	if _, err := body.ReadFrom(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			s.metrics.Rejected(metrics.RejectTooLarge)
+			writeProblem(w, http.StatusRequestEntityTooLarge, Problem{Error: fmt.Sprintf("the occurrence exceeds %d bytes, the limit --max-body-bytes sets", tooLarge.Limit), Bundle: digest})
+			return
+		}
+		s.metrics.Rejected(metrics.RejectMalformed)
+		writeProblem(w, http.StatusBadRequest, Problem{Error: "reading the request body: " + err.Error(), Bundle: digest})
+		return
+	}
+	occ, errs := occurrence.Decode(body.Bytes(), occurrence.HostMembers)
+	if errs != nil {
+		s.metrics.Rejected(metrics.RejectMalformed)
+		writeProblem(w, http.StatusBadRequest, problemOf(errs, digest))
+		return
+	}
+	d, err := sv.Loaded.Program.Evaluate(sv.Runtime, occ)
+	if err != nil {
+		var unknown *engine.UnknownAnchorError
+		if errors.As(err, &unknown) {
+			s.metrics.Rejected(metrics.RejectUnknownAnchor)
+			e := diag.New("OAR-DOC-12", "anchor", "anchor %q is neither the local anchor of a supported core anchor nor a host-native anchor of the capability", unknown.Anchor)
+			e.Value = diag.Truncate(unknown.Anchor)
+			writeProblem(w, http.StatusBadRequest, problemOf(diag.List{e}, digest))
+			return
+		}
+		s.internalError(w, digest, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Answer{Decision: d, Bundle: digest})
+	s.metrics.Evaluated(occ.Anchor, d.Decision, time.Since(start))
+}
+
+// recoverEvaluation turns a failure the engine should never have, a panic included,
+// into a 500 whose JSON says what happened, instead of a dropped connection and a stack
+// trace (DESIGN.md "Errors"). It is deferred by evaluate.
+func (s *Sidecar) recoverEvaluation(w http.ResponseWriter, digest string) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	err, ok := v.(error)
+	if !ok {
+		err = fmt.Errorf("%v", v)
+	}
+	s.internalError(w, digest, fmt.Errorf("panic: %w", err))
+}
+
+func (s *Sidecar) internalError(w http.ResponseWriter, digest string, err error) {
+	s.opt.Log.Error(err, "evaluation failed", "bundle", digest)
+	writeProblem(w, http.StatusInternalServerError, Problem{Error: "the engine could not evaluate the occurrence: " + err.Error(), Bundle: digest})
+}

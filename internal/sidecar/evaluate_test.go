@@ -1,0 +1,305 @@
+package sidecar
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/sidecar/session"
+)
+
+// TestSessionCountersAndFlow runs one session's occurrences through the API: counters
+// advance per session ([OAR-FIRE-5]) and are read from the snapshot before the
+// occurrence's own side-effects ([OAR-FIRE-6]); admitted tool calls build the activity
+// window a flow reads ([OAR-PROF-9], [OAR-FACT-12]); an explicit window replaces it for
+// one occurrence ([OAR-CONF-40]); and all of it survives a reload.
+func TestSessionCountersAndFlow(t *testing.T) {
+	ts := serve(t, sealed(t, testCapability, testRules), Options{})
+	shell := occ("tool.pre_invoke", "s1", `"tool_call": {"name": "shell", "arguments": {"cmd": "ls"}}`)
+
+	for i, want := range []string{"warn", "warn", "block"} {
+		a := ts.evaluate(t, shell)
+		if a.Decision.Decision != want {
+			t.Fatalf("shell call %d: decision %s, want %s (%+v)", i+1, a.Decision.Decision, want, a.Decision)
+		}
+		if got := a.Counters["acme.ops/COUNT_SHELL"].Fire; got != int64(i+1) {
+			t.Errorf("shell call %d: COUNT_SHELL fire_count %d, want %d", i+1, got, i+1)
+		}
+	}
+	if a := ts.evaluate(t, occ("tool.pre_invoke", "s2", `"tool_call": {"name": "shell"}`)); a.Decision.Decision != "warn" {
+		t.Errorf("another session's first shell call: %s, want warn: counters are per session", a.Decision.Decision)
+	}
+	if n := strings.Count(ts.events.String(), `"rule":"acme.ops/COUNT_SHELL"`); n != 4 {
+		t.Errorf("%d publish_event records on the event writer, want 4:\n%s", n, ts.events.String())
+	}
+
+	deploy := occ("tool.pre_invoke", "s3", `"tool_call": {"name": "deploy"}`)
+	for _, step := range []struct{ occ, want string }{
+		{deploy, "none"},
+		{occ("tool.pre_invoke", "s3", `"tool_call": {"name": "web_fetch"}`), "none"},
+		{deploy, "nudge"},
+		{occ("tool.pre_invoke", "s4", `"tool_call": {"name": "deploy"}`), "none"},
+		{occ("tool.pre_invoke", "s5", `"tool_call": {"name": "deploy"}, "recent_activity": ["web_fetch"]`), "nudge"},
+		{occ("tool.pre_invoke", "s5", `"tool_call": {"name": "deploy"}`), "none"},
+	} {
+		if a := ts.evaluate(t, step.occ); a.Decision.Decision != step.want {
+			t.Errorf("%s: %s, want %s", step.occ, a.Decision.Decision, step.want)
+		}
+	}
+
+	// A new bundle: the session keeps its counter, so the next shell call still blocks.
+	next := sealed(t, testCapability, testRules)
+	next.Packs[0].Generation = 2
+	if err := next.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Source().Install(next); err != nil {
+		t.Fatal(err)
+	}
+	a := ts.evaluate(t, shell)
+	if a.Bundle != next.Digest || a.Decision.Decision != "block" || a.Counters["acme.ops/COUNT_SHELL"].Fire != 4 {
+		t.Errorf("after a reload: bundle %s decision %s counters %v; want %s, block, fire_count 4", a.Bundle, a.Decision.Decision, a.Counters, next.Digest)
+	}
+	if a := ts.evaluate(t, deploy); a.Decision.Decision != "nudge" {
+		t.Errorf("after a reload the activity window is gone: %s, want nudge", a.Decision.Decision)
+	}
+}
+
+// TestAnswerShape checks the members of section 10.2: every list present (never null)
+// and the bundle digest in the body and the header.
+func TestAnswerShape(t *testing.T) {
+	b := sealed(t, testCapability, testRules)
+	ts := serve(t, b, Options{})
+	r := ts.do(t, http.MethodPost, "/v1/evaluate", occ("tool.post_invoke", "s", ""))
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	want := `{"decision":"none","advisories":[],"transforms":[],"applied":[],"on_fire":[],"events":[],"skipped_transforms":[],"bundle":"` + b.Digest + `"}` + "\n"
+	if string(r.body) != want {
+		t.Errorf("body\n %s\nwant\n %s", r.body, want)
+	}
+	if r.header.Get(DigestHeader) != b.Digest {
+		t.Errorf("%s: %q", DigestHeader, r.header.Get(DigestHeader))
+	}
+	a := ts.evaluate(t, occ("tool.pre_invoke", "s", `"tool_call": {"name": "shell"}`))
+	if a.Rule != "acme.ops/COUNT_SHELL" || a.Code != "COUNT_SHELL" || len(a.Events) != 1 ||
+		strings.Join(a.OnFire, ",") != "acme.ops/COUNT_SHELL:increment_counter,acme.ops/COUNT_SHELL:publish_event" {
+		t.Errorf("got %+v", a.Decision)
+	}
+}
+
+// TestWrongFactTypeIsOnError is [OAR-FACT-26]: a fact of the wrong type is a
+// fact-provider failure the rule's on_error handles (fail_closed by default), never a
+// malformed request and never a 500.
+func TestWrongFactTypeIsOnError(t *testing.T) {
+	ts := serve(t, sealed(t, testCapability, testRules), Options{})
+	a := ts.evaluate(t, occ("content.output", "s", `"content": "hi", "facts": {"acme.tenant_tier": 5}`))
+	if a.Decision.Decision != "block" || a.Rule != "acme.tenant/FREE_TIER" || len(a.Failures) != 1 || a.Failures[0].Clause != "OAR-FACT-26" {
+		t.Errorf("got %+v", a.Decision)
+	}
+	if a := ts.evaluate(t, occ("content.output", "s", `"content": "hi", "facts": {"acme.tenant_tier": "free"}`)); a.Decision.Decision != "warn" {
+		t.Errorf("the right type: %s, want warn", a.Decision.Decision)
+	}
+}
+
+// TestEventWriteRefusedIsOnError is [OAR-FIRE-9]: an event stream that refuses the
+// write makes the rule one that cannot be evaluated.
+func TestEventWriteRefusedIsOnError(t *testing.T) {
+	ts := serve(t, sealed(t, testCapability, testRules), Options{Events: failingWriter{}})
+	a := ts.evaluate(t, occ("tool.pre_invoke", "s", `"tool_call": {"name": "shell"}`))
+	if a.Decision.Decision != "block" || a.Rule != "acme.ops/COUNT_SHELL" || len(a.Failures) != 1 || a.Failures[0].Clause != "OAR-FIRE-9" {
+		t.Errorf("got %+v", a.Decision)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestMalformedRequests checks that every refusal is JSON naming the field and, where
+// one applies, the clause.
+func TestMalformedRequests(t *testing.T) {
+	b := sealed(t, testCapability, testRules)
+	ts := serve(t, b, Options{MaxBodyBytes: 512})
+	tests := []struct {
+		name, body    string
+		field, clause string
+		contains      string
+	}{
+		{"not JSON", `{"anchor": `, "", "", "an occurrence is one JSON object"},
+		{"not an object", `["tool.pre_invoke"]`, "", "OAR-CONF-18", "must be a JSON object"},
+		{"no anchor", `{"session_id": "s"}`, "anchor", "OAR-CONF-29", `missing required member "anchor"`},
+		{"unknown member", occ("tool.pre_invoke", "s", `"fact": {}`), "fact", "OAR-CONF-18", `unknown occurrence member "fact"`},
+		{"detector facts", occ("tool.pre_invoke", "s", `"detector_facts": {"score": 1}`), "detector_facts", "OAR-CONF-25", "registers"},
+		{"tool name", occ("tool.pre_invoke", "s", `"tool_call": {"name": 1}`), "tool_call.name", "OAR-CONF-40", "non-empty string"},
+		{"window step", occ("tool.pre_invoke", "s", `"recent_activity": [1]`), "recent_activity[0]", "OAR-CONF-40", "tool name"},
+		{"duplicate member", `{"anchor": "tool.pre_invoke", "anchor": "x"}`, "", "", "OAR-DOC-1"},
+		{"unknown anchor", occ("tool.handler", "s", ""), "anchor", "OAR-DOC-12", `anchor "tool.handler"`},
+		// [OAR-CONF-29]: the host-local spelling, not the core identifier it maps.
+		{"core spelling of a mapped anchor", occ("model.output", "s", ""), "anchor", "OAR-DOC-12", `anchor "model.output"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := ts.problem(t, http.StatusBadRequest, http.MethodPost, "/v1/evaluate", tt.body)
+			if !strings.Contains(p.Error, tt.contains) || p.Bundle != b.Digest {
+				t.Errorf("got %+v, want an error containing %q", p, tt.contains)
+			}
+			if tt.field == "" && tt.clause == "" {
+				return
+			}
+			if len(p.Diagnostics) == 0 || p.Diagnostics[0].Field != tt.field || p.Diagnostics[0].Clause != tt.clause {
+				t.Errorf("diagnostics %+v, want field %q clause %q", p.Diagnostics, tt.field, tt.clause)
+			}
+		})
+	}
+	if got := ts.metric(t, "oar_engine_requests_rejected_total", map[string]string{"reason": "unknown_anchor"}); got != 2 {
+		t.Errorf("unknown_anchor rejections %v, want 2", got)
+	}
+	if got := ts.metric(t, "oar_engine_requests_rejected_total", map[string]string{"reason": "malformed"}); got != 8 {
+		t.Errorf("malformed rejections %v, want 8", got)
+	}
+
+	big := occ("tool.pre_invoke", "s", `"content": "`+strings.Repeat("x", 600)+`"`)
+	if p := ts.problem(t, http.StatusRequestEntityTooLarge, http.MethodPost, "/v1/evaluate", big); !strings.Contains(p.Error, "512 bytes") {
+		t.Errorf("too large: %+v", p)
+	}
+	r := ts.do(t, http.MethodGet, "/v1/evaluate", "")
+	if r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") != http.MethodPost {
+		t.Errorf("GET /v1/evaluate: %d Allow %q", r.status, r.header.Get("Allow"))
+	}
+	if p := ts.problem(t, http.StatusNotFound, http.MethodGet, "/v2/evaluate", ""); !strings.Contains(p.Error, "POST /v1/evaluate") {
+		t.Errorf("unknown path: %+v", p)
+	}
+}
+
+// TestNotReady: before the first bundle only /healthz and /v1/bundle answer 200.
+func TestNotReady(t *testing.T) {
+	ts := serve(t, nil, Options{})
+	ts.Source().Refuse(errors.New("bundle: neither bundle.json nor bundle.json.gz is present"))
+	if r := ts.do(t, http.MethodGet, "/healthz", ""); r.status != http.StatusOK {
+		t.Errorf("/healthz: %d", r.status)
+	}
+	r := ts.do(t, http.MethodGet, "/readyz", "")
+	if r.status != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "neither bundle.json") {
+		t.Errorf("/readyz: %d %s", r.status, r.body)
+	}
+	ts.problem(t, http.StatusServiceUnavailable, http.MethodPost, "/v1/evaluate", occ("tool.pre_invoke", "s", ""))
+	ts.problem(t, http.StatusServiceUnavailable, http.MethodGet, "/v1/capability", "")
+	var info BundleInfo
+	r = ts.do(t, http.MethodGet, "/v1/bundle", "")
+	r.decode(t, &info)
+	if r.status != http.StatusOK || info.Ready || info.Status.Failures != 1 || info.Status.LastFailure == nil {
+		t.Errorf("/v1/bundle: %d %+v", r.status, info)
+	}
+	if got := ts.metric(t, "oar_engine_requests_rejected_total", map[string]string{"reason": "not_ready"}); got != 1 {
+		t.Errorf("not_ready rejections %v, want 1", got)
+	}
+}
+
+// TestBundleAndCapability reads what is served.
+func TestBundleAndCapability(t *testing.T) {
+	b := sealed(t, testCapability, testRules)
+	b.Packs = append(b.Packs, bundle.Pack{Name: "empty", Generation: 3, Rules: []any{}})
+	b.Configs = []bundle.Config{{Name: "quiet", Generation: 2, Order: 10, Document: docs(t, `{oar_config: "1.0", enforcement: {acme.tenant/FREE_TIER: monitor}}`)[0].(map[string]any)}}
+	if err := b.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	ts := serve(t, b, Options{BundleDir: "/etc/oar/bundle"})
+
+	var info BundleInfo
+	r := ts.do(t, http.MethodGet, "/v1/bundle", "")
+	r.decode(t, &info)
+	want := []string{"acme.ops/COUNT_SHELL", "acme.ops/SHELL_LIMIT", "acme.security/DEPLOY_AFTER_FETCH", "acme.tenant/FREE_TIER"}
+	if !info.Ready || info.Digest != b.Digest || info.Host != "acme.gateway" || info.RuleCount != 4 || info.Directory != "/etc/oar/bundle" ||
+		len(info.Packs) != 2 || strings.Join(info.Packs[0].Rules, " ") != strings.Join(want, " ") ||
+		info.Packs[1].Name != "empty" || info.Packs[1].Generation != 3 || len(info.Packs[1].Rules) != 0 ||
+		len(info.Configs) != 1 || info.Configs[0] != (ConfigInfo{Name: "quiet", Generation: 2, Order: 10}) ||
+		info.Status.Reloads != 1 || info.Status.LastReload.IsZero() || r.header.Get(DigestHeader) != b.Digest {
+		t.Errorf("/v1/bundle: %s", r.body)
+	}
+
+	var capDoc map[string]any
+	r = ts.do(t, http.MethodGet, "/v1/capability", "")
+	r.decode(t, &capDoc)
+	if capDoc["host"] != "acme.gateway" || capDoc["oar_capability_version"] != "1.0" || r.header.Get(DigestHeader) != b.Digest {
+		t.Errorf("/v1/capability: %s", r.body)
+	}
+	// The configuration applies: FREE_TIER runs in monitor mode.
+	if a := ts.evaluate(t, occ("content.output", "s", `"facts": {"acme.tenant_tier": "free"}`)); a.Decision.Decision != "none" ||
+		strings.Join(a.Applied, ",") != "acme.tenant/FREE_TIER:monitored_fired" {
+		t.Errorf("monitored rule: %+v", a.Decision)
+	}
+}
+
+// TestMetrics reads the exposition.
+func TestMetrics(t *testing.T) {
+	b := sealed(t, testCapability, testRules)
+	ts := serve(t, b, Options{})
+	for range 2 {
+		ts.evaluate(t, occ("tool.pre_invoke", "m", `"tool_call": {"name": "shell"}`))
+	}
+	ts.evaluate(t, occ("tool.post_invoke", "m", ""))
+	r := ts.do(t, http.MethodGet, "/metrics", "")
+	body := string(r.body)
+	for _, want := range []string{
+		`oar_engine_evaluations_total{anchor="tool.pre_invoke",decision="warn"} 2`,
+		`oar_engine_evaluations_total{anchor="tool.post_invoke",decision="none"} 1`,
+		`oar_engine_evaluation_duration_seconds_count 3`,
+		`oar_engine_bundle_info{digest="` + b.Digest + `",host="acme.gateway"} 1`,
+		`oar_engine_bundle_reloads_total 1`,
+		`oar_engine_bundle_reload_failures_total 0`,
+		`oar_engine_bundle_rules 4`,
+		`oar_engine_sessions 1`,
+		`oar_engine_session_evictions_total{reason="lru"} 0`,
+		`oar_engine_event_subscribers 0`,
+		`process_resident_memory_bytes`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(body, want+"\n") && !strings.Contains(body, want+" ") {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	probes := httpGet(t, ts.ProbeHandler(), "/v1/bundle")
+	if probes != http.StatusNotFound {
+		t.Errorf("the probe listener serves /v1/bundle: %d", probes)
+	}
+	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+		if got := httpGet(t, ts.ProbeHandler(), p); got != http.StatusOK {
+			t.Errorf("probe listener %s: %d", p, got)
+		}
+	}
+}
+
+// TestSessionBounds: the session table is bounded through the API too. The least
+// recently used session is forgotten when the table is full, an idle one after the TTL,
+// and a forgotten session starts again from zero.
+func TestSessionBounds(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	ts := serve(t, sealed(t, testCapability, testRules), Options{Sessions: session.Options{MaxSessions: 2, IdleTTL: time.Hour, Now: clock}})
+	shell := func(s string) int64 {
+		a := ts.evaluate(t, occ("tool.pre_invoke", s, `"tool_call": {"name": "shell"}`))
+		return a.Counters["acme.ops/COUNT_SHELL"].Fire
+	}
+	shell("s1")
+	shell("s1")
+	shell("s2")
+	shell("s3") // the table is full: s1, the least recently used, goes
+	if got := shell("s1"); got != 1 {
+		t.Errorf("s1 after its eviction counts %d, want a fresh 1", got)
+	}
+	if got := ts.metric(t, "oar_engine_session_evictions_total", map[string]string{"reason": "lru"}); got != 2 {
+		t.Errorf("lru evictions %v, want 2 (s1, then s2)", got)
+	}
+	now = now.Add(2 * time.Hour)
+	if got := shell("s3"); got != 1 {
+		t.Errorf("s3 after two idle hours counts %d, want a fresh 1", got)
+	}
+	if ts.metric(t, "oar_engine_session_evictions_total", map[string]string{"reason": "ttl"}) != 2 || ts.metric(t, "oar_engine_sessions", nil) != 1 {
+		t.Errorf("after the TTL: ttl evictions %v, sessions %v; want 2 and 1",
+			ts.metric(t, "oar_engine_session_evictions_total", map[string]string{"reason": "ttl"}), ts.metric(t, "oar_engine_sessions", nil))
+	}
+}

@@ -1,0 +1,163 @@
+// Package events is the engine sidecar's publish_event stream ([OAR-FIRE-7], DESIGN.md
+// "The engine sidecar"): every record is written as one JSON line to a writer (the
+// sidecar's stdout, which the container runtime collects) and fanned out to the
+// subscribers of GET /v1/events.
+//
+// The writer is the record of truth: a write it refuses is a side-effect that cannot be
+// applied, which the engine routes to the rule's on_error ([OAR-FIRE-9]). Subscribers
+// are best effort: each has a bounded buffer, and one that falls behind is dropped (its
+// channel closes and Dropped reports it), so a slow reader never blocks an evaluation.
+package events
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+)
+
+// DefaultBuffer is a subscriber's buffer when NewStream is given none.
+const DefaultBuffer = 256
+
+// ErrClosed is returned by Subscribe after Close.
+var ErrClosed = errors.New("events: the stream is closed")
+
+// Record is one published event as the stream carries it: when, which bundle's rule,
+// and the engine's event.
+type Record struct {
+	Time   time.Time `json:"time"`
+	Bundle string    `json:"bundle"`
+	engine.Event
+}
+
+// Stream writes records and fans them out. It is safe for concurrent use.
+type Stream struct {
+	w      io.Writer
+	buffer int
+	now    func() time.Time
+
+	mu      sync.Mutex
+	subs    map[*Subscription]struct{}
+	closed  bool
+	dropped uint64
+}
+
+// NewStream returns a stream writing JSON lines to w, giving each subscriber a buffer
+// of the given number of records (DefaultBuffer when not positive).
+func NewStream(w io.Writer, buffer int) *Stream {
+	if buffer <= 0 {
+		buffer = DefaultBuffer
+	}
+	return &Stream{w: w, buffer: buffer, now: time.Now, subs: map[*Subscription]struct{}{}}
+}
+
+// Sink returns the engine.EventSink that publishes records of the given bundle.
+func (s *Stream) Sink(bundle string) engine.EventSink { return sink{s: s, bundle: bundle} }
+
+type sink struct {
+	s      *Stream
+	bundle string
+}
+
+// Publish implements engine.EventSink.
+func (k sink) Publish(e engine.Event) error {
+	return k.s.publish(Record{Time: k.s.now().UTC(), Bundle: k.bundle, Event: e})
+}
+
+func (s *Stream) publish(r Record) error {
+	line, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("events: encoding the record: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// One write per line, under the lock, so concurrent records never interleave.
+	if _, err := s.w.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("events: writing the record: %w", err)
+	}
+	for sub := range s.subs {
+		select {
+		case sub.ch <- line:
+		default:
+			sub.dropped = true
+			s.dropped++
+			s.detach(sub)
+		}
+	}
+	return nil
+}
+
+// Subscription receives records until it is cancelled, dropped or the stream closes.
+type Subscription struct {
+	s  *Stream
+	ch chan []byte
+	// dropped is set, under the stream's lock, before ch closes for being full.
+	dropped bool
+}
+
+// Subscribe adds a subscriber.
+func (s *Stream) Subscribe() (*Subscription, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	sub := &Subscription{s: s, ch: make(chan []byte, s.buffer)}
+	s.subs[sub] = struct{}{}
+	return sub, nil
+}
+
+// C delivers each record's JSON; it closes when the subscription ends.
+func (sub *Subscription) C() <-chan []byte { return sub.ch }
+
+// Dropped reports whether the subscription ended because its buffer was full. Read it
+// after C has closed.
+func (sub *Subscription) Dropped() bool {
+	sub.s.mu.Lock()
+	defer sub.s.mu.Unlock()
+	return sub.dropped
+}
+
+// Cancel ends the subscription; it is safe to call more than once.
+func (sub *Subscription) Cancel() {
+	sub.s.mu.Lock()
+	defer sub.s.mu.Unlock()
+	sub.s.detach(sub)
+}
+
+// detach removes sub and closes its channel, once. The caller holds s.mu.
+func (s *Stream) detach(sub *Subscription) {
+	if _, ok := s.subs[sub]; ok {
+		delete(s.subs, sub)
+		close(sub.ch)
+	}
+}
+
+// Close ends every subscription and refuses new ones. Records are still written to the
+// writer, so evaluations that finish during shutdown keep their events.
+func (s *Stream) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for sub := range s.subs {
+		s.detach(sub)
+	}
+}
+
+// Subscribers returns the number of current subscribers.
+func (s *Stream) Subscribers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs)
+}
+
+// Dropped returns how many subscribers were dropped for falling behind.
+func (s *Stream) Dropped() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
+}

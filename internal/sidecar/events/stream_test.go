@@ -1,0 +1,108 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+)
+
+var ev = engine.Event{Rule: "acme.ops/COUNT", Anchor: "tool.pre_invoke", Effect: "warn", Session: "s1"}
+
+func fixedStream(w *bytes.Buffer, buffer int) *Stream {
+	s := NewStream(w, buffer)
+	s.now = func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }
+	return s
+}
+
+// TestJSONLines: each record is one JSON line naming the bundle, in publish order.
+func TestJSONLines(t *testing.T) {
+	var out bytes.Buffer
+	s := fixedStream(&out, 0)
+	sink := s.Sink("sha256:abc")
+	for range 2 {
+		if err := sink.Publish(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	line := `{"time":"2025-01-02T03:04:05Z","bundle":"sha256:abc","rule":"acme.ops/COUNT","anchor":"tool.pre_invoke","effect":"warn","session_id":"s1"}` + "\n"
+	if out.String() != line+line {
+		t.Errorf("got %q", out.String())
+	}
+}
+
+// TestRefusedWrite is [OAR-FIRE-9]'s "an event stream that refuses the write": the
+// error reaches the engine, and subscribers are not sent a record that was not written.
+func TestRefusedWrite(t *testing.T) {
+	s := NewStream(refusing{}, 0)
+	sub, err := s.Subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sink("d").Publish(ev); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("Publish: %v", err)
+	}
+	if len(sub.C()) != 0 {
+		t.Error("a subscriber received an unwritten record")
+	}
+}
+
+type refusing struct{}
+
+func (refusing) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestFanOutAndDrop: every subscriber gets each record; one whose buffer is full is
+// dropped and closed without blocking the publisher; the others keep receiving.
+func TestFanOutAndDrop(t *testing.T) {
+	var out bytes.Buffer
+	s := fixedStream(&out, 2)
+	fast, _ := s.Subscribe()
+	slow, _ := s.Subscribe()
+	sink := s.Sink("d")
+	for i := range 3 {
+		if err := sink.Publish(ev); err != nil {
+			t.Fatal(err)
+		}
+		<-fast.C() // the fast one keeps up; the slow one never reads
+		if i == 1 && s.Subscribers() != 2 {
+			t.Fatalf("dropped too early")
+		}
+	}
+	if s.Subscribers() != 1 || s.Dropped() != 1 {
+		t.Fatalf("subscribers %d dropped %d, want 1 and 1", s.Subscribers(), s.Dropped())
+	}
+	var got []Record
+	for rec := range slow.C() {
+		var r Record
+		if err := json.Unmarshal(rec, &r); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	if len(got) != 2 || !slow.Dropped() || fast.Dropped() || got[0].Rule != ev.Rule || got[0].Bundle != "d" {
+		t.Errorf("slow subscriber: %d records %+v, dropped %v", len(got), got, slow.Dropped())
+	}
+	slow.Cancel() // after the drop: harmless
+}
+
+// TestClose ends every subscription, refuses new ones, and keeps writing records.
+func TestClose(t *testing.T) {
+	var out bytes.Buffer
+	s := fixedStream(&out, 0)
+	sub, _ := s.Subscribe()
+	s.Close()
+	if _, open := <-sub.C(); open || sub.Dropped() {
+		t.Error("a subscription survived Close, or was reported dropped")
+	}
+	if _, err := s.Subscribe(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Subscribe after Close: %v", err)
+	}
+	sub.Cancel()
+	if err := s.Sink("d").Publish(ev); err != nil || out.Len() == 0 {
+		t.Errorf("Publish after Close: %v, %d bytes written", err, out.Len())
+	}
+}

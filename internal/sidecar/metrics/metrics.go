@@ -1,0 +1,155 @@
+// Package metrics is the engine sidecar's Prometheus instrumentation (DESIGN.md "The
+// engine sidecar": /metrics): evaluations by anchor and decision and their latency,
+// requests refused before evaluation, bundle reloads and refused bundles, the served
+// bundle's digest as an info metric, the sessions held and evicted, the event stream's
+// subscribers, and the Go runtime and process collectors (resident memory included).
+// Every series lives in the sidecar's own registry, so several sidecars in one process
+// (tests) never collide.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
+)
+
+const namespace = "oar_engine"
+
+// Reasons a request is refused before evaluation, the values of the reason label.
+const (
+	RejectMalformed     = "malformed"
+	RejectUnknownAnchor = "unknown_anchor"
+	RejectTooLarge      = "too_large"
+	RejectNotReady      = "not_ready"
+)
+
+// Sources read the gauges other components own.
+type Sources struct {
+	// Sessions returns the sessions held.
+	Sessions func() int
+	// Evictions returns the sessions forgotten because the table was full and
+	// because they were idle.
+	Evictions func() (lru, ttl uint64)
+	// Subscribers returns the current /v1/events subscribers; Dropped those dropped
+	// for falling behind.
+	Subscribers func() int
+	Dropped     func() uint64
+}
+
+// Metrics is the sidecar's instrumentation. It implements reload.Observer.
+type Metrics struct {
+	registry       *prometheus.Registry
+	evaluations    *prometheus.CounterVec
+	latency        prometheus.Histogram
+	rejected       *prometheus.CounterVec
+	reloads        prometheus.Counter
+	reloadFailures prometheus.Counter
+	info           *prometheus.GaugeVec
+	rules          prometheus.Gauge
+	lastReload     prometheus.Gauge
+}
+
+var _ reload.Observer = (*Metrics)(nil)
+
+// New registers every metric in a new registry.
+func New(src Sources) *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		evaluations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "evaluations_total",
+			Help: "Occurrences evaluated, by host-local anchor and decision.",
+		}, []string{"anchor", "decision"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "evaluation_duration_seconds",
+			Help:    "Time to answer POST /v1/evaluate, from reading the body to writing the decision.",
+			Buckets: prometheus.ExponentialBuckets(10e-6, 2, 15),
+		}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "requests_rejected_total",
+			Help: "POST /v1/evaluate requests refused before evaluation, by reason.",
+		}, []string{"reason"}),
+		reloads: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "bundle_reloads_total",
+			Help: "Bundles loaded and swapped in, the first included.",
+		}),
+		reloadFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "bundle_reload_failures_total",
+			Help: "Bundles refused because they could not be read or loaded; the previous bundle kept serving.",
+		}),
+		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bundle_info",
+			Help: "The served bundle: 1 for its digest and capability host.",
+		}, []string{"digest", "host"}),
+		rules: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bundle_rules",
+			Help: "Rules in the served bundle.",
+		}),
+		lastReload: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bundle_last_reload_timestamp_seconds",
+			Help: "When the served bundle was swapped in, in seconds since the epoch.",
+		}),
+	}
+	m.registry.MustRegister(m.evaluations, m.latency, m.rejected, m.reloads, m.reloadFailures,
+		m.info, m.rules, m.lastReload,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registerSources(src)
+	return m
+}
+
+func (m *Metrics) registerSources(src Sources) {
+	gauge := func(name, help string, f func() float64) {
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, f))
+	}
+	counter := func(name, help string, labels prometheus.Labels, f func() float64) {
+		m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: labels}, f))
+	}
+	if src.Sessions != nil {
+		gauge("sessions", "Sessions whose counters and activity window are held.", func() float64 { return float64(src.Sessions()) })
+	}
+	if src.Evictions != nil {
+		const help = "Sessions forgotten, by reason: lru (the session table was full) or ttl (idle too long)."
+		counter("session_evictions_total", help, prometheus.Labels{"reason": "lru"}, func() float64 { lru, _ := src.Evictions(); return float64(lru) })
+		counter("session_evictions_total", help, prometheus.Labels{"reason": "ttl"}, func() float64 { _, ttl := src.Evictions(); return float64(ttl) })
+	}
+	if src.Subscribers != nil {
+		gauge("event_subscribers", "Current GET /v1/events subscribers.", func() float64 { return float64(src.Subscribers()) })
+	}
+	if src.Dropped != nil {
+		counter("event_subscribers_dropped_total", "GET /v1/events subscribers dropped for falling behind.", nil, func() float64 { return float64(src.Dropped()) })
+	}
+}
+
+// Evaluated records one answered occurrence.
+func (m *Metrics) Evaluated(anchor, decision string, took time.Duration) {
+	m.evaluations.WithLabelValues(anchor, decision).Inc()
+	m.latency.Observe(took.Seconds())
+}
+
+// Rejected records a request refused before evaluation.
+func (m *Metrics) Rejected(reason string) { m.rejected.WithLabelValues(reason).Inc() }
+
+// Reloaded implements reload.Observer.
+func (m *Metrics) Reloaded(s *reload.Served) {
+	m.reloads.Inc()
+	m.info.Reset()
+	m.info.WithLabelValues(s.Digest(), s.Loaded.Capability.Host).Set(1)
+	m.rules.Set(float64(len(s.Loaded.RuleSet.Rules)))
+	m.lastReload.Set(float64(s.LoadedAt.UnixNano()) / float64(time.Second))
+}
+
+// ReloadFailed implements reload.Observer.
+func (m *Metrics) ReloadFailed(error) { m.reloadFailures.Inc() }
+
+// Handler serves the registry in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// Registry returns the registry, for tests that read a value.
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }

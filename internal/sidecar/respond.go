@@ -1,0 +1,92 @@
+package sidecar
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+)
+
+// DigestHeader carries the digest of the bundle that answered a request.
+const DigestHeader = "X-OAR-Bundle-Digest"
+
+// Problem is every error response's body: a one-line message and, for a malformed
+// occurrence, one diagnostic per problem with its clause and field (DESIGN.md "Errors").
+type Problem struct {
+	Error       string    `json:"error"`
+	Diagnostics diag.List `json:"diagnostics,omitempty"`
+	// Bundle is the digest of the bundle that judged the request, when one did.
+	Bundle string `json:"bundle,omitempty"`
+}
+
+// problemOf makes a Problem of diagnostics, the first one as the message.
+func problemOf(errs diag.List, bundle string) Problem {
+	msg := errs[0].Format("")
+	if len(errs) > 1 {
+		msg = fmt.Sprintf("%s (and %d more)", msg, len(errs)-1)
+	}
+	return Problem{Error: msg, Diagnostics: errs, Bundle: bundle}
+}
+
+// contentTypeJSON is shared by every response: net/http never modifies header values.
+var contentTypeJSON = []string{"application/json"}
+
+// bufferPool recycles response and request buffers; buffers grown past maxPooled are
+// left to the collector so one huge request does not pin its memory.
+var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooled = 64 << 10
+
+func getBuffer() *bytes.Buffer {
+	b := bufferPool.Get().(*bytes.Buffer)
+	b.Reset()
+	return b
+}
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooled {
+		bufferPool.Put(b)
+	}
+}
+
+// writeJSON writes v as the response body with the given status. HTML characters are
+// not escaped: copy text reaches the host as written.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// A Problem of one string always encodes.
+		buf.Reset()
+		status = http.StatusInternalServerError
+		_ = enc.Encode(Problem{Error: "encoding the response: " + err.Error()})
+	}
+	h := w.Header()
+	h["Content-Type"] = contentTypeJSON
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+func writeProblem(w http.ResponseWriter, status int, p Problem) { writeJSON(w, status, p) }
+
+// only restricts a handler to one method; any other gets 405 naming the allowed one.
+func only(method string, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != method {
+			w.Header().Set("Allow", method)
+			writeProblem(w, http.StatusMethodNotAllowed, Problem{Error: fmt.Sprintf("%s %s is not served; use %s", r.Method, r.URL.Path, method)})
+			return
+		}
+		h(w, r)
+	})
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, http.StatusNotFound, Problem{Error: fmt.Sprintf("no endpoint %s; the endpoints are POST /v1/evaluate, GET /v1/bundle, /v1/capability, /v1/events, /healthz, /readyz, /metrics", r.URL.Path)})
+}

@@ -1,0 +1,211 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+)
+
+// clock is a settable time source.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time          { return c.t }
+func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+func newClock() *clock                   { return &clock{t: time.Unix(1_700_000_000, 0)} }
+func key(rule, session string) engine.CounterKey {
+	return engine.CounterKey{Rule: rule, Session: session}
+}
+
+func mustApply(t *testing.T, s *Store, k engine.CounterKey, a engine.Action) engine.Counts {
+	t.Helper()
+	c, err := s.Apply(k, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestCountersMatchTheEngine drives the store and the engine's reference MemoryCounters
+// with the same random actions: [OAR-FIRE-3] and [OAR-FIRE-4] mean the same here.
+func TestCountersMatchTheEngine(t *testing.T) {
+	s := New(Options{})
+	ref := engine.NewMemoryCounters()
+	actions := []engine.Action{engine.ActionIncrementCounter, engine.ActionResetCounter, engine.ActionIncrementBreaker, engine.ActionResetBreaker}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 5000 {
+		k := engine.CounterKey{Rule: fmt.Sprintf("r%d", r.IntN(10)), Session: fmt.Sprintf("s%d", r.IntN(3)), Scope: fmt.Sprintf("%d", r.IntN(5)), Scoped: r.IntN(2) == 0}
+		a := actions[r.IntN(len(actions))]
+		got := mustApply(t, s, k, a)
+		want, _ := ref.Apply(k, a)
+		if got != want {
+			t.Fatalf("%+v after %v: %+v, the engine's store %+v", k, a, got, want)
+		}
+		if g, _ := s.Get(k); g != want {
+			t.Fatalf("Get %+v: %+v, want %+v", k, g, want)
+		}
+	}
+}
+
+// TestCounterKeys is [OAR-FIRE-5] and [OAR-FIRE-10]: one counter per rule, session and
+// scope value, an empty scope distinct from no scope.
+func TestCounterKeys(t *testing.T) {
+	s := New(Options{})
+	keys := []engine.CounterKey{
+		{Rule: "a/R", Session: "s1"},
+		{Rule: "a/R", Session: "s2"},
+		{Rule: "b/R", Session: "s1"},
+		{Rule: "a/R", Session: "s1", Scope: "", Scoped: true},
+		{Rule: "a/R", Session: "s1", Scope: "x", Scoped: true},
+	}
+	for i, k := range keys {
+		for range i + 1 {
+			mustApply(t, s, k, engine.ActionIncrementCounter)
+		}
+	}
+	for i, k := range keys {
+		if c, _ := s.Get(k); c.Fire != int64(i+1) {
+			t.Errorf("%+v: fire_count %d, want %d", k, c.Fire, i+1)
+		}
+	}
+	if c, _ := s.Get(key("a/R", "unknown")); c != (engine.Counts{}) || s.Len() != 2 {
+		t.Errorf("reading an unknown session: %+v, %d sessions (a read must not create one)", c, s.Len())
+	}
+}
+
+// TestWindow is [OAR-PROF-9]: at most max steps, oldest first, and a window handed out
+// never changes under its reader.
+func TestWindow(t *testing.T) {
+	s := New(Options{})
+	for _, step := range []string{"a", "b", "c"} {
+		s.Append("s", step, 2)
+	}
+	w := s.Window("s")
+	if !slices.Equal(w, []string{"b", "c"}) {
+		t.Fatalf("window %v", w)
+	}
+	s.Append("s", "d", 2)
+	if !slices.Equal(w, []string{"b", "c"}) || !slices.Equal(s.Window("s"), []string{"c", "d"}) {
+		t.Errorf("old window %v, new %v", w, s.Window("s"))
+	}
+	s.Append("s", "e", 0)
+	if s.Window("other") != nil || !slices.Equal(s.Window("s"), []string{"c", "d"}) {
+		t.Errorf("a zero window appended, or another session has steps")
+	}
+}
+
+// TestLRUEviction: the least recently used session goes first, where any access counts.
+func TestLRUEviction(t *testing.T) {
+	s := New(Options{MaxSessions: 3})
+	for _, id := range []string{"s1", "s2", "s3"} {
+		mustApply(t, s, key("r", id), engine.ActionIncrementCounter)
+	}
+	_ = s.Window("s1")                                             // s1 used: s2 is now the oldest
+	mustApply(t, s, key("r", "s4"), engine.ActionIncrementCounter) // evicts s2
+	s.Append("s5", "read", 4)                                      // evicts s3
+	if s.Len() != 3 {
+		t.Fatalf("%d sessions, want 3", s.Len())
+	}
+	for id, want := range map[string]int64{"s1": 1, "s2": 0, "s3": 0, "s4": 1} {
+		if c, _ := s.Get(key("r", id)); c.Fire != want {
+			t.Errorf("%s: fire_count %d, want %d", id, c.Fire, want)
+		}
+	}
+	if lru, ttl := s.Evictions(); lru != 2 || ttl != 0 {
+		t.Errorf("evictions lru %d ttl %d, want 2 and 0", lru, ttl)
+	}
+}
+
+// TestIdleTTL: a session idle longer than the TTL is forgotten, by a lookup or a sweep.
+func TestIdleTTL(t *testing.T) {
+	c := newClock()
+	s := New(Options{IdleTTL: time.Minute, Now: c.now})
+	mustApply(t, s, key("r", "old"), engine.ActionIncrementCounter)
+	s.Append("old", "read", 4)
+	c.advance(40 * time.Second)
+	mustApply(t, s, key("r", "recent"), engine.ActionIncrementCounter)
+	c.advance(40 * time.Second) // old idle 80 s, recent 40 s
+	if got, _ := s.Get(key("r", "old")); got.Fire != 0 || s.Window("old") != nil {
+		t.Errorf("an expired session still answers: %+v", got)
+	}
+	if got, _ := s.Get(key("r", "recent")); got.Fire != 1 {
+		t.Errorf("a live session lost its counter: %+v", got)
+	}
+	c.advance(61 * time.Second)
+	s.Sweep()
+	if s.Len() != 0 {
+		t.Errorf("%d sessions after the sweep, want 0", s.Len())
+	}
+	if lru, ttl := s.Evictions(); lru != 0 || ttl != 2 {
+		t.Errorf("evictions lru %d ttl %d, want 0 and 2", lru, ttl)
+	}
+	// Use keeps a session alive.
+	for range 5 {
+		s.Append("busy", "read", 4)
+		c.advance(50 * time.Second)
+	}
+	if len(s.Window("busy")) != 4 {
+		t.Errorf("a session used every 50 s expired with a 60 s TTL")
+	}
+}
+
+// TestCounterLimit: a session cannot hold more than MaxCounters counters; the refusal
+// is an error the engine routes to on_error ([OAR-FIRE-9]).
+func TestCounterLimit(t *testing.T) {
+	s := New(Options{MaxCounters: 2})
+	scoped := func(scope string) engine.CounterKey {
+		return engine.CounterKey{Rule: "r", Session: "s", Scope: scope, Scoped: true}
+	}
+	mustApply(t, s, scoped("a"), engine.ActionIncrementCounter)
+	mustApply(t, s, scoped("b"), engine.ActionIncrementCounter)
+	if _, err := s.Apply(scoped("c"), engine.ActionIncrementCounter); !errors.Is(err, ErrCounterLimit) {
+		t.Fatalf("a third counter: %v, want ErrCounterLimit", err)
+	}
+	if c := mustApply(t, s, scoped("a"), engine.ActionIncrementCounter); c.Fire != 2 {
+		t.Errorf("an existing counter after the refusal: %+v", c)
+	}
+}
+
+// TestConcurrentUse exercises the store from many goroutines (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	s := New(Options{MaxSessions: 50})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 1000 {
+				id := fmt.Sprintf("s%d", (g*7+i)%80)
+				_, _ = s.Apply(key("r", id), engine.ActionIncrementCounter)
+				s.Append(id, "read", 8)
+				_ = s.Window(id)
+				_, _ = s.Get(key("r", id))
+			}
+		})
+	}
+	wg.Wait()
+	if s.Len() > 50 {
+		t.Errorf("%d sessions held, the bound is 50", s.Len())
+	}
+}
+
+func BenchmarkStore(b *testing.B) {
+	s := New(Options{IdleTTL: time.Hour})
+	ids := make([]string, 10000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("session-%d", i)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			id := ids[i%len(ids)]
+			_ = s.Window(id)
+			_, _ = s.Apply(key("r", id), engine.ActionIncrementCounter)
+			i++
+		}
+	})
+}

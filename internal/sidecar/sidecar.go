@@ -1,0 +1,140 @@
+// Package sidecar is the engine sidecar's HTTP API (DESIGN.md "The engine sidecar",
+// "Scale", "Errors"): it runs next to an agent host, serves the bundle its Capability
+// published, and answers "what does this occurrence resolve to?" over localhost.
+//
+//	POST /v1/evaluate   one occurrence → the decision in the shapes of section 10.2
+//	                    ([OAR-CONF-21]) plus the digest of the bundle that answered
+//	GET  /v1/bundle     digest, packs with generations and rule ids, reload status
+//	GET  /v1/capability the served capability document (section 8.2)
+//	GET  /v1/events     publish_event records as server-sent events ([OAR-FIRE-7])
+//	GET  /healthz       the process is alive
+//	GET  /readyz        a bundle is loaded
+//	GET  /metrics       Prometheus
+//
+// Each request takes the served bundle once (reload.Source.Current), so its answer comes
+// wholly from one bundle. Session state lives in a session.Store every bundle shares, so
+// counters and activity windows ([OAR-PROF-9]) survive reloads. A malformed request gets
+// a 400 whose JSON names the field and the clause (occurrence.Decode); a fact of the
+// wrong type is not malformed: the engine treats it as a fact-provider failure and the
+// rule's on_error decides ([OAR-FACT-26], [OAR-OPS-3]).
+//
+// The sub-packages hold one concern each: session (counters and activity, bounded),
+// events (the publish_event stream), reload (the served bundle and the directory
+// watcher), metrics (Prometheus) and kubeletdir (a kubelet-style volume for tests).
+package sidecar
+
+import (
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/sidecar/events"
+	"github.com/oar-operator/oar-operator/internal/sidecar/metrics"
+	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
+	"github.com/oar-operator/oar-operator/internal/sidecar/session"
+)
+
+// Defaults for Options' zero fields.
+const (
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// Options configure a Sidecar.
+type Options struct {
+	// BundleDir is the mounted bundle ConfigMap; Run watches it. Empty: bundles are
+	// installed through Source().Install only.
+	BundleDir string
+	// ReloadInterval is how often BundleDir is polled (reload.DefaultInterval).
+	ReloadInterval time.Duration
+	// MaxBodyBytes bounds a POST /v1/evaluate body.
+	MaxBodyBytes int64
+	// Sessions bound the session table.
+	Sessions session.Options
+	// Events receives publish_event records as JSON lines (the process's stdout);
+	// EventBuffer is each /v1/events subscriber's buffer, in records.
+	Events      io.Writer
+	EventBuffer int
+	// ShutdownTimeout bounds how long Run waits for in-flight requests.
+	ShutdownTimeout time.Duration
+	Log             logr.Logger
+}
+
+// Sidecar is one engine sidecar: its served bundle, its sessions, its event stream
+// and its metrics.
+type Sidecar struct {
+	opt      Options
+	source   *reload.Source
+	sessions *session.Store
+	events   *events.Stream
+	metrics  *metrics.Metrics
+}
+
+// New returns a sidecar serving no bundle yet.
+func New(opt Options) *Sidecar {
+	if opt.MaxBodyBytes <= 0 {
+		opt.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opt.ShutdownTimeout <= 0 {
+		opt.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if opt.Events == nil {
+		opt.Events = io.Discard
+	}
+	s := &Sidecar{
+		opt:      opt,
+		sessions: session.New(opt.Sessions),
+		events:   events.NewStream(opt.Events, opt.EventBuffer),
+	}
+	s.metrics = metrics.New(metrics.Sources{
+		Sessions:    s.sessions.Len,
+		Evictions:   s.sessions.Evictions,
+		Subscribers: s.events.Subscribers,
+		Dropped:     s.events.Dropped,
+	})
+	detectors := engine.ReservedDetectors()
+	s.source = reload.NewSource(reload.Options{
+		Runtime: func(digest string) *engine.Runtime {
+			return &engine.Runtime{Counters: s.sessions, Activity: s.sessions, Events: s.events.Sink(digest), Detectors: detectors}
+		},
+		Observer: s.metrics,
+		Log:      opt.Log.WithName("reload"),
+	})
+	return s
+}
+
+// Source returns the served bundle's holder.
+func (s *Sidecar) Source() *reload.Source { return s.source }
+
+// Metrics returns the sidecar's instrumentation.
+func (s *Sidecar) Metrics() *metrics.Metrics { return s.metrics }
+
+// Handler serves the whole API; it is bound to the loopback address.
+func (s *Sidecar) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/v1/evaluate", only(http.MethodPost, s.evaluate))
+	mux.Handle("/v1/bundle", only(http.MethodGet, s.bundleInfo))
+	mux.Handle("/v1/capability", only(http.MethodGet, s.capability))
+	mux.Handle("/v1/events", only(http.MethodGet, s.eventStream))
+	s.probes(mux)
+	mux.HandleFunc("/", notFound)
+	return mux
+}
+
+// ProbeHandler serves /healthz, /readyz and /metrics only: the kubelet's probes and
+// Prometheus reach the pod's IP, never its loopback, and need nothing else.
+func (s *Sidecar) ProbeHandler() http.Handler {
+	mux := http.NewServeMux()
+	s.probes(mux)
+	mux.HandleFunc("/", notFound)
+	return mux
+}
+
+func (s *Sidecar) probes(mux *http.ServeMux) {
+	mux.Handle("/healthz", only(http.MethodGet, healthz))
+	mux.Handle("/readyz", only(http.MethodGet, s.readyz))
+	mux.Handle("/metrics", only(http.MethodGet, s.metrics.Handler().ServeHTTP))
+}
