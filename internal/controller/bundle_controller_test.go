@@ -60,13 +60,20 @@ func TestPublishesABundleTheEngineLoads(t *testing.T) {
 	waitReady(t, p2, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
 	waitReady(t, cfg, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
 	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
-	if p1.Status.RuleCount != 2 || p1.Status.PublishedGeneration == nil || *p1.Status.PublishedGeneration != p1.Generation ||
-		p1.Status.Bundle == nil || p1.Status.Bundle.Digest != b.Digest || p1.Status.Portability == nil || p1.Status.Portability.Portable != 2 {
-		t.Errorf("pack status: %+v", p1.Status)
-	}
-	if c.Status.RuleCount != 3 || len(c.Status.Packs) != 2 || c.Status.Bundle == nil || c.Status.Bundle.ConfigMapName != BundleName(c.Name) {
-		t.Errorf("capability status: %+v", c.Status)
-	}
+	// Status catches up with the bundle once the burst of creates has settled.
+	eventually(t, "pack status naming the published bundle", func() (bool, string) {
+		conditionsOf(t, p1)
+		st := p1.Status
+		ok := st.RuleCount == 2 && st.PublishedGeneration != nil && *st.PublishedGeneration == p1.Generation &&
+			st.Bundle != nil && st.Bundle.Digest == b.Digest && st.Portability != nil && st.Portability.Portable == 2
+		return ok, fmt.Sprintf("%+v bundle %+v portability %+v", st, st.Bundle, st.Portability)
+	})
+	eventually(t, "capability status listing the bundle", func() (bool, string) {
+		conditionsOf(t, c)
+		st := c.Status
+		return st.RuleCount == 3 && len(st.Packs) == 2 && st.Bundle != nil && st.Bundle.ConfigMapName == BundleName(c.Name) &&
+			st.Bundle.Digest == b.Digest, fmt.Sprintf("%+v bundle %+v", st, st.Bundle)
+	})
 }
 
 // TestInvalidRuleIsReportedInStatus: the engine's refusal reaches status naming the
@@ -330,6 +337,13 @@ func TestRestartWritesNothing(t *testing.T) {
 	waitReady(t, bad, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
 	waitReady(t, cfg, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
 	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	// Settled: the Capability's status names the bundle the ConfigMap holds.
+	eventually(t, "the capability status to name the published bundle", func() (bool, string) {
+		_, cm := published(t, ns, c.Name)
+		conditionsOf(t, c)
+		return cm != nil && c.Status.Bundle != nil && c.Status.Bundle.Digest == cm.Annotations[DigestAnnotation] && len(c.Status.Packs) == 1,
+			fmt.Sprintf("%+v", c.Status.Bundle)
+	})
 
 	stopManager()
 	versions := resourceVersions(t, ns)
