@@ -18,75 +18,23 @@ import (
 const maxDecodeDepth = 256
 
 // DecodeJSON decodes one JSON value strictly: numbers stay exact (json.Number), a
-// duplicate object key is refused, and trailing data is refused. Duplicate keys are
-// not a lossless mapping ([OAR-DOC-1]): two parsers would keep different members.
+// duplicate object key is refused, nesting is bounded, and trailing data is refused.
+// Duplicate keys are not a lossless mapping ([OAR-DOC-1]): two parsers would keep
+// different members.
 func DecodeJSON(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := decodeValue(dec, "", 0)
-	if err != nil {
-		return nil, err
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, jsonError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("unexpected data after the JSON value")
 	}
+	if err := checkKeys(data); err != nil {
+		return nil, err
+	}
 	return v, nil
-}
-
-func decodeValue(dec *json.Decoder, path string, depth int) (any, error) {
-	if depth > maxDecodeDepth {
-		return nil, fmt.Errorf("%s: nesting deeper than %d levels", displayPath(path), maxDecodeDepth)
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, jsonError(err)
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			obj := map[string]any{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, jsonError(err)
-				}
-				key, ok := kt.(string)
-				if !ok {
-					return nil, fmt.Errorf("%s: object key is not a string", displayPath(path))
-				}
-				child := diag.JoinPath(path, key)
-				if _, dup := obj[key]; dup {
-					return nil, &DuplicateKeyError{Path: child}
-				}
-				v, err := decodeValue(dec, child, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				obj[key] = v
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, jsonError(err)
-			}
-			return obj, nil
-		case '[':
-			arr := []any{}
-			for i := 0; dec.More(); i++ {
-				v, err := decodeValue(dec, fmt.Sprintf("%s[%d]", path, i), depth+1)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, jsonError(err)
-			}
-			return arr, nil
-		}
-		return nil, fmt.Errorf("unexpected %q", t.String())
-	default:
-		return t, nil
-	}
 }
 
 func jsonError(err error) error {
@@ -94,6 +42,180 @@ func jsonError(err error) error {
 		return errors.New("unexpected end of JSON input")
 	}
 	return err
+}
+
+// keyScanner walks JSON text that encoding/json has already accepted, looking only at
+// object keys and nesting, so the strict checks cost one pass over the bytes rather
+// than a token-by-token decode.
+type keyScanner struct {
+	data []byte
+	pos  int
+	// path holds the members and indices from the root to the current value, for a
+	// diagnostic; -1 in index marks a member.
+	keys    []string
+	indices []int
+}
+
+// checkKeys refuses a duplicate key in any object and nesting deeper than
+// maxDecodeDepth.
+func checkKeys(data []byte) error {
+	s := &keyScanner{data: data}
+	return s.value(0)
+}
+
+func (s *keyScanner) fail() error { return errors.New("malformed JSON") }
+
+func (s *keyScanner) space() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (s *keyScanner) value(depth int) error {
+	if depth > maxDecodeDepth {
+		return fmt.Errorf("%s: nesting deeper than %d levels", displayPath(s.path()), maxDecodeDepth)
+	}
+	s.space()
+	if s.pos >= len(s.data) {
+		return s.fail()
+	}
+	switch s.data[s.pos] {
+	case '{':
+		return s.object(depth)
+	case '[':
+		return s.array(depth)
+	case '"':
+		_, err := s.str()
+		return err
+	}
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return nil
+		}
+		s.pos++
+	}
+	return nil
+}
+
+// str skips a string and returns its raw bytes between the quotes.
+func (s *keyScanner) str() ([]byte, error) {
+	start := s.pos + 1
+	for i := start; i < len(s.data); i++ {
+		switch s.data[i] {
+		case '\\':
+			i++
+		case '"':
+			s.pos = i + 1
+			return s.data[start:i], nil
+		}
+	}
+	return nil, s.fail()
+}
+
+func (s *keyScanner) object(depth int) error {
+	s.pos++
+	var seen [][]byte
+	var large map[string]struct{}
+	for {
+		s.space()
+		if s.pos >= len(s.data) {
+			return s.fail()
+		}
+		if s.data[s.pos] == '}' {
+			s.pos++
+			return nil
+		}
+		raw, err := s.str()
+		if err != nil {
+			return err
+		}
+		key := raw
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			var k string
+			if err := json.Unmarshal(s.data[s.pos-len(raw)-2:s.pos], &k); err != nil {
+				return err
+			}
+			key = []byte(k)
+		}
+		s.keys = append(s.keys, string(key))
+		s.indices = append(s.indices, -1)
+		if large == nil && len(seen) < 16 {
+			for _, k := range seen {
+				if bytes.Equal(k, key) {
+					return &DuplicateKeyError{Path: s.path()}
+				}
+			}
+			seen = append(seen, key)
+		} else {
+			if large == nil {
+				large = make(map[string]struct{}, 2*len(seen))
+				for _, k := range seen {
+					large[string(k)] = struct{}{}
+				}
+			}
+			if _, dup := large[string(key)]; dup {
+				return &DuplicateKeyError{Path: s.path()}
+			}
+			large[string(key)] = struct{}{}
+		}
+		s.space()
+		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+			return s.fail()
+		}
+		s.pos++
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		s.keys, s.indices = s.keys[:len(s.keys)-1], s.indices[:len(s.indices)-1]
+		s.space()
+		if s.pos < len(s.data) && s.data[s.pos] == ',' {
+			s.pos++
+		}
+	}
+}
+
+func (s *keyScanner) array(depth int) error {
+	s.pos++
+	for i := 0; ; i++ {
+		s.space()
+		if s.pos >= len(s.data) {
+			return s.fail()
+		}
+		if s.data[s.pos] == ']' {
+			s.pos++
+			return nil
+		}
+		s.keys = append(s.keys, "")
+		s.indices = append(s.indices, i)
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		s.keys, s.indices = s.keys[:len(s.keys)-1], s.indices[:len(s.indices)-1]
+		s.space()
+		if s.pos < len(s.data) && s.data[s.pos] == ',' {
+			s.pos++
+		}
+	}
+}
+
+// path renders the current position as a JSON path: member names joined by dots,
+// indices in brackets.
+func (s *keyScanner) path() string {
+	p := ""
+	for i, k := range s.keys {
+		if s.indices[i] >= 0 {
+			p += fmt.Sprintf("[%d]", s.indices[i])
+		} else {
+			p = diag.JoinPath(p, k)
+		}
+	}
+	return p
 }
 
 func displayPath(p string) string {

@@ -378,3 +378,31 @@ func TestFACT26_SelectorFactOfTheWrongTypeSelectsWithAnError(t *testing.T) {
 		t.Errorf("got %s by %s, applied %v", d.Decision, d.Rule, d.Applied)
 	}
 }
+
+func TestDOC1_DuplicateKeysAreFoundWherever(t *testing.T) {
+	for _, tc := range []struct{ src, path string }{
+		{`{"a":1,"\u0061":2}`, "a"},
+		{`[{"x":[{"k":1}]},{"x":[{"k":1},{"k":2,"j":3,"k":4}]}]`, "[1].x[1].k"},
+		{`{"selector":{"tool":["a"],"tool":["b"]}}`, "selector.tool"},
+		{`{"a":{"b":1},"c":{"b":2},"d":"\"a\":1"}`, ""},
+	} {
+		_, err := DecodeJSON([]byte(tc.src))
+		var dup *DuplicateKeyError
+		switch {
+		case tc.path == "" && err != nil:
+			t.Errorf("%s: unexpected error %v", tc.src, err)
+		case tc.path != "" && (!errors.As(err, &dup) || dup.Path != tc.path):
+			t.Errorf("%s: want a duplicate at %q, got %v", tc.src, tc.path, err)
+		}
+	}
+	many := `{"k00":0`
+	for i := 1; i < 40; i++ {
+		many += fmt.Sprintf(`,"k%02d":%d`, i, i)
+	}
+	if _, err := DecodeJSON([]byte(many + `,"k07":1}`)); err == nil {
+		t.Error("a duplicate in a large object went unnoticed")
+	}
+	if _, err := DecodeJSON([]byte(strings.Repeat("[", 300) + strings.Repeat("]", 300))); err == nil {
+		t.Error("nesting beyond the bound was accepted")
+	}
+}
