@@ -67,13 +67,16 @@ type document struct {
 	at    origin
 }
 
-// classify tells what one member of a file is. A member is one document today; a
-// manifest kind that wraps several documents (a RulePack's rules) yields one per wrapped
-// document, each with the path to it inside the member.
+// classify tells what one member of a file is: one OAR document, or a rules.oar.dev
+// manifest, which yields the documents it wraps (a RulePack one per rule), each with the
+// path to it inside the member, spelled as the admission webhook spells it.
 func classify(v any, at origin) ([]document, *diag.Error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, diag.New("", "", "not an OAR document: a rule, capability or configuration document is a JSON object; got %s", types.DescribeJSON(v))
+	}
+	if api, isManifest := obj["apiVersion"].(string); isManifest {
+		return classifyManifest(api, obj, at)
 	}
 	var found []string
 	kind := anyKind
@@ -90,6 +93,45 @@ func classify(v any, at origin) ([]document, *diag.Error) {
 		return nil, diag.New("", "", "not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration); its members are %s", memberNames(obj))
 	}
 	return nil, diag.New("", "", "ambiguous document: it carries %s, and a document is exactly one of a rule (oar), a capability (oar_capability_version) or a configuration (oar_config)", strings.Join(found, " and "))
+}
+
+// manifestGroup is the API group of the operator's resources.
+const manifestGroup = "rules.oar.dev/"
+
+// classifyManifest unwraps a Capability, RulePack or OperatorConfig manifest. Any other
+// Kubernetes object is refused by name rather than skipped, so a misspelled group never
+// makes a pack silently go unchecked.
+func classifyManifest(api string, obj map[string]any, at origin) ([]document, *diag.Error) {
+	kind, _ := obj["kind"].(string)
+	if !strings.HasPrefix(api, manifestGroup) {
+		return nil, diag.New("", "", "not an OAR document: %s %s is not a resource of %s (Capability, RulePack, OperatorConfig)", api, kind, strings.TrimSuffix(manifestGroup, "/"))
+	}
+	spec, ok := obj["spec"].(map[string]any)
+	if !ok {
+		return nil, diag.New("", "spec", "a %s manifest must carry a spec object", kind)
+	}
+	path := at.path + ".spec"
+	switch kind {
+	case "Capability":
+		return []document{{kind: capabilityDoc, value: spec, at: origin{file: at.file, path: path}}}, nil
+	case "RulePack":
+		rules, ok := spec["rules"].([]any)
+		if !ok {
+			return nil, diag.New("", "spec.rules", "a RulePack's spec.rules must be a list of rule documents")
+		}
+		docs := make([]document, len(rules))
+		for i, r := range rules {
+			docs[i] = document{kind: ruleDoc, value: r, at: origin{file: at.file, path: fmt.Sprintf("%s.rules[%d]", path, i)}}
+		}
+		return docs, nil
+	case "OperatorConfig":
+		cfg, present := spec["config"]
+		if !present {
+			return nil, diag.New("", "spec.config", "an OperatorConfig must carry spec.config, an OAR configuration document")
+		}
+		return []document{{kind: configDoc, value: cfg, at: origin{file: at.file, path: path + ".config"}}}, nil
+	}
+	return nil, diag.New("", "kind", "%q is not a kind of %s (Capability, RulePack, OperatorConfig)", kind, strings.TrimSuffix(api, "/v1alpha1"))
 }
 
 func memberNames(obj map[string]any) string {

@@ -2,7 +2,8 @@
 // (OAR 1.0) documents with the same engine loader the admission webhook, the controller
 // and the sidecar use, so a GitOps pipeline gets the cluster's verdict without a cluster.
 //
-//	oarctl validate  check rule, capability and configuration documents (sections 3, 8.2, 9)
+//	oarctl validate  check rule, capability and configuration documents (sections 3, 8.2, 9),
+//	                 plain or inside RulePack, Capability and OperatorConfig manifests
 //	oarctl test      run conformance fixtures in the shape of section 10.2
 //	oarctl eval      resolve one occurrence to its decision (sections 4, 6, 7)
 //	oarctl bench     measure evaluation latency and allocations over recorded occurrences
@@ -35,7 +36,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"validate", validateSynopsis, "check rule, capability and configuration documents", runValidate},
+		{"validate", validateSynopsis, "check rule, capability and configuration documents, plain or in rules.oar.dev manifests", runValidate},
 		{"test", testSynopsis, "run the conformance fixtures under each DIR", runTest},
 		{"eval", evalSynopsis, "print the decision one occurrence resolves to", runEval},
 		{"bench", benchSynopsis, "measure evaluation latency over a JSON Lines file of occurrences", runBench},

@@ -109,7 +109,7 @@ func TestValidateRefuses(t *testing.T) {
 		{
 			name: "a document that is no OAR document",
 			args: []string{"testdata/validate/notoar.yaml"},
-			want: []string{`testdata/validate/notoar.yaml: [1]: not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration); its members are apiVersion, kind, metadata`},
+			want: []string{`testdata/validate/notoar.yaml: [1]: not an OAR document: apps/v1 Deployment is not a resource of rules.oar.dev (Capability, RulePack, OperatorConfig)`},
 		},
 		{
 			name: "a member given twice",
