@@ -21,6 +21,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -140,11 +141,15 @@ func TestSidecarServesPublishedBundle(t *testing.T) {
 	})
 
 	// The pack changes: the controller publishes a new bundle; the kubelet swaps it in.
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pack), pack); err != nil {
-		t.Fatal(err)
-	}
-	pack.Spec.Rules = gate(t, "block")
-	if err := k8s.Update(ctx, pack); err != nil {
+	// The controller writes the pack's status meanwhile, so the update retries on a
+	// conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pack), pack); err != nil {
+			return err
+		}
+		pack.Spec.Rules = gate(t, "block")
+		return k8s.Update(ctx, pack)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	oldDigest := first.Annotations[controller.DigestAnnotation]
