@@ -141,27 +141,13 @@ func needEnv(t *testing.T) {
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(poll)
-	}
-	t.Fatalf("timed out waiting for %s; last state: %s", what, last)
+	testenv.Eventually(t, timeout, poll, what, cond)
 }
 
 // namespace creates a namespace of its own for a test.
 func namespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "admission-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
+	return env.Namespace(t, "admission-")
 }
 
 // recorder keeps the warnings the API server sends back.

@@ -233,19 +233,8 @@ func waitConfigMap(t *testing.T, key types.NamespacedName, ok func(*corev1.Confi
 	return cm
 }
 
-// eventually polls cond for up to a minute (the first write of a custom resource can
-// take seconds on a loaded machine).
+// eventually polls cond until it holds or a minute passes.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
+	testenv.Eventually(t, time.Minute, 20*time.Millisecond, what, cond)
 }
