@@ -1,26 +1,94 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
-	"context"
+	"io"
+	"os"
+	"os/exec"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oar-operator/oar-operator/internal/testenv"
 )
 
-// TestTour runs what `make run` runs, start to finish, and checks that a newcomer sees
-// each step: the broken pack refused with its clause, every resource Ready, and the
-// three decisions.
-func TestTour(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var out bytes.Buffer
-	if err := run(ctx, &out, false); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
+// TestMakeRun runs `make run` the way a newcomer does, from the repository root: it
+// waits until the tour has printed its decisions and the operator is left running,
+// presses Ctrl-C (SIGINT to the whole process group, as a terminal does), and checks that
+// a newcomer saw each step and that everything stopped.
+func TestMakeRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane and builds the demo")
 	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("make", "--no-print-directory", "run")
+	cmd.Dir = root
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("make run: %v", err)
+	}
+	// Whatever happens, nothing of the process group outlives the test.
+	defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+
+	out := &syncBuffer{}
+	waiting := make(chan struct{})
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		r := bufio.NewReader(stdout)
+		signalled := false
+		for {
+			line, err := r.ReadString('\n')
+			out.Write([]byte(line))
+			if !signalled && strings.HasPrefix(line, "Press Ctrl-C to stop.") {
+				signalled = true
+				close(waiting)
+			}
+			if err != nil {
+				if err != io.EOF {
+					t.Errorf("reading make run's output: %v", err)
+				}
+				return
+			}
+		}
+	}()
+
+	select {
+	case <-waiting:
+	case <-copied:
+		t.Fatalf("make run ended before the tour finished:\n%s", out.String())
+	case <-time.After(8 * time.Minute):
+		t.Fatalf("make run did not finish its tour in 8 minutes:\n%s", out.String())
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatalf("interrupt make run: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { <-copied; exited <- cmd.Wait() }()
+	select {
+	case <-exited:
+		// make exits with the interrupt's status (130), as on any Ctrl-C; what matters
+		// is that the demo stopped the control plane on its way out, checked below.
+	case <-time.After(time.Minute):
+		t.Fatalf("make run did not stop within a minute of Ctrl-C:\n%s", out.String())
+	}
+
 	for _, want := range []string{
+		"Starting a local control plane",
 		"capability.rules.oar.dev/acme-gateway created",
 		"rulepack.rules.oar.dev/acme-baseline created",
+		"operatorconfig.rules.oar.dev/",
 		`Error from server (Invalid)`,
 		`spec.rules[0].when`,
 		`[OAR-FACT-3] unknown identifier "pth_outside_scope"`,
@@ -29,9 +97,28 @@ func TestTour(t *testing.T) {
 		"decision: block (rule acme.security/READ_OUTSIDE_SCOPE)",
 		`content: "Write to [REDACTED] or [REDACTED]."`,
 		"export KUBECONFIG=",
+		"Stopping the control plane",
 	} {
 		if !strings.Contains(out.String(), want) {
-			t.Errorf("the tour does not show %q:\n%s", want, out.String())
+			t.Errorf("make run does not show %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// syncBuffer is written by the reader goroutine and read by the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
