@@ -196,10 +196,26 @@ func (l *loader) reportAll(docs []document, errs diag.List, emit func(origin, *d
 	}
 }
 
-// readFile decodes file (JSON or YAML; one document, a JSON array, or a YAML stream) and
-// classifies its members. When want is not anyKind, every member must be of that kind.
-// Problems are reported; the documents that classified are returned.
+// readFile reads the members of file and classifies them. When want is not anyKind,
+// every member must be of that kind. Problems are reported; the documents that
+// classified are returned.
 func (l *loader) readFile(file string, want docKind) []document {
+	var docs []document
+	for i, m := range l.readMembers(file) {
+		for _, d := range l.classify(m, memberOrigin(file, i)) {
+			if want != anyKind && d.kind != want {
+				l.report(d.at, diag.New("", "", "this is a %s, where a %s is expected", d.kind, want))
+				continue
+			}
+			docs = append(docs, d)
+		}
+	}
+	return docs
+}
+
+// readMembers decodes file (JSON or YAML; one document, a JSON array, or a YAML stream)
+// into its members, reporting a file that cannot be read or decoded.
+func (l *loader) readMembers(file string) []any {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		l.errorf(file, "%v", unwrapPathError(err))
@@ -210,21 +226,19 @@ func (l *loader) readFile(file string, want docKind) []document {
 		l.errorf(file, "%v", err)
 		return nil
 	}
-	var docs []document
-	for i, m := range members {
-		at := origin{file: file, path: fmt.Sprintf("[%d]", i)}
-		got, e := classify(m, at)
-		if e != nil {
-			l.report(at, e)
-			continue
-		}
-		for _, d := range got {
-			if want != anyKind && d.kind != want {
-				l.report(d.at, diag.New("", "", "this is a %s, where a %s is expected", d.kind, want))
-				continue
-			}
-			docs = append(docs, d)
-		}
+	return members
+}
+
+// memberOrigin locates member i of file.
+func memberOrigin(file string, i int) origin {
+	return origin{file: file, path: fmt.Sprintf("[%d]", i)}
+}
+
+// classify classifies one member, reporting a member that is no OAR document.
+func (l *loader) classify(m any, at origin) []document {
+	docs, e := classify(m, at)
+	if e != nil {
+		l.report(at, e)
 	}
 	return docs
 }

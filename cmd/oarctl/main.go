@@ -3,7 +3,8 @@
 // and the sidecar use, so a GitOps pipeline gets the cluster's verdict without a cluster.
 //
 //	oarctl validate  check rule, capability and configuration documents (sections 3, 8.2, 9),
-//	                 plain or inside RulePack, Capability and OperatorConfig manifests
+//	                 and give RulePack, Capability and OperatorConfig manifests the
+//	                 admission webhook's verdict
 //	oarctl test      run conformance fixtures in the shape of section 10.2
 //	oarctl eval      resolve one occurrence to its decision (sections 4, 6, 7)
 //	oarctl bench     measure evaluation latency and allocations over recorded occurrences
@@ -36,7 +37,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"validate", validateSynopsis, "check rule, capability and configuration documents, plain or in rules.oar.dev manifests", runValidate},
+		{"validate", validateSynopsis, "check rule, capability and configuration documents; give manifests the webhook's verdict", runValidate},
 		{"test", testSynopsis, "run the conformance fixtures under each DIR", runTest},
 		{"eval", evalSynopsis, "print the decision one occurrence resolves to", runEval},
 		{"bench", benchSynopsis, "measure evaluation latency over a JSON Lines file of occurrences", runBench},
@@ -150,8 +151,15 @@ func parseFlags(fs *flag.FlagSet, synopsis string, args []string, stdout, stderr
 	}
 }
 
+// abouts says more of a command, by flag set name, in its usage.
+var abouts = map[string]string{"oarctl validate": validateAbout}
+
 func commandUsage(fs *flag.FlagSet, synopsis string, w io.Writer) {
-	fmt.Fprintf(w, "Usage: %s\n\nFlags:\n", synopsis)
+	fmt.Fprintf(w, "Usage: %s\n", synopsis)
+	if about := abouts[fs.Name()]; about != "" {
+		fmt.Fprintf(w, "\n%s\n", about)
+	}
+	fmt.Fprint(w, "\nFlags:\n")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }

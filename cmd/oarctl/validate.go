@@ -9,17 +9,43 @@ import (
 	"strings"
 )
 
-const validateSynopsis = "oarctl validate [--capability FILE] [--config FILE]... PATH..."
+const validateSynopsis = "oarctl validate [--capability FILE] [--config FILE]... [--namespace NAME] PATH..."
 
-// runValidate loads every document under the PATHs the way the admission webhook does:
-// each rule against the capability as one rule set, then the configurations in order.
-// It prints one line per diagnostic and exits 1 on any error, or prints a one-line
-// summary and exits 0.
+// validateAbout is what `oarctl validate -h` says before the flags.
+const validateAbout = `Plain OAR documents (rules, a capability, configurations) load with the engine's
+loader: the rules as one rule set against one capability document (--capability, or
+the one among the PATHs), then the configurations in order.
+
+RulePack, Capability and OperatorConfig manifests get the admission webhook's verdict,
+in the webhook's words, as kubectl prints it. The manifests are the intended state of
+a cluster, as a Git repository keeps it: each is judged as if it were created into a
+cluster holding all the others, looked up as the webhook looks them up (a RulePack
+or OperatorConfig reads the Capability its capabilityRef names in its own namespace,
+and the packs and configurations naming that Capability). A manifest the API server
+would refuse before admission (an unknown or mistyped member, a missing required one)
+is reported and left out of the set.
+
+Offline there is no status: what the webhook reads of the published state, the bundle
+of each Capability, is the bundle the controller would publish of the other objects,
+all created at once by one sync (generation 1, no earlier bundle; packs taken by
+name, configurations by order then name). So a Capability is judged as a create:
+refused for an invalid document, and warned about packs that do not load against it,
+which are refused themselves. Refusing an update that would shrink what is already
+published takes the live cluster: kubectl apply --dry-run=server. Where the webhook
+lists 20 problems and counts the rest, every one is listed.
+
+Exit status 1 when a document does not load, or a manifest would be refused.`
+
+// runValidate checks plain OAR documents with the engine's loader and gives every
+// manifest the admission webhook's verdict. It prints one line per diagnostic, refusal
+// cause and warning, and exits 1 on any error or refusal, or prints a one-line summary
+// and exits 0.
 func runValidate(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("validate", stderr)
-	capFile := flags.String("capability", "", "the capability document `FILE` the rules load against (default: the one capability document among the PATHs)")
+	capFile := flags.String("capability", "", "the capability document `FILE` plain rule documents load against (default: the one capability document among the PATHs)")
 	var configFiles fileList
 	flags.Var(&configFiles, "config", "a configuration document `FILE`, applied before those found among the PATHs (repeatable; applied in order)")
+	namespace := flags.String("namespace", "default", "the namespace of manifests that name none, as `NAME` (kubectl apply's current namespace)")
 	paths, code, ok := parseFlags(flags, validateSynopsis, args, stdout, stderr)
 	if !ok {
 		return code
@@ -48,21 +74,38 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		}
 		for _, f := range files {
 			if seen.first(f) {
-				in.add(l.readFile(f, anyKind))
+				l.readSet(f, *namespace, &in)
 			}
 		}
 	}
-	caps, rules, configs := in.caps, in.rules, in.configs
+	var summaries []string
+	if *capFile != "" || len(in.caps)+len(in.rules)+len(in.configs) > 0 {
+		summaries = append(summaries, l.documents(explicit, *capFile != "", in))
+	}
+	if len(in.manifests) > 0 {
+		summaries = append(summaries, l.judge(l.unique(in.manifests)))
+	}
+	if l.failed {
+		return exitFail
+	}
+	fmt.Fprintln(stdout, "ok: "+strings.Join(summaries, "; "))
+	return exitOK
+}
 
+// documents loads the plain documents: the rules against the capability explicit names
+// (named says --capability was given) or the one among them, then the configurations.
+// It reports what fails and returns the summary of what loaded.
+func (l *loader) documents(explicit *document, named bool, in inputs) string {
+	caps, rules, configs := in.caps, in.rules, in.configs
 	// The capability the rules load against, and the others, which are checked alone.
 	capDoc, others := explicit, caps
 	switch {
-	case *capFile != "" && explicit == nil:
+	case named && explicit == nil:
 		l.skipped(len(rules), len(configs), "the capability named by --capability could not be read")
 		rules, configs = nil, nil
-	case *capFile == "" && len(caps) == 1:
+	case !named && len(caps) == 1:
 		capDoc, others = &caps[0], nil
-	case *capFile == "" && len(caps) > 1 && len(rules) > 0:
+	case !named && len(caps) > 1 && len(rules) > 0:
 		l.fail("%d capability documents found (%s); name the one the rules load against with --capability FILE", len(caps), locations(caps))
 		rules, configs = nil, nil
 	}
@@ -73,10 +116,10 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	p := l.program(capDoc, rules, configs)
-	if l.failed {
-		return exitFail
+	if p == nil {
+		return ""
 	}
-	summary := fmt.Sprintf("ok: %d rules, %d configurations", len(p.RuleSet().Rules), len(configs))
+	summary := fmt.Sprintf("%d rules, %d configurations", len(p.RuleSet().Rules), len(configs))
 	switch {
 	case capDoc != nil && len(hosts) > 0:
 		summary += fmt.Sprintf(" against capability %s; other capabilities: %s", p.Capability().Host, strings.Join(hosts, ", "))
@@ -85,13 +128,14 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	case len(hosts) > 0:
 		summary += fmt.Sprintf("; %d capabilities: %s", len(hosts), strings.Join(hosts, ", "))
 	}
-	fmt.Fprintln(stdout, summary)
-	return exitOK
+	return summary
 }
 
-// inputs are the documents validate found, by kind, in the order given.
+// inputs are the plain documents validate found, by kind, and the manifests, in the
+// order given.
 type inputs struct {
 	caps, rules, configs []document
+	manifests            []manifest
 }
 
 func (in *inputs) add(docs []document) {

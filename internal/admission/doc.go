@@ -29,7 +29,12 @@
 // configuration's matchConditions skip it, and ValidateUpdate checks again.
 //
 // The validators read the cluster through Cluster; ClientCluster implements it over the
-// manager's cached client. Install registers the webhooks on every replica, once
-// AddCertRotator — github.com/open-policy-agent/cert-controller — has issued their serving
-// certificate and injected its CA; it rotates them from then on.
+// manager's cached client. Judge runs the same validators offline for `oarctl validate`:
+// each object of a set of manifests is judged as if created into a cluster holding the
+// others, read through a Cluster over the set whose published state is the bundle the
+// controller would assemble of it (set.go), and answered as kubectl would show it.
+//
+// Install registers the webhooks on every replica, once AddCertRotator —
+// github.com/open-policy-agent/cert-controller — has issued their serving certificate
+// and injected its CA; it rotates them from then on.
 package admission

@@ -77,16 +77,29 @@ func ruleName(e *diag.Error, rules []any) string {
 }
 
 // invalid is the refusal of the named object: one cause per field error, at most
-// maxCauses and then one counting the rest.
+// maxCauses and then one counting the rest. It keeps every field error for Judge, since
+// that last cause promises that `oarctl validate` lists every one.
 func invalid(kind schema.GroupKind, name string, errs field.ErrorList) error {
+	all, listed := errs, errs
 	if n := len(errs) - maxCauses; n > 0 {
-		errs = append(errs[:maxCauses:maxCauses], &field.Error{
+		listed = append(errs[:maxCauses:maxCauses], &field.Error{
 			Type: field.ErrorTypeTooMany, Field: "spec", BadValue: field.OmitValueType{},
 			Detail: fmt.Sprintf("%s not listed here; `oarctl validate` lists every one", count(n, "more problem")),
 		})
 	}
-	return apierrors.NewInvalid(kind, name, errs)
+	return &refusal{StatusError: apierrors.NewInvalid(kind, name, listed), all: all}
 }
+
+// refusal is the Invalid status the webhook answers — what controller-runtime and
+// apierrors read of it is the embedded StatusError — and every field error it was built
+// from.
+type refusal struct {
+	*apierrors.StatusError
+	all field.ErrorList
+}
+
+// Unwrap lets errors.As find the StatusError.
+func (r *refusal) Unwrap() error { return r.StatusError }
 
 // warnings collects the admission warnings of one response, one line each naming the
 // clause, the rule or field, and the other resource involved.

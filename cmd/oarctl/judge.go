@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oar-operator/oar-operator/internal/admission"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+)
+
+// readSet reads the members of file for validate: a manifest of a kind the webhook
+// judges joins the set, in namespace unless it names one, once the API server would
+// take it; any other member is classified as a plain document.
+func (l *loader) readSet(file, namespace string, in *inputs) {
+	for i, m := range l.readMembers(file) {
+		at := memberOrigin(file, i)
+		if !isManifest(m) {
+			in.add(l.classify(m, at))
+			continue
+		}
+		obj, required, err := decodeManifest(m.(map[string]any), namespace)
+		switch {
+		case err != nil:
+			l.errorf(file, "%s: the API server would refuse it before admission: %v", at.path, err)
+		case len(required) > 0:
+			l.refusal(at, fmt.Sprintf("the API server would refuse it before admission: %s %q is invalid", obj.GetObjectKind().GroupVersionKind().GroupKind(), obj.GetName()), required)
+		default:
+			in.manifests = append(in.manifests, manifest{object: obj, at: at})
+		}
+	}
+}
+
+// unique drops, and reports, a manifest naming the same object as an earlier one: in a
+// cluster the second would replace the first, so a set names each object once.
+func (l *loader) unique(ms []manifest) []manifest {
+	type key struct {
+		kind string
+		name types.NamespacedName
+	}
+	first := map[key]origin{}
+	var out []manifest
+	for _, m := range ms {
+		k := key{kindOf(m.object), client.ObjectKeyFromObject(m.object)}
+		if at, ok := first[k]; ok {
+			l.errorf(m.at.file, "%s: %s %q in namespace %q is given again (first at %s %s); a set names each object once",
+				m.at.path, k.kind, k.name.Name, k.name.Namespace, at.file, at.path)
+			continue
+		}
+		first[k] = m.at
+		out = append(out, m)
+	}
+	return out
+}
+
+// judge prints the webhook's verdict on each manifest — its warnings, and for a refused
+// one what kubectl prints, cause by cause — and returns the summary of those admitted.
+func (l *loader) judge(ms []manifest) string {
+	objects := make([]client.Object, len(ms))
+	for i, m := range ms {
+		objects[i] = m.object
+	}
+	verdicts, err := admission.Judge(context.Background(), objects)
+	if err != nil {
+		l.fail("%v", err)
+		return ""
+	}
+	admitted := map[string]int{}
+	warned := 0
+	for i, v := range verdicts {
+		at := ms[i].at
+		for _, w := range v.Warnings {
+			fmt.Fprintf(l.w, "%s: warning: %s: %s\n", at.file, at.path, w)
+		}
+		if len(v.Warnings) > 0 {
+			warned++
+		}
+		if v.Refusal == nil {
+			admitted[kindOf(ms[i].object)]++
+			continue
+		}
+		if len(v.Causes) == 0 {
+			l.errorf(at.file, "%s: %v", at.path, v.Refusal)
+			continue
+		}
+		d := v.Refusal.Status().Details
+		l.refusal(at, fmt.Sprintf("admission webhook %q would deny the request: %s.%s %q is invalid", v.Webhook, d.Kind, d.Group, d.Name), v.Causes)
+	}
+	var kinds []string
+	total := 0
+	for _, k := range []string{"Capability", "RulePack", "OperatorConfig"} {
+		if n := admitted[k]; n > 0 {
+			kinds = append(kinds, plural(n, k))
+			total += n
+		}
+	}
+	summary := fmt.Sprintf("%s admitted (%s)", plural(total, "manifest"), strings.Join(kinds, ", "))
+	if warned > 0 {
+		summary += fmt.Sprintf(", %d with warnings", warned)
+	}
+	return summary
+}
+
+// refusal prints a refused manifest: a line saying who refuses it, then one line per
+// cause, at the path into the resource.
+func (l *loader) refusal(at origin, header string, causes field.ErrorList) {
+	l.errorf(at.file, "%s: %s", at.path, header)
+	for _, c := range causes {
+		fmt.Fprintf(l.w, "%s: %s: %s\n", at.file, diag.JoinPath(at.path, c.Field), c.ErrorBody())
+	}
+}
+
+// kindOf is the kind a decoded manifest declared.
+func kindOf(obj client.Object) string {
+	return obj.GetObjectKind().GroupVersionKind().Kind
+}
+
+// plural is "1 noun" or "n nouns".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,75 @@
+package admission
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// The API server relays a webhook's warnings as Warning headers, and kubectl prints what
+// arrives. Offline, relayed does what the API server's warning recorder does
+// (k8s.io/apiserver/pkg/endpoints/filters/warning.go), so the lines are the ones kubectl
+// would print.
+const (
+	// relayTotalRunes is the most text the headers carry before every warning is cut.
+	relayTotalRunes = 4 * 1024
+	// relayItemRunes is what is kept of each warning once they are cut.
+	relayItemRunes = 256
+)
+
+// relayed returns the warnings kubectl receives for ws: empty and repeated ones dropped,
+// as are those a header cannot carry (invalid UTF-8, control characters); once their
+// text passes relayTotalRunes every warning is cut to relayItemRunes runes, and the
+// warnings that come after the cut ones have filled relayTotalRunes again are dropped.
+func relayed(ws []string) []string {
+	var out, ordered []string
+	recorded := map[string]bool{}
+	written, truncating := 0, false
+	for _, text := range ws {
+		if text == "" || recorded[text] || truncating && written >= relayTotalRunes {
+			continue
+		}
+		recorded[text] = true
+		ordered = append(ordered, text)
+		if truncating {
+			text = cut(text)
+		}
+		if !headerSafe(text) {
+			continue
+		}
+		if n := utf8.RuneCountInString(text); truncating || written+n <= relayTotalRunes {
+			written += n
+			out = append(out, text)
+			continue
+		}
+		truncating, written, out = true, 0, nil
+		for _, o := range ordered {
+			if o = cut(o); headerSafe(o) {
+				written += utf8.RuneCountInString(o)
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+// cut keeps the first relayItemRunes runes of s.
+func cut(s string) string {
+	if r := []rune(s); len(r) > relayItemRunes {
+		return string(r[:relayItemRunes])
+	}
+	return s
+}
+
+// headerSafe reports whether a Warning header can carry s (NewWarningHeader of
+// k8s.io/apimachinery/pkg/util/net).
+func headerSafe(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}

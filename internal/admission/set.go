@@ -1,0 +1,123 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/controller"
+)
+
+// A set of manifests, as a Git repository keeps them, is the intended state of a
+// cluster. Offline there is no status and no bundle ConfigMap, so the published state the
+// webhook consults is the one the controller would reach on that state: for each
+// Capability, bundle.Assemble over the set's packs and configurations naming it, with no
+// bundle published before — every object created at once by one sync, so at one
+// creationTimestamp and generation 1, and packs and configurations taken in the
+// controller's order, which is then by name (configurations by order, then name). A
+// missing or invalid Capability has no bundle, as in the cluster. An object the webhook
+// refuses stays in the set for the others, as a cluster may hold one (created while the
+// webhook was down, or before its Capability changed); the controller leaves it out.
+
+// setCluster is a Cluster over a set of objects without one of them, absent: what the
+// webhook reads when absent is created into a cluster holding the others.
+type setCluster struct {
+	capabilities []*rulesv1alpha1.Capability
+	packs        []*rulesv1alpha1.RulePack
+	configs      []*rulesv1alpha1.OperatorConfig
+	absent       client.Object
+	// bundles holds each Capability's bundle once assembled, nil when it has none.
+	bundles map[types.NamespacedName]*bundle.Bundle
+}
+
+var _ Cluster = &setCluster{}
+
+// without returns the view of the set in which obj does not exist.
+func (s *setCluster) without(obj client.Object) *setCluster {
+	return &setCluster{capabilities: s.capabilities, packs: s.packs, configs: s.configs, absent: obj,
+		bundles: map[types.NamespacedName]*bundle.Bundle{}}
+}
+
+// Capability implements Cluster.
+func (s *setCluster) Capability(_ context.Context, key types.NamespacedName) (*rulesv1alpha1.Capability, error) {
+	for _, c := range s.capabilities {
+		if c.Namespace == key.Namespace && c.Name == key.Name && client.Object(c) != s.absent {
+			return c, nil
+		}
+	}
+	return nil, nil
+}
+
+// RulePacks implements Cluster.
+func (s *setCluster) RulePacks(_ context.Context, capability types.NamespacedName) ([]rulesv1alpha1.RulePack, error) {
+	var out []rulesv1alpha1.RulePack
+	for _, p := range s.boundPacks(capability) {
+		out = append(out, *p)
+	}
+	return out, nil
+}
+
+// Bundle implements Cluster: the bundle the controller would publish for the
+// Capability, assembled on first use.
+func (s *setCluster) Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, error) {
+	if b, ok := s.bundles[capability]; ok {
+		return b, nil
+	}
+	b, err := s.assemble(ctx, capability)
+	if err != nil {
+		return nil, err
+	}
+	s.bundles[capability] = b
+	return b, nil
+}
+
+// assemble runs the controller's assembly for the Capability, with the inputs the
+// controller makes of its objects (internal/controller/inputs.go): a pack with a rule
+// that is not JSON, or a configuration that is not a JSON object, is left out before
+// assembly.
+func (s *setCluster) assemble(ctx context.Context, key types.NamespacedName) (*bundle.Bundle, error) {
+	capability, _ := s.Capability(ctx, key)
+	if capability == nil {
+		return nil, nil
+	}
+	doc, err := controller.CapabilityDocument(capability)
+	if err != nil {
+		return nil, fmt.Errorf("assemble the bundle of %s: %w", key, err)
+	}
+	in := bundle.Input{Capability: doc}
+	for _, p := range s.boundPacks(key) {
+		if rules, errs := controller.PackRules(p); len(errs) == 0 {
+			in.Packs = append(in.Packs, bundle.PackInput{Name: p.Name, Generation: p.Generation, Rules: rules})
+		}
+	}
+	for _, c := range s.configs {
+		if c.Namespace != key.Namespace || c.Spec.CapabilityRef.Name != key.Name || client.Object(c) == s.absent {
+			continue
+		}
+		if doc, err := controller.ConfigDocument(c); err == nil {
+			if obj, ok := doc.(map[string]any); ok {
+				in.Configs = append(in.Configs, bundle.ConfigInput{Name: c.Name, Generation: c.Generation, Order: c.Spec.Order, Document: obj})
+			}
+		}
+	}
+	res, err := bundle.Assemble(in)
+	if err != nil {
+		return nil, fmt.Errorf("assemble the bundle of %s: %w", key, err)
+	}
+	return res.Bundle, nil
+}
+
+// boundPacks returns the packs of the set naming the Capability, other than absent.
+func (s *setCluster) boundPacks(capability types.NamespacedName) []*rulesv1alpha1.RulePack {
+	var out []*rulesv1alpha1.RulePack
+	for _, p := range s.packs {
+		if p.Namespace == capability.Namespace && p.Spec.CapabilityRef.Name == capability.Name && client.Object(p) != s.absent {
+			out = append(out, p)
+		}
+	}
+	return out
+}
