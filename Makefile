@@ -95,18 +95,20 @@ GEN_PATHS    := {./api/...,./internal/controller/...,./internal/admission/...}
 CRD_RBAC_GEN = $(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=false webhook paths="$(GEN_PATHS)"
 OBJECT_GEN   = $(CONTROLLER_GEN) object
 
-manifests: bin/controller-gen ## Regenerate CRDs, RBAC and the webhook configuration (config/crd/bases, config/rbac/role.yaml, config/webhook/manifests.yaml).
+manifests: bin/controller-gen ## Regenerate CRDs, RBAC and the webhook configuration (config/crd/bases, config/rbac/role.yaml, config/webhook/manifests.yaml), and copy the CRDs into the chart.
 	$(CRD_RBAC_GEN) output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+	rm -f charts/oar-operator/crds/*.yaml && cp config/crd/bases/*.yaml charts/oar-operator/crds/
 
 generate: bin/controller-gen ## Regenerate zz_generated.deepcopy.go in api/.
 	$(OBJECT_GEN) paths="./api/..."
 
-manifests-check: bin/controller-gen ## Fail when generated CRDs, RBAC, webhook configuration or deepcopy are stale.
+manifests-check: bin/controller-gen ## Fail when generated CRDs (also the chart's copies), RBAC, webhook configuration or deepcopy are stale.
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
 	$(CRD_RBAC_GEN) output:crd:dir=$$out/crd output:rbac:dir=$$out/rbac output:webhook:dir=$$out/webhook; \
 	stale=0; \
 	diff -ru config/crd/bases $$out/crd || stale=1; \
+	diff -ru charts/oar-operator/crds $$out/crd || stale=1; \
 	diff -u config/rbac/role.yaml $$out/rbac/role.yaml || stale=1; \
 	diff -u config/webhook/manifests.yaml $$out/webhook/manifests.yaml || stale=1; \
 	for d in $$(ls -d api/*/); do \
@@ -154,6 +156,24 @@ IMG ?= oar-operator:latest
 .PHONY: docker-build
 docker-build: ## Build the image (manager, oar-engine, oarctl) with Docker; needs a Docker engine.
 	docker build -t $(IMG) .
+
+# The Helm chart (charts/oar-operator) in the cluster $KUBECONFIG names, through the Helm
+# library (hack/deploy): no helm or kubectl binary needed. hack/deploy refuses to run
+# without $KUBECONFIG. The CRDs are applied server-side first (Helm never upgrades a
+# chart's crds/); DEPLOY_VALUES is an optional values file; DEPLOY_WAIT bounds the wait
+# for the rollout (0: do not wait).
+DEPLOY_NAMESPACE ?= oar-system
+DEPLOY_RELEASE   ?= oar-operator
+DEPLOY_VALUES    ?=
+DEPLOY_WAIT      ?= 5m
+
+.PHONY: deploy undeploy
+deploy: ## Install or upgrade the chart in $KUBECONFIG's cluster (namespace oar-system, image IMG).
+	$(GO) run ./hack/deploy --namespace $(DEPLOY_NAMESPACE) --release $(DEPLOY_RELEASE) --image $(IMG) \
+		--wait $(DEPLOY_WAIT) $(if $(DEPLOY_VALUES),--values $(DEPLOY_VALUES))
+
+undeploy: ## Uninstall the chart from $KUBECONFIG's cluster (the CRDs and custom resources stay).
+	$(GO) run ./hack/deploy --uninstall --namespace $(DEPLOY_NAMESPACE) --release $(DEPLOY_RELEASE) --wait $(DEPLOY_WAIT)
 
 # The engine sidecar's load run (not part of `make test`): hack/loadgen starts
 # bin/oar-engine on loopback with the 100-rule bench bundle, sends POST /v1/evaluate

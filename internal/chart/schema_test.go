@@ -1,0 +1,57 @@
+package chart
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSchemaRefusesBadValues proves values.schema.json stops an install whose values
+// are misspelt or out of their set, naming the value, rather than rendering a chart
+// that silently ignores them.
+func TestSchemaRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		name, values, want string
+	}{
+		{"misspelt top-level key", "replicas: 3", "replicas"},
+		{"misspelt nested key", "webhook: {certManagment: cert-manager}", "certManagment"},
+		{"unknown certificate management", "webhook: {certManagement: vault}", "certManagement"},
+		{"unknown issuer kind", "webhook: {certManager: {issuerRef: {name: x, kind: Vault}}}", "kind"},
+		{"unknown log level", "manager: {logLevel: verbose}", "logLevel"},
+		{"unknown pull policy", "image: {pullPolicy: Sometimes}", "pullPolicy"},
+		{"zero replicas", "replicaCount: 0", "replicaCount"},
+		{"replicas as a string", `replicaCount: "2"`, "replicaCount"},
+		{"port out of range", "webhook: {port: 70000}", "port"},
+		{"extra argument without dashes", "manager: {extraArgs: [leader-elect]}", "extraArgs"},
+		{"malformed digest", "image: {digest: latest}", "digest"},
+		{"malformed duration", "webhook: {certManager: {duration: 90 days}}", "duration"},
+		{"malformed quantity", "resources: {limits: {memory: 256MB}}", "memory"},
+		{"misspelt resource", "resources: {requests: {cpus: 1}}", "cpus"},
+		{"bad PDB percentage", `podDisruptionBudget: {minAvailable: "half"}`, "minAvailable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := render(t, "oar-system", tc.values)
+			if err == nil {
+				t.Fatalf("values %s rendered; want a schema error", tc.values)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "schema") || !strings.Contains(msg, tc.want) {
+				t.Errorf("values %s: error %q does not name the schema and %q", tc.values, msg, tc.want)
+			}
+		})
+	}
+}
+
+// TestSchemaAcceptsDocumentedAlternatives renders the alternatives values.yaml documents
+// that the value sets do not: an integer log level without other changes, a PDB as a
+// number, an existing ServiceAccount.
+func TestSchemaAcceptsDocumentedAlternatives(t *testing.T) {
+	for _, values := range []string{
+		"manager: {logLevel: 5}",
+		"podDisruptionBudget: {minAvailable: 2}",
+		"serviceAccount: {create: false, name: existing}",
+		"image: {tag: v0.2.0}",
+	} {
+		if _, err := render(t, "oar-system", values); err != nil {
+			t.Errorf("values %s: %v", values, err)
+		}
+	}
+}

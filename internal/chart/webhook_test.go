@@ -1,0 +1,214 @@
+package chart
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/oar-operator/oar-operator/internal/testenv"
+)
+
+// generatedWebhooks reads the webhooks controller-gen derives from the
+// +kubebuilder:webhook markers, config/webhook/manifests.yaml.
+func generatedWebhooks(tb testing.TB) []admissionregistrationv1.ValidatingWebhook {
+	tb.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "config", "webhook", "manifests.yaml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	objs, err := decodeDocuments(data)
+	if err != nil || len(objs) != 1 {
+		tb.Fatalf("config/webhook/manifests.yaml: %d objects, %v", len(objs), err)
+	}
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, &vwc); err != nil {
+		tb.Fatal(err)
+	}
+	return vwc.Webhooks
+}
+
+// TestWebhooksMatchTheGenerated holds the chart's webhooks to config/webhook's: the same
+// names, rules, matchConditions, failure policy, side effects, timeout, review versions
+// and paths, differing only in the Service they call, which must be the chart's own
+// webhook Service, whose port reaches the container's webhook port.
+func TestWebhooksMatchTheGenerated(t *testing.T) {
+	want := generatedWebhooks(t)
+	for _, vs := range valueSets {
+		if !slices.Contains(vs.kinds, "Service/oar-operator-webhook") {
+			continue
+		}
+		t.Run(vs.name, func(t *testing.T) {
+			r := mustRender(t, "oar-system", vs)
+			var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+			r.into(t, "ValidatingWebhookConfiguration", "oar-operator-validating-webhook", &vwc)
+			got := slices.Clone(vwc.Webhooks)
+			for i := range got {
+				svc := got[i].ClientConfig.Service
+				if svc == nil || svc.Name != "oar-operator-webhook" || svc.Namespace != "oar-system" || svc.Port != nil {
+					t.Errorf("webhook %s calls %+v; want Service oar-system/oar-operator-webhook on 443", got[i].Name, svc)
+				}
+				if len(got[i].ClientConfig.CABundle) > 0 {
+					t.Errorf("webhook %s has a CA bundle from the chart; it must come from the manager or cert-manager", got[i].Name)
+				}
+			}
+			normalise := func(whs []admissionregistrationv1.ValidatingWebhook) []admissionregistrationv1.ValidatingWebhook {
+				out := slices.Clone(whs)
+				for i := range out {
+					cc := out[i].ClientConfig
+					if cc.Service != nil {
+						s := *cc.Service
+						s.Name, s.Namespace = "", ""
+						cc.Service = &s
+					}
+					out[i].ClientConfig = cc
+				}
+				slices.SortFunc(out, func(a, b admissionregistrationv1.ValidatingWebhook) int {
+					return strings.Compare(a.Name, b.Name)
+				})
+				return out
+			}
+			if g, w := normalise(got), normalise(want); !reflect.DeepEqual(g, w) {
+				gy, _ := yaml.Marshal(g)
+				wy, _ := yaml.Marshal(w)
+				t.Errorf("chart webhooks (service name and namespace left out)\n%s\ndiffer from config/webhook/manifests.yaml's\n%s", gy, wy)
+			}
+
+			var svc corev1.Service
+			r.into(t, "Service", "oar-operator-webhook", &svc)
+			var dep appsv1.Deployment
+			r.into(t, "Deployment", "oar-operator", &dep)
+			if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 443 || svc.Spec.Ports[0].TargetPort.StrVal != "webhook" {
+				t.Errorf("webhook Service ports %+v; want 443 to the named port webhook", svc.Spec.Ports)
+			}
+			if !reflect.DeepEqual(svc.Spec.Selector, dep.Spec.Selector.MatchLabels) {
+				t.Errorf("webhook Service selects %v; the Deployment's pods are %v", svc.Spec.Selector, dep.Spec.Selector.MatchLabels)
+			}
+			if p := containerPort(dep, "webhook"); p == 0 || !slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, "--webhook-port="+strconv.Itoa(int(p))) {
+				t.Errorf("container port webhook %d is not --webhook-port in %v", p, dep.Spec.Template.Spec.Containers[0].Args)
+			}
+		})
+	}
+}
+
+// TestCertificateModes checks how each certificate mode reaches the webhook server:
+// self-managed passes the manager the names of the Secret, Service and webhook
+// configuration the chart renders; cert-manager issues a certificate for the webhook
+// Service into the Secret the pods mount and injects its CA through the annotation.
+func TestCertificateModes(t *testing.T) {
+	t.Run("self-managed", func(t *testing.T) {
+		r := mustRender(t, "oar-system", valueSets[0])
+		dep := deployment(t, r)
+		args := dep.Spec.Template.Spec.Containers[0].Args
+		for _, want := range []string{"--webhook-cert-mode=self-managed", "--webhook-cert-secret=oar-operator-webhook-cert",
+			"--webhook-service=oar-operator-webhook", "--webhook-configuration=oar-operator-validating-webhook"} {
+			if !slices.Contains(args, want) {
+				t.Errorf("args %v lack %s", args, want)
+			}
+		}
+		var secret corev1.Secret
+		r.into(t, "Secret", "oar-operator-webhook-cert", &secret)
+		if len(secret.Data)+len(secret.StringData) > 0 {
+			t.Errorf("the certificate Secret is rendered with data; the manager writes it")
+		}
+		if mountedSecret(dep) != "oar-operator-webhook-cert" {
+			t.Errorf("pods mount Secret %q at the certificate directory", mountedSecret(dep))
+		}
+		if env := dep.Spec.Template.Spec.Containers[0].Env; len(env) == 0 || env[0].Name != "POD_NAMESPACE" ||
+			env[0].ValueFrom == nil || env[0].ValueFrom.FieldRef == nil || env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
+			t.Errorf("POD_NAMESPACE (the namespace the certificate is issued in) is not the pod's: %+v", env)
+		}
+		vwc := r.find(t, "ValidatingWebhookConfiguration", "oar-operator-validating-webhook")
+		if len(vwc.GetAnnotations()) > 0 {
+			t.Errorf("self-managed webhook configuration annotated %v", vwc.GetAnnotations())
+		}
+	})
+
+	for _, vs := range valueSets[1:3] {
+		t.Run(vs.name, func(t *testing.T) {
+			r := mustRender(t, "oar-system", vs)
+			dep := deployment(t, r)
+			args := dep.Spec.Template.Spec.Containers[0].Args
+			if !slices.Contains(args, "--webhook-cert-mode=external") {
+				t.Errorf("args %v lack --webhook-cert-mode=external", args)
+			}
+			for _, a := range args {
+				if hasAnyPrefix(a, "--webhook-cert-secret", "--webhook-service", "--webhook-configuration") {
+					t.Errorf("cert-manager mode passes self-managed flag %s", a)
+				}
+			}
+			cert := r.find(t, "Certificate", "oar-operator-webhook-cert")
+			secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+			if secretName == "" || secretName != mountedSecret(dep) {
+				t.Errorf("Certificate writes Secret %q; pods mount %q", secretName, mountedSecret(dep))
+			}
+			dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+			if !slices.Contains(dns, "oar-operator-webhook.oar-system.svc") {
+				t.Errorf("Certificate DNS names %v lack the webhook Service's", dns)
+			}
+			vwc := r.find(t, "ValidatingWebhookConfiguration", "oar-operator-validating-webhook")
+			if got := vwc.GetAnnotations()["cert-manager.io/inject-ca-from"]; got != "oar-system/oar-operator-webhook-cert" {
+				t.Errorf("inject-ca-from %q; want oar-system/oar-operator-webhook-cert", got)
+			}
+			issuer, _, _ := unstructured.NestedStringMap(cert.Object, "spec", "issuerRef")
+			want := map[string]string{"name": "oar-operator-selfsigned", "kind": "Issuer", "group": "cert-manager.io"}
+			if slices.Contains(vs.kinds, "Issuer/oar-operator-selfsigned") {
+				if r.find(t, "Issuer", "oar-operator-selfsigned").Object["spec"] == nil {
+					t.Errorf("the self-signed Issuer has no spec")
+				}
+			} else {
+				want = map[string]string{"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}
+			}
+			if !reflect.DeepEqual(issuer, want) {
+				t.Errorf("issuerRef %v; want %v", issuer, want)
+			}
+		})
+	}
+}
+
+// deployment returns the manager's Deployment.
+func deployment(tb testing.TB, r rendered) appsv1.Deployment {
+	tb.Helper()
+	var dep appsv1.Deployment
+	r.into(tb, "Deployment", "oar-operator", &dep)
+	return dep
+}
+
+// mountedSecret is the Secret mounted at the webhook certificate directory.
+func mountedSecret(dep appsv1.Deployment) string {
+	for _, m := range dep.Spec.Template.Spec.Containers[0].VolumeMounts {
+		if m.MountPath != "/tmp/k8s-webhook-server/serving-certs" {
+			continue
+		}
+		for _, v := range dep.Spec.Template.Spec.Volumes {
+			if v.Name == m.Name && v.Secret != nil {
+				return v.Secret.SecretName
+			}
+		}
+	}
+	return ""
+}
+
+// containerPort is the manager container's port of that name, 0 if none.
+func containerPort(dep appsv1.Deployment, name string) int32 {
+	for _, p := range dep.Spec.Template.Spec.Containers[0].Ports {
+		if p.Name == name {
+			return p.ContainerPort
+		}
+	}
+	return 0
+}
