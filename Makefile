@@ -143,10 +143,14 @@ bench: build ## Go benchmarks and an oarctl bench run.
 		--rules cmd/oarctl/testdata/bench/rules.yaml \
 		--occurrences cmd/oarctl/testdata/bench/occurrences.jsonl -n 200000
 
-# Built, then run (not `go run`, which turns the demo's clean exit on Ctrl-C into a failure).
+# ARGS are the demo's flags: -v copies the binaries' logs to the terminal, -exit stops
+# after the tour.
+ARGS ?=
+# The demo runs the operator's own binaries (bin/manager, bin/oar-engine). Built, then run
+# (not `go run`, which turns the demo's clean exit on Ctrl-C into a failure).
 run: envtest-binaries ## The whole operator on a local control plane: samples, webhook refusal, status, sidecar decisions.
-	$(GO) build -o $(BIN)/demo ./hack/demo
-	$(BIN)/demo
+	$(GO) build -o $(BIN)/ ./hack/demo ./cmd/manager ./cmd/oar-engine
+	$(BIN)/demo $(ARGS)
 
 clean: ## Remove built binaries.
 	rm -rf $(BIN)

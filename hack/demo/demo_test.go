@@ -83,9 +83,18 @@ func TestMakeRun(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatalf("make run did not stop within a minute of Ctrl-C:\n%s", out.String())
 	}
+	// The manager, oar-engine, etcd and kube-apiserver ran in make's process group:
+	// none of them may outlive the demo.
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(-cmd.Process.Pid, 0) == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("processes of make run are still running after it exited:\n%s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 
 	for _, want := range []string{
 		"Starting a local control plane",
+		"Starting the manager, bin/manager",
 		"capability.rules.oar.dev/acme-gateway created",
 		"rulepack.rules.oar.dev/acme-baseline created",
 		"operatorconfig.rules.oar.dev/",
@@ -93,7 +102,8 @@ func TestMakeRun(t *testing.T) {
 		`spec.rules[0].when`,
 		`[OAR-FACT-3] unknown identifier "pth_outside_scope"`,
 		"rulepack        acme-baseline  True",
-		"decision: none",
+		"decision: none (no rule fired",
+		"oar-engine --bundle-dir",
 		"decision: block (rule acme.security/READ_OUTSIDE_SCOPE)",
 		`content: "Write to [REDACTED] or [REDACTED]."`,
 		"export KUBECONFIG=",

@@ -1,10 +1,11 @@
 // Command demo is `make run`: the whole operator on a local control plane built from Go
 // modules (no cluster needed). It starts etcd and kube-apiserver, installs the CRDs and
-// the admission webhook, runs the manager, applies the samples of config/samples (a
-// Capability, a RulePack, an OperatorConfig, and a broken RulePack the webhook refuses),
-// shows their status the way `kubectl get oar` does, then serves the published bundle
-// with the oar-engine sidecar and prints the decisions of a few occurrences. It keeps
-// running until interrupted and says how to point kubectl at it.
+// the admission webhook, runs the manager (bin/manager), applies the samples of
+// config/samples (a Capability, a RulePack, an OperatorConfig, and a broken RulePack the
+// webhook refuses), shows their status the way `kubectl get oar` does, then serves the
+// published bundle with the sidecar (bin/oar-engine) and prints the decisions of a few
+// occurrences. It keeps running until interrupted and says how to point kubectl at it;
+// the binaries' logs are in tmp/demo.
 package main
 
 import (
@@ -22,19 +23,18 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/oar-operator/oar-operator/internal/testenv"
 )
 
+// verbose copies the manager's and oar-engine's logs to stderr.
+var verbose bool
+
 func main() {
-	verbose := flag.Bool("v", false, "show the manager's logs")
+	flag.BoolVar(&verbose, "v", false, "also show the manager's and oar-engine's logs on stderr")
 	exitAfter := flag.Bool("exit", false, "exit after the tour instead of running until interrupted")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
-	if *verbose {
-		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Stdout, !*exitAfter); err != nil && !errors.Is(err, context.Canceled) {
@@ -55,14 +55,17 @@ func run(ctx context.Context, out io.Writer, wait bool) error {
 			fmt.Fprintln(os.Stderr, "demo: stopping the control plane:", err)
 		}
 	}()
-	kubeconfig, err := writeKubeconfig(env)
+	dir := filepath.Join(env.Root, "tmp", "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	kubeconfig, err := writeKubeconfig(env, dir)
 	if err != nil {
 		return err
 	}
 	// The manager and the sidecar stop before the control plane does.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	t := &tour{env: env, out: out}
+	t := &tour{env: env, out: out, dir: dir, kubeconfig: kubeconfig}
+	defer t.stop()
 	if err := t.run(ctx); err != nil {
 		return err
 	}
@@ -75,8 +78,8 @@ func run(ctx context.Context, out io.Writer, wait bool) error {
 	return nil
 }
 
-// writeKubeconfig writes an admin kubeconfig for the local control plane under tmp/.
-func writeKubeconfig(env *testenv.Env) (string, error) {
+// writeKubeconfig writes an admin kubeconfig for the local control plane into dir.
+func writeKubeconfig(env *testenv.Env, dir string) (string, error) {
 	user, err := env.Environment.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return "", fmt.Errorf("create a kubeconfig user: %w", err)
@@ -84,10 +87,6 @@ func writeKubeconfig(env *testenv.Env) (string, error) {
 	data, err := user.KubeConfig()
 	if err != nil {
 		return "", fmt.Errorf("render the kubeconfig: %w", err)
-	}
-	dir := filepath.Join(env.Root, "tmp", "demo")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
 	}
 	path := filepath.Join(dir, "kubeconfig")
 	return path, os.WriteFile(path, data, 0o600)

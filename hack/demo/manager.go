@@ -3,56 +3,44 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"time"
-
-	ctrl "sigs.k8s.io/controller-runtime"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
-
-	"github.com/oar-operator/oar-operator/internal/admission"
-	"github.com/oar-operator/oar-operator/internal/controller"
-	"github.com/oar-operator/oar-operator/internal/testenv"
+	"net"
+	"strconv"
 )
 
-// startManager runs the operator's manager in this process: the bundle controller and
-// the validating webhooks, served where the local API server was told to call them.
-func startManager(ctx context.Context, env *testenv.Env) error {
-	wio := &env.Environment.WebhookInstallOptions
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
-		}),
-	})
+// startManager runs the operator's manager, bin/manager, on the local control plane the
+// way a cluster runs it, except for the certificate: the API server was told to call the
+// webhooks on loopback with envtest's serving certificate, so the manager serves that
+// one (--webhook-cert-mode=external, as with cert-manager). Leader election is on, as in
+// the chart.
+func (t *tour) startManager(ctx context.Context) (*process, error) {
+	wio := &t.env.Environment.WebhookInstallOptions
+	probePort, err := freePort()
 	if err != nil {
-		return fmt.Errorf("create the manager: %w", err)
+		return nil, err
 	}
-	if err := (&controller.BundleReconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator"),
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up the bundle controller: %w", err)
+	p, err := start(ctx, t.env.Root, t.dir, "manager", []string{"KUBECONFIG=" + t.kubeconfig},
+		"--leader-elect",
+		"--leader-election-namespace=default",
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probePort),
+		"--webhook-cert-mode=external",
+		"--webhook-port="+strconv.Itoa(wio.LocalServingPort),
+		"--webhook-cert-dir="+wio.LocalServingCertDir,
+		"--zap-encoder=console",
+	)
+	if err != nil {
+		return nil, err
 	}
-	if err := admission.Install(mgr, nil); err != nil {
-		return err
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Println("demo: manager:", err)
-		}
-	}()
 	// Objects applied before the webhook serves would be refused by the API server.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		req, _ := http.NewRequest(http.MethodGet, "/", nil)
-		if mgr.GetWebhookServer().StartedChecker()(req) == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the webhook server did not start")
-		}
-		time.Sleep(100 * time.Millisecond)
+	addr := net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))
+	if err := p.waitFor(ctx, "serving the webhooks", func() bool { return tlsServes(addr, wio.LocalServingCAData) }); err != nil {
+		p.stop()
+		return nil, err
 	}
+	probes := fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)
+	if err := p.waitFor(ctx, "ready", func() bool { return httpOK(probes) }); err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
 }

@@ -6,17 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"time"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/oar-operator/oar-operator/internal/controller"
-	"github.com/oar-operator/oar-operator/internal/sidecar"
 	"github.com/oar-operator/oar-operator/internal/sidecar/kubeletdir"
 )
 
@@ -25,14 +23,14 @@ import (
 var occurrences = []string{"occurrence-allowed.json", "occurrence-blocked.json", "occurrence-transformed.json"}
 
 // askSidecar lays the published bundle ConfigMap out the way the kubelet mounts it,
-// starts oar-engine's server on it and sends it the sample occurrences.
+// starts bin/oar-engine on it and sends it the sample occurrences.
 func (t *tour) askSidecar(ctx context.Context) error {
 	cm := &corev1.ConfigMap{}
 	key := types.NamespacedName{Namespace: namespace, Name: controller.BundleName("acme-gateway")}
 	if err := t.env.Client.Get(ctx, key, cm); err != nil {
 		return fmt.Errorf("%w: %v", errNoBundle, err)
 	}
-	dir := filepath.Join(t.env.Root, "tmp", "demo", "bundle")
+	dir := filepath.Join(t.dir, "bundle")
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
@@ -42,19 +40,19 @@ func (t *tour) askSidecar(ctx context.Context) error {
 	if err := kubeletdir.New(dir).Publish(cm.Data, cm.BinaryData); err != nil {
 		return fmt.Errorf("lay out the bundle volume: %w", err)
 	}
-	step(t.out, "Starting oar-engine on the bundle (mounted at %s)", dir)
-	s := sidecar.New(sidecar.Options{BundleDir: dir})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		return err
 	}
-	go func() {
-		if err := s.Run(ctx, ln, nil); err != nil {
-			fmt.Fprintln(os.Stderr, "demo: oar-engine:", err)
-		}
-	}()
-	base := "http://" + ln.Addr().String()
-	if err := waitReady(ctx, base+"/readyz"); err != nil {
+	step(t.out, "oar-engine --bundle-dir %s --port %d", dir, port)
+	p, err := start(ctx, t.env.Root, t.dir, "oar-engine", nil,
+		"--bundle-dir="+dir, "--port="+strconv.Itoa(port), "--probe-address=")
+	if err != nil {
+		return err
+	}
+	t.procs = append(t.procs, p)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if err := p.waitFor(ctx, "ready", func() bool { return httpOK(base + "/readyz") }); err != nil {
 		return err
 	}
 	for _, name := range occurrences {
@@ -74,7 +72,7 @@ func (t *tour) askSidecar(ctx context.Context) error {
 		}
 		fmt.Fprintf(t.out, "%s\n", summarize(answer))
 	}
-	fmt.Fprintf(t.out, "\noar-engine keeps serving at %s (POST /v1/evaluate, GET /v1/bundle, /metrics).\n", base)
+	fmt.Fprintf(t.out, "\noar-engine keeps serving at %s (POST /v1/evaluate, GET /v1/bundle, /metrics); its log: %s\n", base, p.log)
 	return nil
 }
 
@@ -91,6 +89,9 @@ func summarize(answer []byte) string {
 		return string(answer)
 	}
 	s := fmt.Sprintf("decision: %s", d.Decision)
+	if d.Decision == "none" {
+		s += " (no rule fired: the call goes ahead)"
+	}
 	if d.Rule != "" {
 		s += fmt.Sprintf(" (rule %s)", d.Rule)
 	}
@@ -101,22 +102,4 @@ func summarize(answer []byte) string {
 		s += fmt.Sprintf("\n  content: %q", *d.Content)
 	}
 	return s + fmt.Sprintf("\n  applied: %v", d.Applied)
-}
-
-func waitReady(ctx context.Context, url string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("oar-engine did not become ready at %s", url)
 }

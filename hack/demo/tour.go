@@ -25,6 +25,11 @@ import (
 type tour struct {
 	env *testenv.Env
 	out io.Writer
+	// dir holds what the tour writes: the kubeconfig, the bundle volume, the logs.
+	dir        string
+	kubeconfig string
+	// procs are the operator's binaries the tour started, stopped by stop.
+	procs []*process
 }
 
 const namespace = "default"
@@ -38,10 +43,13 @@ var samples = []string{
 }
 
 func (t *tour) run(ctx context.Context) error {
-	step(t.out, "Starting the manager (bundle controller and admission webhook)")
-	if err := startManager(ctx, t.env); err != nil {
+	step(t.out, "Starting the manager, bin/manager (bundle controller and admission webhook)")
+	mgr, err := t.startManager(ctx)
+	if err != nil {
 		return err
 	}
+	t.procs = append(t.procs, mgr)
+	fmt.Fprintf(t.out, "its log: %s\n", mgr.log)
 	var applied []client.Object
 	for _, name := range samples {
 		obj, kind, err := t.read(name)
@@ -175,3 +183,10 @@ func (t *tour) table(ctx context.Context) error {
 }
 
 var errNoBundle = errors.New("no bundle was published")
+
+// stop stops the processes the tour started, the last started first.
+func (t *tour) stop() {
+	for i := len(t.procs) - 1; i >= 0; i-- {
+		t.procs[i].stop()
+	}
+}
