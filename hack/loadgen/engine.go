@@ -229,24 +229,3 @@ func (h histogram) quantile(before histogram, q float64) time.Duration {
 	}
 	return 0
 }
-
-// cpu returns the engine's user plus system CPU time so far (/proc/<pid>/stat).
-func (e *engineProc) cpu() (time.Duration, error) {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(e.cmd.Process.Pid), "stat"))
-	if err != nil {
-		return 0, fmt.Errorf("reading the engine's CPU time (Linux /proc): %w", err)
-	}
-	// The command name, field 2, is in parentheses and may hold spaces; utime and stime
-	// are fields 14 and 15, in clock ticks of 1/100 s.
-	_, rest, ok := strings.Cut(string(data), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 13 {
-		return 0, errors.New("unexpected /proc/<pid>/stat")
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, errors.New("unexpected /proc/<pid>/stat")
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
-}

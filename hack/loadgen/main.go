@@ -3,10 +3,15 @@
 // the `oarctl bench` documents, lays it out the way the kubelet mounts a ConfigMap,
 // starts oar-engine on loopback against it, and sends POST /v1/evaluate at fixed rates,
 // open loop (requests leave on schedule whatever the answers do; latency counts from
-// the scheduled send, so a stall is never hidden) over keep-alive connections. It
-// reports the achieved rate, latency percentiles and errors per rate; then it starts a
-// fresh oar-engine with a bundle of --rss-rules rules, drives --rss-sessions distinct
-// sessions through it, and reports its resident memory (VmRSS of /proc/<pid>/status).
+// the scheduled send, so a stall is never hidden) over keep-alive connections, with a
+// client that allocates nothing per request. It reports, per rate and run, the achieved
+// rate, latency percentiles and errors, the engine's own histogram, and the CPU the
+// engine, the generator and the rest of the machine used and the hypervisor stole: on
+// a shared virtual machine the tail follows the steal (a virtual CPU woken for a
+// request waits for the host), so a row is only as telling as its steal is small.
+// Then it starts a fresh oar-engine with a bundle of --rss-rules rules, drives
+// --rss-sessions distinct sessions through it, and reports its resident memory (VmRSS
+// of /proc/<pid>/status).
 package main
 
 import (
@@ -17,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,6 +39,8 @@ type options struct {
 	sessions    int
 	rssRules    int
 	rssSessions int
+	runs        int
+	procs       int
 	serve       bool
 }
 
@@ -44,6 +52,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(2)
+	}
+	if o.procs > 0 {
+		runtime.GOMAXPROCS(o.procs)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -62,6 +73,8 @@ func parseFlags(args []string) (options, error) {
 	rates := fs.String("rates", "1000,10000", "comma-separated request `rates` per second, each run for --duration")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long each rate runs")
 	fs.IntVar(&o.conns, "conns", 64, "keep-alive connections, the most requests in flight at once")
+	fs.IntVar(&o.runs, "runs", 1, "how many times each rate runs, a row each")
+	fs.IntVar(&o.procs, "procs", 0, "GOMAXPROCS of the generator itself, not of the engine (0: Go's default)")
 	fs.IntVar(&o.sessions, "sessions", 1000, "distinct session ids the load spreads over")
 	fs.IntVar(&o.rssRules, "rss-rules", 1000, "rules in the bundle of the memory measurement (copies of the bench rules); 0 skips it")
 	fs.IntVar(&o.rssSessions, "rss-sessions", 10000, "distinct sessions driven through the engine before its memory is read")
@@ -76,8 +89,8 @@ func parseFlags(args []string) (options, error) {
 		}
 		o.rates = append(o.rates, n)
 	}
-	if o.duration <= 0 || o.conns <= 0 || o.sessions <= 0 || o.rssSessions <= 0 || o.rssRules < 0 {
-		return o, errors.New("--duration, --conns, --sessions and --rss-sessions must be positive")
+	if o.duration <= 0 || o.conns <= 0 || o.sessions <= 0 || o.rssSessions <= 0 || o.runs <= 0 || o.rssRules < 0 || o.procs < 0 {
+		return o, errors.New("--duration, --conns, --sessions, --rss-sessions and --runs must be positive")
 	}
 	return o, nil
 }
@@ -111,17 +124,24 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	reqs := make([][]byte, len(bodies))
+	for i, body := range bodies {
+		reqs[i] = render(eng.addr, "/v1/evaluate", body)
+	}
 	fmt.Fprintf(out, "oar-engine load run: %d-rule bundle %s, %d occurrences over %d sessions, %d keep-alive connections, open loop\n",
 		len(b.Packs[0].Rules), b.Digest[:19], len(docs.occurrences), o.sessions, o.conns)
 	fmt.Fprintf(out, "latency from the scheduled send to the whole answer; in the engine, the handler's share (its histogram's bucket bounds)\n")
-	fmt.Fprintf(out, "%8s %9s %10s %9s %9s %9s %9s %7s %12s %12s %10s\n", "rate/s", "requests", "achieved/s", "p50", "p99", "p99.9", "max", "errors", "handler p50", "handler p99", "engine CPU")
+	fmt.Fprintf(out, "CPU in cores: the engine's, the generator's, the rest of the machine's (%d cores), and the time the hypervisor stole; load average after each run\n", runtime.NumCPU())
+	fmt.Fprintf(out, headFormat, "rate/s", "requests", "achieved/s", "p50", "p99", "p99.9", "max", "errors", "handler p50", "handler p99", "engine", "loadgen", "others", "steal", "load average")
 	// Warm up: connections open, code paths and the heap settle.
-	if _, err := load(ctx, eng.addr, bodies, 1000, time.Second, o.conns); err != nil {
+	if _, err := load(ctx, eng.addr, reqs, 1000, time.Second, o.conns); err != nil {
 		return err
 	}
 	for _, rate := range o.rates {
-		if err := measureRate(ctx, eng, bodies, rate, o, out); err != nil {
-			return err
+		for range o.runs {
+			if err := measureRate(ctx, eng, reqs, rate, o, out); err != nil {
+				return err
+			}
 		}
 	}
 	rss, err := eng.rss()
@@ -138,32 +158,35 @@ func run(ctx context.Context, o options, out io.Writer) error {
 }
 
 // measureRate runs one rate and prints its row: what the generator saw, what the
-// engine's histogram saw, and the CPU the engine used.
-func measureRate(ctx context.Context, eng *engineProc, bodies [][]byte, rate int, o options, out io.Writer) error {
+// engine's histogram saw, the cores the engine, the generator and the rest of the
+// machine used, and the load average after the run.
+func measureRate(ctx context.Context, eng *engineProc, reqs [][]byte, rate int, o options, out io.Writer) error {
 	before, err := eng.latencies()
 	if err != nil {
 		return err
 	}
-	cpuBefore, err := eng.cpu()
+	cpuBefore, err := sampleCPU(eng.cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
-	st, err := load(ctx, eng.addr, bodies, rate, o.duration, o.conns)
+	began := time.Now()
+	st, err := load(ctx, eng.addr, reqs, rate, o.duration, o.conns)
 	if err != nil {
 		return err
 	}
-	cpuAfter, err := eng.cpu()
+	cpuAfter, err := sampleCPU(eng.cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
+	cpu := cpuAfter.since(cpuBefore, time.Since(began))
 	after, err := eng.latencies()
 	if err != nil {
 		return err
 	}
-	cores := (cpuAfter - cpuBefore).Seconds() / o.duration.Seconds()
-	fmt.Fprintf(out, "%8d %9d %10.1f %9s %9s %9s %9s %7d %12s %12s %10s\n", rate, st.requests, st.achieved,
+	fmt.Fprintf(out, rowFormat, rate, st.requests, st.achieved,
 		round(st.p50), round(st.p99), round(st.p999), round(st.max), st.errors,
-		"≤"+round(after.quantile(before, 0.5)), "≤"+round(after.quantile(before, 0.99)), fmt.Sprintf("%.2f cores", cores))
+		"≤"+round(after.quantile(before, 0.5)), "≤"+round(after.quantile(before, 0.99)),
+		cpu.engine, cpu.self, cpu.others, cpu.steal, loadAverage())
 	if st.firstError != "" {
 		fmt.Fprintf(out, "         first error: %s\n", st.firstError)
 	}
@@ -205,6 +228,11 @@ func measureMemory(ctx context.Context, o options, docs *benchDocs, work string,
 		len(b.Packs[0].Rules), held, mib(mem.rss), mib(mem.hwm), mib(int64(heap)/1024), mib(idle.rss))
 	return nil
 }
+
+const (
+	headFormat = "%8s %9s %10s %9s %9s %9s %9s %7s %12s %12s %7s %7s %7s %7s  %s\n"
+	rowFormat  = "%8d %9d %10.1f %9s %9s %9s %9s %7d %12s %12s %7.2f %7.2f %7.2f %7.2f  %s\n"
+)
 
 func round(d time.Duration) string {
 	switch {

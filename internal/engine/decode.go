@@ -12,16 +12,27 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/engine/strictjson"
 )
 
 // maxDecodeDepth bounds nesting so no document can exhaust the stack.
-const maxDecodeDepth = 256
+const maxDecodeDepth = strictjson.MaxDepth
 
 // DecodeJSON decodes one JSON value strictly: numbers stay exact (json.Number), a
 // duplicate object key is refused, nesting is bounded, and trailing data is refused.
 // Duplicate keys are not a lossless mapping ([OAR-DOC-1]): two parsers would keep
-// different members.
+// different members. Well-formed input takes a one-pass decoder (strictjson); anything
+// else is judged by encoding/json, whose messages the errors carry.
 func DecodeJSON(data []byte) (any, error) {
+	if v, ok := strictjson.Decode(data); ok {
+		return v, nil
+	}
+	return decodeReference(data)
+}
+
+// decodeReference is DecodeJSON through encoding/json and checkKeys: the definition
+// strictjson must agree with.
+func decodeReference(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any

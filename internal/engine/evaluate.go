@@ -200,9 +200,20 @@ func (s *evalState) reset(p *Program, rt *Runtime, occ *Occurrence) {
 
 func (s *evalState) release() {
 	s.p, s.rt, s.occ, s.cur, s.finding, s.window = nil, nil, nil, nil, nil, nil
-	s.snap, s.changed, s.selErr = nil, nil, nil
+	s.snap, s.changed = reuseMap(s.snap), reuseMap(s.changed)
+	s.selErr = nil
 	s.order, s.sel = s.order[:0], s.sel[:0]
 	statePool.Put(s)
+}
+
+// reuseMap empties a pooled map for the next evaluation, or drops one grown past a few
+// dozen entries so the pool does not pin its memory.
+func reuseMap[K comparable, V any](m map[K]V) map[K]V {
+	if len(m) > 32 {
+		return nil
+	}
+	clear(m)
+	return m
 }
 
 // contribution is an enforced, fired, unsuppressed rule's part in the decision.
@@ -228,12 +239,16 @@ func (s *evalState) run() *Decision {
 	if len(order) > 0 {
 		d.Applied = make([]string, 0, len(order))
 	}
+	// The contributions live in this frame: a few of each fit the arrays, so a
+	// decision allocates none of them.
 	var (
 		suppressed map[int]bool
+		blocking   contribution
 		block      *contribution
-		transforms []contribution
-		nudges     []contribution
-		warns      []contribution
+		buf        [3][4]contribution
+		transforms = buf[0][:0]
+		nudges     = buf[1][:0]
+		warns      = buf[2][:0]
 	)
 	stop := len(order)
 	for pos, i := range order {
@@ -265,7 +280,8 @@ func (s *evalState) run() *Decision {
 				by = rules[r.OnErrorRule]
 				s.cur, s.finding = by, nil
 			}
-			block = &contribution{rule: by, copy: s.renderCopyOrOmit(by)}
+			blocking = contribution{rule: by, copy: s.renderCopyOrOmit(by)}
+			block = &blocking
 			stop = pos + 1
 			break
 		}
@@ -290,7 +306,8 @@ func (s *evalState) run() *Decision {
 		c := contribution{rule: r, copy: copyOut, tr: tr}
 		switch r.Effect {
 		case EffectBlock:
-			block = &c
+			blocking = c
+			block = &blocking
 		case EffectTransform:
 			transforms = append(transforms, c)
 		case EffectNudge:
@@ -547,7 +564,7 @@ func (s *evalState) renderCopyOrOmit(r *Rule) map[string]string {
 // ([OAR-FIRE-2], [OAR-FIRE-8]); one that cannot be applied makes the rule one that
 // cannot be evaluated ([OAR-FIRE-9]).
 func (s *evalState) applyOnFire(r *Rule, d *Decision) error {
-	for _, a := range r.OnFire {
+	for i, a := range r.OnFire {
 		if a == ActionPublishEvent {
 			e := Event{Rule: r.QID, Anchor: s.anchor, Effect: r.Effect.String(), Session: s.occ.SessionID}
 			if s.rt.Events != nil {
@@ -565,7 +582,7 @@ func (s *evalState) applyOnFire(r *Rule, d *Decision) error {
 				return &ProviderError{Clause: "OAR-FIRE-9", Fact: a.String(), Err: err}
 			}
 		}
-		d.OnFire = append(d.OnFire, r.QID+":"+a.String())
+		d.OnFire = append(d.OnFire, r.onFireTrace[i])
 	}
 	return nil
 }

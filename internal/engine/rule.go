@@ -137,7 +137,9 @@ type Rule struct {
 	refs []types.Symbol
 	// trace holds the rule's trace entries, one per outcome, built once.
 	trace [7]string
-	doc   map[string]any
+	// onFireTrace holds the on_fire entry of each OnFire action, built once.
+	onFireTrace []string
+	doc         map[string]any
 }
 
 type selectorClause struct {

@@ -77,8 +77,13 @@ func (m Members) names() string {
 	return strings.Join(out, ", ")
 }
 
-// Decode reads one occurrence from JSON text.
+// Decode reads one occurrence from JSON text. A well-formed one is read straight into
+// its struct (decodeTyped); anything else goes through engine.DecodeJSON and parse,
+// which name every problem.
 func Decode(data []byte, m Members) (*engine.Occurrence, diag.List) {
+	if occ, ok := decodeTyped(data, m); ok {
+		return occ, nil
+	}
 	v, err := engine.DecodeJSON(data)
 	if err != nil {
 		return nil, diag.List{diag.New("", "", "an occurrence is one JSON object: %v", err)}
@@ -185,7 +190,7 @@ func parseToolCall(raw any, bad func(field, format string, args ...any)) *engine
 	for _, k := range unknownMembers(tc, func(k string) bool { return k == "name" || k == "arguments" }) {
 		bad("tool_call."+k, "unknown tool_call member %q; the members are name and arguments", k)
 	}
-	call := &engine.ToolCall{Arguments: map[string]any{}}
+	call := &engine.ToolCall{}
 	switch name, present := tc["name"]; {
 	case !present:
 		bad("tool_call.name", "missing required member \"name\", the tool called")
@@ -200,6 +205,8 @@ func parseToolCall(raw any, bad func(field, format string, args ...any)) *engine
 		} else {
 			bad("tool_call.arguments", "tool_call.arguments must be an object; got %s", types.DescribeJSON(args))
 		}
+	} else {
+		call.Arguments = map[string]any{}
 	}
 	return call
 }

@@ -97,8 +97,10 @@ func httpSkip(f *fixture.Fixture) string {
 	return ""
 }
 
-// runOverHTTP serves the fixture's documents and replays its occurrences.
-func runOverHTTP(t *testing.T, f *fixture.Fixture) {
+// fixtureBundle is a sealed bundle of the fixture's capability, rules and
+// configurations.
+func fixtureBundle(t *testing.T, f *fixture.Fixture) *bundle.Bundle {
+	t.Helper()
 	b := &bundle.Bundle{Capability: f.Capability.(map[string]any), Packs: []bundle.Pack{{Name: "fixture", Generation: 1, Rules: f.Rules}}, Configs: []bundle.Config{}}
 	for i, c := range f.Configs {
 		b.Configs = append(b.Configs, bundle.Config{Name: fmt.Sprintf("config-%d", i), Generation: 1, Order: int64(i), Document: c.(map[string]any)})
@@ -106,6 +108,12 @@ func runOverHTTP(t *testing.T, f *fixture.Fixture) {
 	if err := b.Seal(); err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// runOverHTTP serves the fixture's documents and replays its occurrences.
+func runOverHTTP(t *testing.T, f *fixture.Fixture) {
+	b := fixtureBundle(t, f)
 	ts := serve(t, b, Options{})
 	run := map[string]engine.Counts{}
 	var last *engine.Decision

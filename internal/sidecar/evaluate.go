@@ -10,6 +10,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 	"github.com/oar-operator/oar-operator/internal/occurrence"
 	"github.com/oar-operator/oar-operator/internal/sidecar/metrics"
+	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
 )
 
 // Answer is the body of a successful POST /v1/evaluate: the decision in the shapes of
@@ -32,7 +33,7 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	digest := sv.Digest()
-	w.Header().Set(DigestHeader, digest)
+	w.Header()[digestKey] = s.digestValue(sv)
 	defer s.recoverEvaluation(w, digest)
 
 	body := getBuffer()
@@ -67,8 +68,28 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, digest, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Answer{Decision: d, Bundle: digest})
+	writeAnswer(w, d, digest)
 	s.metrics.Evaluated(occ.Anchor, d.Decision, time.Since(start))
+}
+
+// servedDigest is the DigestHeader value of one served bundle, made once per bundle and
+// shared by its answers (net/http only reads header values).
+type servedDigest struct {
+	sv    *reload.Served
+	value []string
+}
+
+// digestKey is DigestHeader in net/http's canonical form, so setting it does not
+// canonicalize (and allocate) per request.
+var digestKey = http.CanonicalHeaderKey(DigestHeader)
+
+func (s *Sidecar) digestValue(sv *reload.Served) []string {
+	if d := s.digest.Load(); d != nil && d.sv == sv {
+		return d.value
+	}
+	d := &servedDigest{sv: sv, value: []string{sv.Digest()}}
+	s.digest.Store(d)
+	return d.value
 }
 
 // recoverEvaluation turns a failure the engine should never have, a panic included,

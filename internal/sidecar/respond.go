@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
 
@@ -66,11 +67,29 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		_ = enc.Encode(Problem{Error: "encoding the response: " + err.Error()})
 	}
+	writeBody(w, status, buf.Bytes())
+}
+
+// answerPool recycles the byte slices answers are encoded into.
+var answerPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// writeAnswer writes a decision with status 200, encoded by appendAnswer.
+func writeAnswer(w http.ResponseWriter, d *engine.Decision, bundle string) {
+	p := answerPool.Get().(*[]byte)
+	b := appendAnswer((*p)[:0], d, bundle)
+	writeBody(w, http.StatusOK, b)
+	if cap(b) <= maxPooled {
+		*p = b
+		answerPool.Put(p)
+	}
+}
+
+func writeBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSON
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
 }
 
 func writeProblem(w http.ResponseWriter, status int, p Problem) { writeJSON(w, status, p) }

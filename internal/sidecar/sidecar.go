@@ -26,6 +26,7 @@ package sidecar
 import (
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -71,6 +72,8 @@ type Sidecar struct {
 	sessions *session.Store
 	events   *events.Stream
 	metrics  *metrics.Metrics
+	// digest caches the served bundle's digest header value (evaluate.go).
+	digest atomic.Pointer[servedDigest]
 }
 
 // New returns a sidecar serving no bundle yet.

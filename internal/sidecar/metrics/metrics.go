@@ -8,7 +8,10 @@
 package metrics
 
 import (
+	"maps"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,7 +55,16 @@ type Metrics struct {
 	info           *prometheus.GaugeVec
 	rules          prometheus.Gauge
 	lastReload     prometheus.Gauge
+
+	// counted holds the evaluations child of every (anchor, decision) seen, copied on
+	// write, so a request reads it without hashing its labels or taking the vector's
+	// lock. Anchors are those of served capabilities, so it stays small; evaluations is
+	// never reset, so a child stays valid.
+	counted   atomic.Pointer[map[evaluationKey]prometheus.Counter]
+	countedMu sync.Mutex
 }
+
+type evaluationKey struct{ anchor, decision string }
 
 var _ reload.Observer = (*Metrics)(nil)
 
@@ -94,6 +106,7 @@ func New(src Sources) *Metrics {
 			Help: "When the served bundle was swapped in, in seconds since the epoch.",
 		}),
 	}
+	m.counted.Store(&map[evaluationKey]prometheus.Counter{})
 	m.registry.MustRegister(m.evaluations, m.latency, m.rejected, m.reloads, m.reloadFailures,
 		m.info, m.rules, m.lastReload,
 		collectors.NewGoCollector(),
@@ -127,8 +140,25 @@ func (m *Metrics) registerSources(src Sources) {
 
 // Evaluated records one answered occurrence.
 func (m *Metrics) Evaluated(anchor, decision string, took time.Duration) {
-	m.evaluations.WithLabelValues(anchor, decision).Inc()
+	m.evaluated(anchor, decision).Inc()
 	m.latency.Observe(took.Seconds())
+}
+
+func (m *Metrics) evaluated(anchor, decision string) prometheus.Counter {
+	k := evaluationKey{anchor, decision}
+	if c, ok := (*m.counted.Load())[k]; ok {
+		return c
+	}
+	m.countedMu.Lock()
+	defer m.countedMu.Unlock()
+	old := *m.counted.Load()
+	if c, ok := old[k]; ok {
+		return c
+	}
+	next := maps.Clone(old)
+	next[k] = m.evaluations.WithLabelValues(anchor, decision)
+	m.counted.Store(&next)
+	return next[k]
 }
 
 // Rejected records a request refused before evaluation.

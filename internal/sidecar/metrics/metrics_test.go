@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,6 +86,28 @@ oar_engine_session_evictions_total{reason="ttl"} 7
 oar_engine_sessions 4
 `
 	expose(t, m, want)
+}
+
+// TestEvaluationsByLabels: evaluations are counted per anchor and decision, from
+// concurrent requests, through the cached children.
+func TestEvaluationsByLabels(t *testing.T) {
+	m := New(Sources{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for i := range 100 {
+				m.Evaluated("tool.pre_invoke", []string{"none", "warn"}[i%2], time.Microsecond)
+				m.Evaluated("model.output", "block", time.Microsecond)
+			}
+		})
+	}
+	wg.Wait()
+	expose(t, m, `
+oar_engine_evaluations_total{anchor="model.output",decision="block"} 400
+oar_engine_evaluations_total{anchor="tool.pre_invoke",decision="none"} 200
+oar_engine_evaluations_total{anchor="tool.pre_invoke",decision="warn"} 200
+oar_engine_evaluation_duration_seconds_count 800
+`)
 }
 
 // expose checks that every line of want appears in the text exposition.

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+)
+
+// evaluate posts one occurrence and returns its decision.
+func evaluate(k *conn, body []byte) (string, error) {
+	status, data, err := k.do(render(k.addr, "/v1/evaluate", body))
+	if err != nil {
+		return "", err
+	}
+	if status != http.StatusOK {
+		return "", fmt.Errorf("status %d: %s", status, data)
+	}
+	var a struct{ Decision string }
+	if err := json.Unmarshal(data, &a); err != nil || a.Decision == "" {
+		return "", fmt.Errorf("not a decision: %s", data)
+	}
+	return a.Decision, nil
+}
+
+// admitted returns the recorded occurrences the bundle does not block. An admitted
+// tool call appends a step to its session's activity window ([OAR-PROF-9]), so each
+// one keeps its session in the engine's table.
+func admitted(addr string, d *benchDocs) ([]map[string]any, error) {
+	k := newConn(addr)
+	defer k.close()
+	var out []map[string]any
+	for _, o := range d.occurrences {
+		body, err := d.request(o, sessionName(0))
+		if err != nil {
+			return nil, err
+		}
+		decision, err := evaluate(k, body)
+		if err != nil {
+			return nil, err
+		}
+		if decision != "block" {
+			out = append(out, o)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the bundle blocks every recorded occurrence; no session would be kept")
+	}
+	return out, nil
+}
+
+// driveSessions sends every admitted occurrence in each of n distinct sessions, so the
+// engine holds n sessions, each with a full activity window and its counters.
+func driveSessions(ctx context.Context, addr string, d *benchDocs, n, conns int) error {
+	occs, err := admitted(addr, d)
+	if err != nil {
+		return err
+	}
+	ids := make(chan int)
+	errs := make(chan error, conns)
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Go(func() {
+			k := newConn(addr)
+			defer k.close()
+			for i := range ids {
+				for _, o := range occs {
+					body, err := d.request(o, sessionName(i))
+					if err == nil {
+						_, err = evaluate(k, body)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case ids <- i:
+		case err = <-errs:
+			break feed
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(ids)
+	wg.Wait()
+	if err == nil && len(errs) > 0 {
+		err = <-errs
+	}
+	return err
+}
+
+// sessionName is the i-th session of the memory measurement.
+func sessionName(i int) string { return fmt.Sprintf("memory-%d", i) }

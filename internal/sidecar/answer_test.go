@@ -1,0 +1,134 @@
+package sidecar
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/fixture"
+)
+
+// encodeReference is what writeJSON wrote for an answer before appendAnswer existed.
+func encodeReference(t testing.TB, d *engine.Decision, bundle string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(Answer{Decision: d, Bundle: bundle}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func sameAnswer(t testing.TB, d *engine.Decision, bundle string) {
+	t.Helper()
+	want := encodeReference(t, d, bundle)
+	if got := appendAnswer(nil, d, bundle); !bytes.Equal(got, want) {
+		t.Fatalf("appendAnswer differs from encoding/json:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestAnswerEncodingMatchesEncodingJSON holds appendAnswer to encoding/json's bytes for
+// every decision of the conformance corpus, each fixture served by a sidecar's own
+// runtime (detector_facts occurrences included: their failures are decisions too).
+func TestAnswerEncodingMatchesEncodingJSON(t *testing.T) {
+	var decisions int
+	for _, path := range corpusFiles(t) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := fixture.Parse(data, strings.TrimSuffix(filepath.Base(path), ".json"))
+		if err != nil || f.Expected.Error != nil {
+			continue
+		}
+		sv, err := New(Options{Log: logr.Discard()}).Source().Install(fixtureBundle(t, f))
+		if err != nil {
+			continue
+		}
+		for _, o := range f.Occurrences {
+			occ := o.Occurrence
+			occ.SessionID = f.SessionID
+			d, err := sv.Loaded.Program.Evaluate(sv.Runtime, &occ)
+			if err != nil {
+				continue
+			}
+			sameAnswer(t, d, sv.Digest())
+			decisions++
+		}
+	}
+	if decisions < 500 {
+		t.Fatalf("only %d decisions compared", decisions)
+	}
+}
+
+// TestAnswerEncodingEdgeCases: every optional member present and absent, nil and empty
+// lists, more map keys than appendMap keeps on its stack, and strings encoding/json
+// escapes.
+func TestAnswerEncodingEdgeCases(t *testing.T) {
+	odd := "a\"b\\c\b\f\n\r\t\x00\x1f\x7f <&> é \u2028\u2029 😀 \xff\xc3 end"
+	content := "x" + odd
+	many := map[string]string{}
+	for i := range 20 {
+		many[fmt.Sprintf("k%02d%s", 19-i, odd)] = odd
+	}
+	full := &engine.Decision{
+		Decision: "block", Code: "C" + odd, Rule: "ns/R" + odd, Copy: many,
+		Advisories:        []engine.Advisory{{Code: odd, Rule: "r"}, {Code: "c", Rule: "r", Copy: map[string]string{"b": "2", "a": odd}}},
+		Transforms:        []engine.TransformRecord{{Rule: "r", Action: "redact", Target: odd, Replacement: odd}},
+		Content:           &content,
+		Applied:           []string{"a:fired", odd},
+		OnFire:            []string{"r:publish_event"},
+		Events:            []engine.Event{{Rule: "r", Anchor: "a", Effect: "warn"}, {Rule: "r", Anchor: "a", Effect: "warn", Session: odd}},
+		SkippedTransforms: []engine.SkippedSpan{{Rule: "r", Start: -3, End: 1 << 40, Reason: odd}},
+		Counters:          map[string]engine.Counts{"b": {Fire: -1, Breaker: 1 << 62}, odd: {}},
+		Failures:          []engine.Failure{{Rule: "r", Error: odd}, {Rule: "r", Clause: "OAR-OPS-3", Error: "e"}},
+	}
+	empty := ""
+	for _, d := range []*engine.Decision{
+		full,
+		{Decision: "none"},
+		{Decision: "none", Copy: map[string]string{}, Counters: map[string]engine.Counts{}, Failures: []engine.Failure{}, Content: &empty,
+			Advisories: []engine.Advisory{}, Transforms: []engine.TransformRecord{}, Applied: []string{}, OnFire: []string{}, Events: []engine.Event{}, SkippedTransforms: []engine.SkippedSpan{}},
+	} {
+		sameAnswer(t, d, "sha256:"+odd)
+	}
+}
+
+// TestAnswerEncodingKnowsEveryField fails when a type appendAnswer writes gains or
+// loses a field: appendAnswer must then be changed with it.
+func TestAnswerEncodingKnowsEveryField(t *testing.T) {
+	for typ, fields := range map[reflect.Type]int{
+		reflect.TypeFor[Answer]():                 2,
+		reflect.TypeFor[engine.Decision]():        13,
+		reflect.TypeFor[engine.Advisory]():        3,
+		reflect.TypeFor[engine.TransformRecord](): 4,
+		reflect.TypeFor[engine.Event]():           4,
+		reflect.TypeFor[engine.SkippedSpan]():     4,
+		reflect.TypeFor[engine.Counts]():          2,
+		reflect.TypeFor[engine.Failure]():         3,
+	} {
+		if typ.NumField() != fields {
+			t.Errorf("%s has %d fields; appendAnswer writes %d", typ, typ.NumField(), fields)
+		}
+	}
+}
+
+// FuzzAppendString: appendString quotes every string as encoding/json does.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\"b\\c\b\f\n\r\t\x00\x1f\x7f", "<&>", "é\u2028\u2029😀", "\xff\xc3(\xe2\x82"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d := &engine.Decision{Decision: s, Copy: map[string]string{s: s, "": s}}
+		sameAnswer(t, d, s)
+	})
+}
