@@ -69,10 +69,10 @@ func run(ctx context.Context, out io.Writer, wait bool) error {
 	if err := t.run(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nThe operator keeps running. Point kubectl at it:\n\n  export KUBECONFIG=%s\n  kubectl get oar -A\n  kubectl explain rulepack.spec\n\n", kubeconfig)
 	if !wait {
 		return nil
 	}
+	fmt.Fprintf(out, "\nThe operator keeps running. Point kubectl at it:\n\n  export KUBECONFIG=%s\n  kubectl get oar -A\n  kubectl explain rulepack.spec\n\n", kubeconfig)
 	fmt.Fprintln(out, "Press Ctrl-C to stop.")
 	<-ctx.Done()
 	return nil
