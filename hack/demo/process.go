@@ -21,7 +21,9 @@ type process struct {
 	name string
 	cmd  *exec.Cmd
 	log  string
-	done chan error
+	// exited is closed once the process has exited, with err what Wait returned.
+	exited chan struct{}
+	err    error
 }
 
 // start runs bin/<name> with args and extra environment. The process gets SIGTERM, as
@@ -49,25 +51,28 @@ func start(ctx context.Context, root, dir, name string, env []string, args ...st
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan error, 1)}
+	p := &process{name: name, cmd: cmd, log: logPath, exited: make(chan struct{})}
 	go func() {
-		err := cmd.Wait()
+		p.err = cmd.Wait()
 		logFile.Close()
-		p.done <- err
+		close(p.exited)
 	}()
 	return p, nil
 }
 
 // stop ends the process (SIGTERM, then SIGKILL after WaitDelay) and waits for it.
 func (p *process) stop() {
-	if p.cmd.ProcessState == nil {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	}
 	select {
-	case <-p.done:
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
 	case <-time.After(20 * time.Second):
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		<-p.exited
 	}
 }
 
@@ -79,9 +84,8 @@ func (p *process) waitFor(ctx context.Context, what string, check func() bool) e
 			return fmt.Errorf("%s: %s did not happen within a minute (log: %s)", p.name, what, p.log)
 		}
 		select {
-		case err := <-p.done:
-			p.done <- err
-			return fmt.Errorf("%s exited before %s: %v (log: %s)", p.name, what, err, p.log)
+		case <-p.exited:
+			return fmt.Errorf("%s exited before %s: %v (log: %s)", p.name, what, p.err, p.log)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
