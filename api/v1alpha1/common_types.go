@@ -36,6 +36,10 @@ const (
 	// ReasonBundleTooLarge: adding the resource would push the compressed
 	// bundle past the ConfigMap size limit; it is held back.
 	ReasonBundleTooLarge = "BundleTooLarge"
+	// ReasonBundleNameTaken: a ConfigMap the operator did not write already has
+	// the Capability's bundle name; it is left alone and nothing is published
+	// until it is removed.
+	ReasonBundleNameTaken = "BundleNameTaken"
 	// ReasonPending: the controller has not reached a verdict yet.
 	ReasonPending = "Pending"
 )

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -184,14 +186,22 @@ func ownedBy(cm *corev1.ConfigMap, capability string) bool {
 	return cm.Labels[ManagedByLabel] == managedBy && cm.Labels[CapabilityLabel] == capability
 }
 
-// refuseForeignConfigMap leaves a ConfigMap the operator did not write alone and says so.
+// refuseForeignConfigMap leaves a ConfigMap the operator did not write alone and says
+// so on the Capability: Ready=False, BundleNameTaken (writeStatus sends the Warning
+// Event). Removing that ConfigMap reconciles the Capability again (foreignBundleNames).
 func (r *BundleReconciler) refuseForeignConfigMap(ctx context.Context, capability *rulesv1alpha1.Capability, cm *corev1.ConfigMap) error {
-	if capability != nil {
-		r.Recorder.Eventf(capability, nil, corev1.EventTypeWarning, "BundleNameTaken", "Publish",
-			"ConfigMap %s exists and was not written by oar-operator; it is left alone and nothing is published", cm.Name)
-	}
 	log.FromContext(ctx).Info("bundle ConfigMap name is taken by another object", "configmap", cm.Name)
-	return nil
+	if capability == nil {
+		return nil
+	}
+	st := capability.Status.DeepCopy()
+	st.ObservedGeneration = capability.Generation
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: rulesv1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: capability.Generation,
+		Reason:  rulesv1alpha1.ReasonBundleNameTaken,
+		Message: fmt.Sprintf("ConfigMap %s exists and was not written by oar-operator: it is left alone and nothing is published until it is removed", cm.Name),
+	})
+	return r.writeStatus(ctx, capability, &capability.Status, st, func() { capability.Status = *st })
 }
 
 // writeBundle creates or updates the bundle ConfigMap, owned by the Capability, only
@@ -274,9 +284,21 @@ func (r *BundleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("bundle").
 		For(&rulesv1alpha1.Capability{}, specChanged).
 		Owns(&corev1.ConfigMap{}).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(foreignBundleNames)).
 		Watches(&rulesv1alpha1.RulePack{}, r.enqueueCapabilities(), specChanged).
 		Watches(&rulesv1alpha1.OperatorConfig{}, r.enqueueCapabilities(), specChanged).
 		Complete(r)
+}
+
+// foreignBundleNames maps a ConfigMap that has a Capability's bundle name but no owner
+// to that Capability: Owns does not see it, and its removal is what lets a refused
+// Capability publish (refuseForeignConfigMap).
+func foreignBundleNames(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := strings.CutSuffix(o.GetName(), BundleSuffix)
+	if !ok || name == "" || metav1.GetControllerOf(o) != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 // capabilityRef returns the Capability a pack or configuration names.

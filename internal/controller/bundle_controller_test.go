@@ -484,3 +484,32 @@ func TestScale200Packs(t *testing.T) {
 	}
 	t.Logf("one pack update reached the bundle in %v", elapsed.Round(time.Millisecond))
 }
+
+// TestForeignConfigMapIsLeftAlone: a ConfigMap the operator did not write that has the
+// bundle's name is never overwritten; the Capability says why nothing is published, and
+// removing that ConfigMap publishes the bundle.
+func TestForeignConfigMapIsLeftAlone(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	foreign := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: BundleName(c.Name)},
+		Data:       map[string]string{"owner": "someone else"},
+	}
+	create(t, foreign)
+	create(t, c)
+	cond := waitReady(t, c, metav1.ConditionFalse, rulesv1alpha1.ReasonBundleNameTaken)
+	if !strings.Contains(cond.Message, foreign.Name) {
+		t.Errorf("Ready message %q does not name ConfigMap %s", cond.Message, foreign.Name)
+	}
+	got := &corev1.ConfigMap{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(foreign), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Data) != 1 || got.Data["owner"] != "someone else" || len(got.OwnerReferences) != 0 {
+		t.Fatalf("the foreign ConfigMap was changed: data %v, owners %v", got.Data, got.OwnerReferences)
+	}
+	if err := k8s.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+}
