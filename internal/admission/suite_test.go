@@ -17,13 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
@@ -73,45 +69,28 @@ func TestMain(m *testing.M) {
 }
 
 // startManager runs a manager serving the webhooks envtest installed and the bundle
-// controller, and waits until the webhook server serves.
+// controller, and waits until the webhook server serves. The webhook-outage test stops
+// it and starts another.
 func startManager() error {
-	wio := &env.Environment.WebhookInstallOptions
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		WebhookServer:          webhook.NewServer(webhook.Options{Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir}),
-		// The webhook-outage test runs a second manager in this process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	mgr, err := env.StartManager(func(mgr ctrl.Manager) error {
+		if err := (&controller.BundleReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return Install(mgr, nil)
 	})
 	if err != nil {
 		return err
 	}
-	if err := (&controller.BundleReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if err := Install(mgr, nil); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
-		}
-	}()
-	stop := func() { cancel(); <-done }
 	deadline := time.Now().Add(timeout)
-	for mgr.GetWebhookServer().StartedChecker()(nil) != nil || !mgr.GetCache().WaitForCacheSync(ctx) {
+	for mgr.GetWebhookServer().StartedChecker()(nil) != nil || !mgr.GetCache().WaitForCacheSync(context.Background()) {
 		if time.Now().After(deadline) {
-			stop()
+			mgr.Stop()
 			return errors.New("the webhook server did not start")
 		}
 		time.Sleep(poll)
 	}
 	mgrMu.Lock()
-	stopMgr, cached = stop, mgr.GetClient()
+	stopMgr, cached = mgr.Stop, mgr.GetClient()
 	mgrMu.Unlock()
 	return nil
 }

@@ -16,13 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
@@ -64,30 +61,16 @@ func TestMain(m *testing.M) {
 }
 
 // startManager runs a manager with the bundle controller, as the operator binary does.
+// The restart test stops it and starts another.
 func startManager() error {
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// The restart test runs a second manager in this process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	mgr, err := env.StartManager(func(mgr ctrl.Manager) error {
+		return (&BundleReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}).SetupWithManager(mgr)
 	})
 	if err != nil {
 		return err
 	}
-	if err := (&BundleReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
-		}
-	}()
 	mgrMu.Lock()
-	stopMgr = func() { cancel(); <-done }
+	stopMgr = mgr.Stop
 	mgrMu.Unlock()
 	return nil
 }

@@ -22,11 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
@@ -62,28 +59,14 @@ func TestMain(m *testing.M) {
 
 // startManager runs a manager with the bundle controller, as the operator does.
 func startManager() (stop func(), err error) {
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	mgr, err := env.StartManager(func(mgr ctrl.Manager) error {
+		r := &controller.BundleReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}
+		return r.SetupWithManager(mgr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	r := &controller.BundleReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}
-	if err := r.SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
-		}
-	}()
-	return func() { cancel(); <-done }, nil
+	return mgr.Stop, nil
 }
 
 // gate is the one rule of the test pack, with the given effect.
