@@ -187,17 +187,21 @@ undeploy: ## Uninstall the chart from $KUBECONFIG's cluster (the CRDs and custom
 # open loop at each of LOAD_RATES for LOAD_DURATION, LOAD_RUNS times each (a row per
 # run, with the CPU the rest of the machine used and the hypervisor stole, which the
 # tail follows), then measures the resident memory of a fresh engine holding a
-# 1,000-rule bundle and 10,000 sessions.
+# 1,000-rule bundle and 10,000 sessions. LOAD_ARGS passes more flags: --floor adds a
+# GET /healthz row after each run (the latency that is not the evaluation), and
+# --idle-poll keeps the CPUs out of idle halt for the run, as a latency-tuned node does
+# (needs root); `bin/loadgen --help` lists the rest.
 LOAD_RATES    ?= 1000,10000
 LOAD_DURATION ?= 10s
 LOAD_RUNS     ?= 1
+LOAD_ARGS     ?=
 
 .PHONY: load bench-sidecar
 load: ## Load run of oar-engine from a second process: achieved rate, p50/p99, errors, RSS.
 	$(GO) build -o $(BIN)/oar-engine ./cmd/oar-engine
 	$(GO) build -o $(BIN)/loadgen ./hack/loadgen
 	$(BIN)/loadgen --engine $(BIN)/oar-engine --bench cmd/oarctl/testdata/bench \
-		--rates $(LOAD_RATES) --duration $(LOAD_DURATION) --runs $(LOAD_RUNS)
+		--rates $(LOAD_RATES) --duration $(LOAD_DURATION) --runs $(LOAD_RUNS) $(LOAD_ARGS)
 
 bench-sidecar: ## The sidecar's handler benchmarks (in memory), then the load run.
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./internal/sidecar/...

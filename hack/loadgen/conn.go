@@ -31,6 +31,11 @@ func render(addr, path string, body []byte) []byte {
 	return append(req, body...)
 }
 
+// renderGet is a whole GET request for path, ready to write.
+func renderGet(addr, path string) []byte {
+	return fmt.Appendf(nil, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
+}
+
 // do writes a rendered request and returns the status and the body, which is valid
 // until the next call; a broken connection is redialed on the next call.
 func (k *conn) do(req []byte) (int, []byte, error) {

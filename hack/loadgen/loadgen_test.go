@@ -97,3 +97,41 @@ func TestRoundTripAllocatesNothing(t *testing.T) {
 		t.Errorf("a round trip allocates %v times", allocs)
 	}
 }
+
+// TestFloorRequest: the floor's GET is a complete request a server reads to its blank
+// line, and its answer is read like any other.
+func TestFloorRequest(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		var head []byte
+		buf := make([]byte, 1)
+		for !strings.HasSuffix(string(head), "\r\n\r\n") {
+			if _, err := c.Read(buf); err != nil {
+				return
+			}
+			head = append(head, buf[0])
+		}
+		got <- string(head)
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n{\"status\":\"ok\"}")
+	}()
+	k := newConn(addr)
+	defer k.close()
+	status, body, err := k.do(renderGet(addr, "/healthz"))
+	if err != nil || status != 200 || string(body) != `{"status":"ok"}` {
+		t.Fatalf("status %d, body %q, err %v", status, body, err)
+	}
+	if want := "GET /healthz HTTP/1.1\r\nHost: " + addr + "\r\n\r\n"; <-got != want {
+		t.Errorf("the server read a different request, want %q", want)
+	}
+}

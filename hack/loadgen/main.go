@@ -9,6 +9,9 @@
 // engine, the generator and the rest of the machine used and the hypervisor stole: on
 // a shared virtual machine the tail follows the steal (a virtual CPU woken for a
 // request waits for the host), so a row is only as telling as its steal is small.
+// --floor follows each run with one of GET /healthz, the same server and connections
+// without the evaluation, so a row can be read against the machine's own floor, and
+// --idle-poll keeps the CPUs out of idle halt for the runs (idle.go).
 // Then it starts a fresh oar-engine with a bundle of --rss-rules rules, drives
 // --rss-sessions distinct sessions through it, and reports its resident memory (VmRSS
 // of /proc/<pid>/status).
@@ -41,6 +44,8 @@ type options struct {
 	rssSessions int
 	runs        int
 	procs       int
+	idlePoll    bool
+	floor       bool
 	serve       bool
 }
 
@@ -78,6 +83,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.sessions, "sessions", 1000, "distinct session ids the load spreads over")
 	fs.IntVar(&o.rssRules, "rss-rules", 1000, "rules in the bundle of the memory measurement (copies of the bench rules); 0 skips it")
 	fs.IntVar(&o.rssSessions, "rss-sessions", 10000, "distinct sessions driven through the engine before its memory is read")
+	fs.BoolVar(&o.idlePoll, "idle-poll", false, "keep the CPUs polling instead of halting while the rates run, as a latency-tuned node does (PM QoS through /dev/cpu_dma_latency; needs root)")
+	fs.BoolVar(&o.floor, "floor", false, "after each rate's run, run GET /healthz at the same rate on the same engine and connections: the part of the latency that is not the evaluation")
 	fs.BoolVar(&o.serve, "serve", false, "only start oar-engine on the bench bundle, print its address, and wait for an interrupt (to try it with curl)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -128,18 +135,33 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	for i, body := range bodies {
 		reqs[i] = render(eng.addr, "/v1/evaluate", body)
 	}
+	probes := [][]byte{renderGet(eng.addr, "/healthz")}
+	if o.idlePoll {
+		release, err := holdIdlePoll()
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	fmt.Fprintf(out, "oar-engine load run: %d-rule bundle %s, %d occurrences over %d sessions, %d keep-alive connections, open loop\n",
 		len(b.Packs[0].Rules), b.Digest[:19], len(docs.occurrences), o.sessions, o.conns)
 	fmt.Fprintf(out, "latency from the scheduled send to the whole answer; in the engine, the handler's share (its histogram's bucket bounds)\n")
+	fmt.Fprintln(out, cpuIdle(o.idlePoll))
 	fmt.Fprintf(out, "CPU in cores: the engine's, the generator's, the rest of the machine's (%d cores), and the time the hypervisor stole; load average after each run\n", runtime.NumCPU())
-	fmt.Fprintf(out, headFormat, "rate/s", "requests", "achieved/s", "p50", "p99", "p99.9", "max", "errors", "handler p50", "handler p99", "engine", "loadgen", "others", "steal", "load average")
+	fmt.Fprintf(out, headFormat, "request", "rate/s", "requests", "achieved/s", "p50", "p99", "p99.9", "max", "errors", "handler p50", "handler p99", "engine", "loadgen", "others", "steal", "load average")
 	// Warm up: connections open, code paths and the heap settle.
 	if _, err := load(ctx, eng.addr, reqs, 1000, time.Second, o.conns); err != nil {
 		return err
 	}
 	for _, rate := range o.rates {
 		for range o.runs {
-			if err := measureRate(ctx, eng, reqs, rate, o, out); err != nil {
+			if err := measureRate(ctx, eng, "evaluate", reqs, rate, o, out); err != nil {
+				return err
+			}
+			if !o.floor {
+				continue
+			}
+			if err := measureRate(ctx, eng, "healthz", probes, rate, o, out); err != nil {
 				return err
 			}
 		}
@@ -157,10 +179,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	return measureMemory(ctx, o, docs, work, out)
 }
 
-// measureRate runs one rate and prints its row: what the generator saw, what the
-// engine's histogram saw, the cores the engine, the generator and the rest of the
+// measureRate runs one rate of reqs, named by request, and prints its row: what the
+// generator saw, what the engine's evaluation histogram saw (nothing for a request
+// that does not evaluate), the cores the engine, the generator and the rest of the
 // machine used, and the load average after the run.
-func measureRate(ctx context.Context, eng *engineProc, reqs [][]byte, rate int, o options, out io.Writer) error {
+func measureRate(ctx context.Context, eng *engineProc, request string, reqs [][]byte, rate int, o options, out io.Writer) error {
 	before, err := eng.latencies()
 	if err != nil {
 		return err
@@ -183,9 +206,12 @@ func measureRate(ctx context.Context, eng *engineProc, reqs [][]byte, rate int, 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, rowFormat, rate, st.requests, st.achieved,
-		round(st.p50), round(st.p99), round(st.p999), round(st.max), st.errors,
-		"≤"+round(after.quantile(before, 0.5)), "≤"+round(after.quantile(before, 0.99)),
+	handlerP50, handlerP99 := "-", "-"
+	if request == "evaluate" {
+		handlerP50, handlerP99 = "≤"+round(after.quantile(before, 0.5)), "≤"+round(after.quantile(before, 0.99))
+	}
+	fmt.Fprintf(out, rowFormat, request, rate, st.requests, st.achieved,
+		round(st.p50), round(st.p99), round(st.p999), round(st.max), st.errors, handlerP50, handlerP99,
 		cpu.engine, cpu.self, cpu.others, cpu.steal, loadAverage())
 	if st.firstError != "" {
 		fmt.Fprintf(out, "         first error: %s\n", st.firstError)
@@ -230,8 +256,8 @@ func measureMemory(ctx context.Context, o options, docs *benchDocs, work string,
 }
 
 const (
-	headFormat = "%8s %9s %10s %9s %9s %9s %9s %7s %12s %12s %7s %7s %7s %7s  %s\n"
-	rowFormat  = "%8d %9d %10.1f %9s %9s %9s %9s %7d %12s %12s %7.2f %7.2f %7.2f %7.2f  %s\n"
+	headFormat = "%-8s %8s %9s %10s %9s %9s %9s %9s %7s %12s %12s %7s %7s %7s %7s  %s\n"
+	rowFormat  = "%-8s %8d %9d %10.1f %9s %9s %9s %9s %7d %12s %12s %7.2f %7.2f %7.2f %7.2f  %s\n"
 )
 
 func round(d time.Duration) string {
