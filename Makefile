@@ -188,9 +188,10 @@ undeploy: ## Uninstall the chart from $KUBECONFIG's cluster (the CRDs and custom
 # run, with the CPU the rest of the machine used and the hypervisor stole, which the
 # tail follows), then measures the resident memory of a fresh engine holding a
 # 1,000-rule bundle and 10,000 sessions. LOAD_ARGS passes more flags: --floor adds a
-# GET /healthz row after each run (the latency that is not the evaluation), and
-# --idle-poll keeps the CPUs out of idle halt for the run, as a latency-tuned node does
-# (needs root); `bin/loadgen --help` lists the rest.
+# GET /healthz row after each run (the latency that is not the evaluation), --pin gives
+# the engine and the generator CPUs of their own, and --idle-poll keeps the CPUs out of
+# idle halt for the run, as a latency-tuned node does (needs root); `bin/loadgen --help`
+# lists the rest.
 LOAD_RATES    ?= 1000,10000
 LOAD_DURATION ?= 10s
 LOAD_RUNS     ?= 1

@@ -44,7 +44,13 @@ queue behind each other (p99 at 10,000/s went from about 3 ms to 7-24 ms).
 GOMEMLIMIT, a little below the container's memory limit, makes the collector work
 harder before the kernel would kill the sidecar. GOGC (default 100) trades memory for
 fewer collections; at 1,000 requests a second there are about two a second, each a
-few milliseconds of background work, and GOGC=400 did not measurably move the tail.
+few milliseconds of background work, and neither GOGC=400 nor GOGC=off moved the p99.
+
+On a virtual machine the p99 at a thousand requests a second is mostly the time it
+takes to wake an idle virtual CPU for each request, not the engine: for agent hosts
+that need a sub-millisecond tail, run them on nodes tuned for latency, whose CPUs poll
+instead of halting when idle (a PM QoS wake-up latency of 0, as tuned's
+latency-performance profile sets).
 
 Flags:
 `

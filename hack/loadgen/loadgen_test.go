@@ -4,9 +4,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/oar-operator/oar-operator/internal/bundle"
 )
@@ -133,5 +138,49 @@ func TestFloorRequest(t *testing.T) {
 	}
 	if want := "GET /healthz HTTP/1.1\r\nHost: " + addr + "\r\n\r\n"; <-got != want {
 		t.Errorf("the server read a different request, want %q", want)
+	}
+}
+
+func TestCPUList(t *testing.T) {
+	var set unix.CPUSet
+	for _, c := range []int{0, 1, 2, 5, 7, 8} {
+		set.Set(c)
+	}
+	if got := cpuList(set); got != "0-2,5,7-8" {
+		t.Errorf("cpuList = %q, want 0-2,5,7-8", got)
+	}
+}
+
+// TestPinProcess: every thread of a running process ends on the CPU it is pinned to,
+// as the kernel reports it.
+func TestPinProcess(t *testing.T) {
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	first := -1
+	for c := range maxCPUs {
+		if all.IsSet(c) {
+			first = c
+			break
+		}
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var one unix.CPUSet
+	one.Set(first)
+	pid := strconv.Itoa(cmd.Process.Pid)
+	if err := pinProcess(pid, &one); err != nil {
+		t.Fatal(err)
+	}
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Cpus_allowed_list:\t" + strconv.Itoa(first) + "\n"; !strings.Contains(string(status), want) {
+		t.Errorf("/proc/%s/status does not say %q", pid, want)
 	}
 }

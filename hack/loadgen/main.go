@@ -11,7 +11,8 @@
 // request waits for the host), so a row is only as telling as its steal is small.
 // --floor follows each run with one of GET /healthz, the same server and connections
 // without the evaluation, so a row can be read against the machine's own floor, and
-// --idle-poll keeps the CPUs out of idle halt for the runs (idle.go).
+// --idle-poll keeps the CPUs out of idle halt for the runs (idle.go), and --pin gives
+// the engine and the generator CPUs of their own (pin.go).
 // Then it starts a fresh oar-engine with a bundle of --rss-rules rules, drives
 // --rss-sessions distinct sessions through it, and reports its resident memory (VmRSS
 // of /proc/<pid>/status).
@@ -46,6 +47,7 @@ type options struct {
 	procs       int
 	idlePoll    bool
 	floor       bool
+	pin         bool
 	serve       bool
 }
 
@@ -85,6 +87,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.rssSessions, "rss-sessions", 10000, "distinct sessions driven through the engine before its memory is read")
 	fs.BoolVar(&o.idlePoll, "idle-poll", false, "keep the CPUs polling instead of halting while the rates run, as a latency-tuned node does (PM QoS through /dev/cpu_dma_latency; needs root)")
 	fs.BoolVar(&o.floor, "floor", false, "after each rate's run, run GET /healthz at the same rate on the same engine and connections: the part of the latency that is not the evaluation")
+	fs.BoolVar(&o.pin, "pin", false, "run the engine on the last CPU and the generator on the others, as on a node with dedicated cores")
 	fs.BoolVar(&o.serve, "serve", false, "only start oar-engine on the bench bundle, print its address, and wait for an interrupt (to try it with curl)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -136,6 +139,20 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		reqs[i] = render(eng.addr, "/v1/evaluate", body)
 	}
 	probes := [][]byte{renderGet(eng.addr, "/healthz")}
+	placement := "engine and generator share every CPU (--pin gives each its own)"
+	if o.pin {
+		engineCPUs, generatorCPUs, err := pinSplit()
+		if err != nil {
+			return err
+		}
+		if err := pinProcess(strconv.Itoa(eng.cmd.Process.Pid), &engineCPUs); err != nil {
+			return err
+		}
+		if err := pinProcess("self", &generatorCPUs); err != nil {
+			return err
+		}
+		placement = fmt.Sprintf("engine pinned to CPU %s, generator to CPU %s (--pin)", cpuList(engineCPUs), cpuList(generatorCPUs))
+	}
 	if o.idlePoll {
 		release, err := holdIdlePoll()
 		if err != nil {
@@ -147,6 +164,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		len(b.Packs[0].Rules), b.Digest[:19], len(docs.occurrences), o.sessions, o.conns)
 	fmt.Fprintf(out, "latency from the scheduled send to the whole answer; in the engine, the handler's share (its histogram's bucket bounds)\n")
 	fmt.Fprintln(out, cpuIdle(o.idlePoll))
+	fmt.Fprintln(out, "CPUs: "+placement)
 	fmt.Fprintf(out, "CPU in cores: the engine's, the generator's, the rest of the machine's (%d cores), and the time the hypervisor stole; load average after each run\n", runtime.NumCPU())
 	fmt.Fprintf(out, headFormat, "request", "rate/s", "requests", "achieved/s", "p50", "p99", "p99.9", "max", "errors", "handler p50", "handler p99", "engine", "loadgen", "others", "steal", "load average")
 	// Warm up: connections open, code paths and the heap settle.
