@@ -39,7 +39,9 @@ FUZZ_TARGETS := \
 	./internal/engine:FuzzDecodeDocuments \
 	./internal/engine:FuzzDecodeJSON \
 	./internal/occurrence:FuzzDecode \
-	./internal/sidecar:FuzzAppendString
+	./internal/bundle:FuzzDecode \
+	./internal/sidecar:FuzzAppendString \
+	./cmd/oarctl:FuzzValidate
 
 .PHONY: all build test fmt-check vet unit conformance fuzz fuzz-smoke bench run clean help \
 	envtest-binaries stop-envtest manifests generate manifests-check
