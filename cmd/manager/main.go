@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -37,15 +38,16 @@ func main() {
 
 // options are the manager's flags.
 type options struct {
-	metricsAddr   string
-	metricsSecure bool
-	probeAddr     string
-	leaderElect   bool
-	leaderElectID string
-	leaderElectNS string
-	enableHTTP2   bool
-	webhooks      webhookOptions
-	zap           zap.Options
+	metricsAddr    string
+	metricsSecure  bool
+	metricsCertDir string
+	probeAddr      string
+	leaderElect    bool
+	leaderElectID  string
+	leaderElectNS  string
+	enableHTTP2    bool
+	webhooks       webhookOptions
+	zap            zap.Options
 }
 
 // webhookOptions are the flags of the admission webhooks.
@@ -67,6 +69,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address the metrics endpoint binds to; \"0\" disables it.")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized through the API server.")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Directory holding the metrics endpoint's serving certificate (tls.crt, tls.key), reloaded when it changes (cert-manager, or yours). Empty: a self-signed certificate generated at each start, which no scraper can verify.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz probes bind to.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectID, "leader-election-id", "oar-operator.rules.oar.dev", "Name of the leader-election Lease.")
@@ -110,9 +113,9 @@ func run() error {
 	if !o.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
-	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure, TLSOpts: tlsOpts}
-	if o.metricsSecure {
-		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	metrics, err := metricsOptions(o, tlsOpts)
+	if err != nil {
+		return err
 	}
 	var webhookServer webhook.Server
 	if o.webhooks.enabled {
@@ -153,6 +156,25 @@ func run() error {
 	}
 	ctrl.Log.WithName("setup").Info("starting manager")
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// metricsOptions configure the metrics endpoint. With --metrics-cert-dir the certificate
+// must be there at start: controller-runtime would otherwise fall back silently to a
+// self-signed one, and every verifying scrape would fail.
+func metricsOptions(o options, tlsOpts []func(*tls.Config)) (metricsserver.Options, error) {
+	m := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure, TLSOpts: tlsOpts}
+	if o.metricsSecure {
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	if o.metricsCertDir != "" && o.metricsAddr != "0" {
+		for _, f := range []string{"tls.crt", "tls.key"} {
+			if _, err := os.Stat(filepath.Join(o.metricsCertDir, f)); err != nil {
+				return m, fmt.Errorf("--metrics-cert-dir: %w", err)
+			}
+		}
+		m.CertDir = o.metricsCertDir
+	}
+	return m, nil
 }
 
 // setupWebhooks serves the admission webhooks: at once with external certificates,

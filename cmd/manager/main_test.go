@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -36,5 +38,37 @@ func TestWebhookFlags(t *testing.T) {
 	o, err := parseFlags(nil)
 	if err != nil || o.webhooks.certs.Namespace != "oar-system" || !o.webhooks.enabled || o.webhooks.certMode != certSelfManaged {
 		t.Fatalf("defaults: %+v %v", o.webhooks, err)
+	}
+}
+
+// TestMetricsCertDir: without --metrics-cert-dir controller-runtime generates a
+// certificate; with it the certificate must be there, or the manager refuses to start
+// rather than serve a self-signed one no scraper can verify.
+func TestMetricsCertDir(t *testing.T) {
+	dir := t.TempDir()
+	parse := func(args ...string) options {
+		t.Helper()
+		o, err := parseFlags(append([]string{"--webhook-namespace=oar-system"}, args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	if m, err := metricsOptions(parse(), nil); err != nil || m.CertDir != "" || !m.SecureServing || m.FilterProvider == nil {
+		t.Errorf("default: cert dir %q, secure %v, %v; want a generated certificate behind authentication", m.CertDir, m.SecureServing, err)
+	}
+	if _, err := metricsOptions(parse("--metrics-cert-dir="+dir), nil); err == nil || !strings.Contains(err.Error(), "--metrics-cert-dir") {
+		t.Errorf("an empty certificate directory: %v; want an error naming --metrics-cert-dir", err)
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m, err := metricsOptions(parse("--metrics-cert-dir="+dir), nil); err != nil || m.CertDir != dir {
+		t.Errorf("with a certificate: cert dir %q, %v; want %s", m.CertDir, err, dir)
+	}
+	if _, err := metricsOptions(parse("--metrics-cert-dir=/nonexistent", "--metrics-bind-address=0"), nil); err != nil {
+		t.Errorf("metrics off: %v; the directory must not matter", err)
 	}
 }

@@ -135,6 +135,19 @@ func TestRolesGrantExactlyTheGeneratedRules(t *testing.T) {
 					t.Errorf("%s binds %s to %v; want %s to %v", binding, got, b.Subjects, role, want)
 				}
 			}
+
+			// Chart-only, like the metrics-reader ClusterRole it binds (config/rbac has
+			// neither): it grants /metrics to the Prometheus ServiceAccount the values
+			// name, never anything to the manager.
+			if slices.Contains(vs.kinds, "ClusterRoleBinding/oar-operator-metrics-reader") {
+				var b rbacv1.ClusterRoleBinding
+				r.into(t, "ClusterRoleBinding", "oar-operator-metrics-reader", &b)
+				sa := smValues(t, vs).PrometheusServiceAccount
+				want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: sa.Namespace}}
+				if got := b.RoleRef.Kind + "/" + b.RoleRef.Name; got != "ClusterRole/oar-operator-metrics-reader" || sa.Name == "" || !slices.Equal(b.Subjects, want) {
+					t.Errorf("ClusterRoleBinding oar-operator-metrics-reader binds %s to %v; want the metrics reader to %v", got, b.Subjects, want)
+				}
+			}
 		})
 	}
 }

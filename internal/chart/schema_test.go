@@ -27,6 +27,19 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"malformed quantity", "resources: {limits: {memory: 256MB}}", "memory"},
 		{"misspelt resource", "resources: {requests: {cpus: 1}}", "cpus"},
 		{"bad PDB percentage", `podDisruptionBudget: {minAvailable: "half"}`, "minAvailable"},
+		{"misspelt ServiceMonitor key", "metrics: {serviceMonitor: {enable: true}}", "enable"},
+		{"ServiceMonitor switch as a string", `metrics: {serviceMonitor: {enabled: "true"}}`, "enabled"},
+		{"malformed scrape interval", "metrics: {serviceMonitor: {interval: 30 seconds}}", "interval"},
+		{"scrape timeout with units out of order", "metrics: {serviceMonitor: {scrapeTimeout: 10s1m}}", "scrapeTimeout"},
+		{"label value not a string", "metrics: {serviceMonitor: {labels: {release: true}}}", "release"},
+		{"label key with a space", `metrics: {serviceMonitor: {labels: {"kube prometheus": x}}}`, "kube prometheus"},
+		{"label value with a space", `metrics: {serviceMonitor: {labels: {release: "kube prometheus"}}}`, "release"},
+		{"skip verification as a string", `metrics: {serviceMonitor: {insecureSkipVerify: "yes"}}`, "insecureSkipVerify"},
+		{"token Secret without a key", `metrics: {serviceMonitor: {tokenSecret: {name: prometheus-token, key: ""}}}`, "key"},
+		{"misspelt token Secret key", "metrics: {serviceMonitor: {tokenSecret: {secretName: prometheus-token}}}", "secretName"},
+		{"Prometheus account without a namespace", "metrics: {serviceMonitor: {prometheusServiceAccount: {name: prometheus}}}", "namespace"},
+		{"Prometheus namespace without an account", "metrics: {serviceMonitor: {prometheusServiceAccount: {namespace: monitoring}}}", "name"},
+		{"Prometheus namespace not a DNS label", "metrics: {serviceMonitor: {prometheusServiceAccount: {name: prometheus, namespace: Monitoring}}}", "namespace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render(t, "oar-system", tc.values)
@@ -42,13 +55,16 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 
 // TestSchemaAcceptsDocumentedAlternatives renders the alternatives values.yaml documents
 // that the value sets do not: an integer log level without other changes, a PDB as a
-// number, an existing ServiceAccount.
+// number, an existing ServiceAccount, compound scrape durations and prefixed labels, and
+// an unverified scrape chosen with cert-manager certificates.
 func TestSchemaAcceptsDocumentedAlternatives(t *testing.T) {
 	for _, values := range []string{
 		"manager: {logLevel: 5}",
 		"podDisruptionBudget: {minAvailable: 2}",
 		"serviceAccount: {create: false, name: existing}",
 		"image: {tag: v0.2.0}",
+		"metrics: {serviceMonitor: {interval: 1m30s, scrapeTimeout: 500ms, labels: {prometheus.example/team: platform, release: kps}}}",
+		"{webhook: {certManagement: cert-manager}, metrics: {serviceMonitor: {enabled: true, insecureSkipVerify: true}}}",
 	} {
 		if _, err := render(t, "oar-system", values); err != nil {
 			t.Errorf("values %s: %v", values, err)

@@ -92,3 +92,39 @@ app.kubernetes.io/part-of: oar-operator
 {{- define "oar-operator.certManagerCerts" -}}
 {{- if and .Values.webhook.enabled (eq .Values.webhook.certManagement "cert-manager") }}true{{ end }}
 {{- end }}
+
+{{/* True ("true") when cert-manager issues the metrics endpoint's certificate. */}}
+{{- define "oar-operator.metricsCertManagerCerts" -}}
+{{- if and .Values.metrics.enabled (eq .Values.webhook.certManagement "cert-manager") }}true{{ end }}
+{{- end }}
+
+{{/* Metrics objects. */}}
+{{- define "oar-operator.metricsService" -}}
+{{- printf "%s-metrics" (include "oar-operator.fullname" .) }}
+{{- end }}
+
+{{- define "oar-operator.metricsReader" -}}
+{{- printf "%s-metrics-reader" (include "oar-operator.fullname" .) }}
+{{- end }}
+
+{{- define "oar-operator.metricsCertSecret" -}}
+{{- printf "%s-metrics-cert" (include "oar-operator.fullname" .) }}
+{{- end }}
+
+{{- define "oar-operator.metricsCertificate" -}}
+{{- printf "%s-metrics-cert" (include "oar-operator.fullname" .) }}
+{{- end }}
+
+{{/* Where the manager reads the metrics certificate cert-manager issues (--metrics-cert-dir). */}}
+{{- define "oar-operator.metricsCertDir" -}}
+/tmp/k8s-metrics-server/serving-certs
+{{- end }}
+
+{{/*
+The labels of the metrics Service that its ServiceMonitor selects by: the pods' selector
+labels, which the webhook Service carries too, and one only the metrics Service has.
+*/}}
+{{- define "oar-operator.metricsServiceSelectorLabels" -}}
+{{ include "oar-operator.selectorLabels" . }}
+rules.oar.dev/endpoint: metrics
+{{- end }}
