@@ -141,17 +141,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	probes := [][]byte{renderGet(eng.addr, "/healthz")}
 	placement := "engine and generator share every CPU (--pin gives each its own)"
 	if o.pin {
-		engineCPUs, generatorCPUs, err := pinSplit()
-		if err != nil {
+		if placement, err = pin(eng.cmd.Process.Pid); err != nil {
 			return err
 		}
-		if err := pinProcess(strconv.Itoa(eng.cmd.Process.Pid), &engineCPUs); err != nil {
-			return err
-		}
-		if err := pinProcess("self", &generatorCPUs); err != nil {
-			return err
-		}
-		placement = fmt.Sprintf("engine pinned to CPU %s, generator to CPU %s (--pin)", cpuList(engineCPUs), cpuList(generatorCPUs))
 	}
 	if o.idlePoll {
 		release, err := holdIdlePoll()

@@ -17,6 +17,22 @@ import (
 // maxCPUs is the number of CPUs a unix.CPUSet can name.
 const maxCPUs = 8 * int(unsafe.Sizeof(unix.CPUSet{}))
 
+// pin puts the engine, process enginePID, on the last CPU and this process on the
+// others, and says so.
+func pin(enginePID int) (string, error) {
+	engine, generator, err := pinSplit()
+	if err != nil {
+		return "", err
+	}
+	if err := pinProcess(strconv.Itoa(enginePID), &engine); err != nil {
+		return "", err
+	}
+	if err := pinProcess("self", &generator); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("engine pinned to CPU %s, generator to CPU %s (--pin)", cpuList(engine), cpuList(generator)), nil
+}
+
 // pinSplit divides the CPUs this process may use: the last for the engine, the others
 // for the generator.
 func pinSplit() (engine, generator unix.CPUSet, err error) {
