@@ -43,7 +43,7 @@ FUZZ_TARGETS := \
 	./internal/sidecar:FuzzAppendString \
 	./cmd/oarctl:FuzzValidate
 
-.PHONY: all build test fmt-check vet unit conformance fuzz fuzz-smoke bench run clean help \
+.PHONY: all build test fmt-check vet tidy-check unit conformance fuzz fuzz-smoke bench run clean help \
 	envtest-binaries stop-envtest manifests generate manifests-check
 
 all: build
@@ -54,7 +54,7 @@ help: ## List targets.
 build: ## Build oarctl into bin/.
 	$(GO) build -o $(OARCTL) ./cmd/oarctl
 
-test: fmt-check vet manifests-check envtest-binaries unit conformance fuzz-smoke ## Everything CI runs.
+test: fmt-check vet tidy-check manifests-check envtest-binaries unit conformance fuzz-smoke ## Everything CI runs.
 
 fmt-check: ## Fail when gofmt would change a file.
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -62,6 +62,11 @@ fmt-check: ## Fail when gofmt would change a file.
 
 vet: ## go vet every package.
 	$(GO) vet ./...
+
+tidy-check: ## Fail when go.mod or go.sum (the root's or a hack/ tools module's) is not tidy.
+	@for d in . hack/tools hack/controller-gen; do \
+		(cd $$d && $(GO) mod tidy -diff) || { echo "go.mod in $$d is not tidy: run go mod tidy there"; exit 1; }; \
+	done
 
 unit: envtest-binaries ## Unit, integration, envtest and seed-corpus fuzz tests.
 	@mkdir -p $(CURDIR)/tmp; run=$$(mktemp -d $(CURDIR)/tmp/test.XXXXXX); \
