@@ -140,12 +140,13 @@ fuzz-smoke: ## A short run of every fuzz target (SMOKETIME inputs each).
 			{ echo "fuzzing $$pkg $$name failed:"; grep -v '^fuzz: elapsed' $$log; exit 1; }; \
 	done
 
-fuzz: ## Every fuzz target for FUZZTIME (default 5m each).
-	@for t in $(FUZZ_TARGETS); do \
+fuzz: ## Every fuzz target for FUZZTIME (default 5m each); fails if any target failed.
+	@failed=; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
-		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg; \
-	done
+		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg || failed="$$failed $$pkg:$$name"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz targets that failed:$$failed"; exit 1; fi
 
 bench: build ## Go benchmarks and an oarctl bench run.
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./internal/...
