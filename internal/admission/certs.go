@@ -10,9 +10,15 @@ import (
 
 // What cert-controller needs: the Secret holding the serving certificate, in the
 // manager's namespace only, and the webhook configuration it injects the CA bundle into.
+// It reads through informers, which list and watch every object of the kind, but it
+// writes only those two, so update is granted on them by name: a manager that could
+// update any webhook configuration could switch off every other admission control of
+// the cluster. The names are config/default's (prefix "oar-"); the chart grants its own.
 //
-// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;list;watch;update
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,resourceNames=oar-webhook-server-cert,verbs=update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=oar-validating-webhook-configuration,verbs=update
 
 // CertOptions say where the webhooks' serving certificate lives.
 type CertOptions struct {
