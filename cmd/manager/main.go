@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -142,6 +143,9 @@ func run() error {
 		Recorder: mgr.GetEventRecorder("oar-operator"),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the bundle controller: %w", err)
+	}
+	if err := ctrlmetrics.Registry.Register(controller.NewStateCollector(mgr.GetCache())); err != nil {
+		return fmt.Errorf("register the state metrics: %w", err)
 	}
 	if o.webhooks.enabled {
 		if err := setupWebhooks(mgr, o.webhooks); err != nil {

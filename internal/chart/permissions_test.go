@@ -173,7 +173,15 @@ func runOnGrantedPermissions(t *testing.T, bin string, inst installation) {
 			return e.Regarding.Kind == "RulePack" && e.Regarding.Name == pack.Name
 		}), fmt.Sprintf("%d events, none regarding RulePack %s", len(events.Items), pack.Name)
 	})
-	checkMetrics(t, ns, objs, metrics)
+	scraped := checkMetrics(t, ns, objs, metrics)
+	for _, want := range []string{
+		fmt.Sprintf(`oar_operator_resource_ready{kind="RulePack",name=%q,namespace=%q,reason="Published"} 1`, pack.Name, ns),
+		fmt.Sprintf(`oar_operator_bundle_info{capability=%q,digest=%q,namespace=%q} 1`, capability.Name, capability.Status.Bundle.Digest, ns),
+	} {
+		if !strings.Contains(scraped, want) {
+			t.Errorf("the metrics endpoint does not serve %s", want)
+		}
+	}
 
 	denied := []authorizationv1.ResourceAttributes{
 		{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "another-admission-control"},
@@ -310,8 +318,9 @@ func createSamples(t *testing.T, ns string) (*rulesv1alpha1.Capability, *rulesv1
 // checkMetrics scrapes the metrics endpoint with the token of a ServiceAccount bound to
 // a role granting GET /metrics — the installation's metrics-reader ClusterRole when it
 // has one — and with the token of one that is not: the manager must authenticate both
-// through TokenReview and authorize them through SubjectAccessReview.
-func checkMetrics(t *testing.T, ns string, objs []*unstructured.Unstructured, addr string) {
+// through TokenReview and authorize them through SubjectAccessReview. It returns what
+// the authorized scrape read.
+func checkMetrics(t *testing.T, ns string, objs []*unstructured.Unstructured, addr string) string {
 	ctx := context.Background()
 	reader := "perm-metrics-reader-" + ns
 	if i := slices.IndexFunc(objs, func(o *unstructured.Unstructured) bool {
@@ -335,6 +344,7 @@ func checkMetrics(t *testing.T, ns string, objs []*unstructured.Unstructured, ad
 	// The endpoint's certificate is the manager's own or the test's; what is checked
 	// here is who may read it, not the certificate.
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	var scraped string
 	for sa, want := range map[string]int{"scraper": http.StatusOK, "stranger": http.StatusForbidden} {
 		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 		if err != nil {
@@ -348,9 +358,17 @@ func checkMetrics(t *testing.T, ns string, objs []*unstructured.Unstructured, ad
 				return false, err.Error()
 			}
 			defer resp.Body.Close()
+			var body bytes.Buffer
+			if _, err := body.ReadFrom(resp.Body); err != nil {
+				return false, err.Error()
+			}
+			if resp.StatusCode == http.StatusOK {
+				scraped = body.String()
+			}
 			return resp.StatusCode == want, resp.Status
 		})
 	}
+	return scraped
 }
 
 // create creates obj as the admin and deletes it when the test ends.

@@ -234,6 +234,7 @@ func (r *BundleReconciler) writeBundle(ctx context.Context, capability *rulesv1a
 	if err != nil {
 		return nil, fmt.Errorf("write bundle configmap %s: %w", cm.Name, err)
 	}
+	publications.WithLabelValues(capability.Namespace, capability.Name).Inc()
 	r.Recorder.Eventf(capability, cm, corev1.EventTypeNormal, "Published", "Publish",
 		"published bundle %s (%d packs, %d configurations, %d bytes%s) in ConfigMap %s",
 		res.Bundle.Digest, len(res.Bundle.Packs), len(res.Bundle.Configs), res.Encoded.Size, compressedNote(res.Encoded), cm.Name)
