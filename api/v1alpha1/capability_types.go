@@ -175,7 +175,3 @@ type CapabilityList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Capability `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Capability{}, &CapabilityList{})
-}

@@ -15,17 +15,29 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the API group and version of these resources.
 	GroupVersion = schema.GroupVersion{Group: "rules.oar.dev", Version: "v1alpha1"}
 
-	// SchemeBuilder registers the types of this package with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// SchemeBuilder registers the types of this package with a runtime.Scheme. It is
+	// apimachinery's, not controller-runtime's (deprecated there), so importing the API
+	// needs nothing beyond apimachinery.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the types of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&Capability{}, &CapabilityList{},
+		&RulePack{}, &RulePackList{},
+		&OperatorConfig{}, &OperatorConfigList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -139,7 +139,3 @@ type RulePackList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []RulePack `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&RulePack{}, &RulePackList{})
-}

@@ -158,6 +158,3 @@ var detectorProfiles = map[string]bool{
 
 // reservedWords may not name a fact or function ([OAR-EXPR-24]).
 var reservedWords = map[string]bool{"true": true, "false": true, "in": true}
-
-// builtinNames are the four built-ins of A.3 ([OAR-EXPR-16]); no fact may shadow them.
-var builtinNames = map[string]bool{"size": true, "starts_with": true, "ends_with": true, "contains": true}

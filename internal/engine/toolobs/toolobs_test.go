@@ -63,7 +63,7 @@ func TestFACT28_CanonicalJSON(t *testing.T) {
 		{"integral json numbers", decode(t, `[5, -0, 1E2, 5.0, 5e0]`), `[5.0,0.0,100.0,5.0,5.0]`},
 		{"small numbers without exponent", decode(t, `[1e-7, 0.0000001, -2.5e-3]`), `[0.0000001,0.0000001,-0.0025]`},
 		{"large numbers without exponent", decode(t, `[1e21, 1.5e300]`), `[1000000000000000000000.0,` + "15" + strings.Repeat("0", 299) + `.0]`},
-		{"shortest round-trip", []any{0.1, 1.0 / 3, 123456789.125, -0.0, math.SmallestNonzeroFloat64 * 0}, `[0.1,0.3333333333333333,123456789.125,0.0,0.0]`},
+		{"shortest round-trip", []any{0.1, 1.0 / 3, 123456789.125, math.Copysign(0, -1), math.SmallestNonzeroFloat64 * 0}, `[0.1,0.3333333333333333,123456789.125,0.0,0.0]`},
 		{"doubles round to nearest", decode(t, `[0.30000000000000004441, 1e-400, 9007199254740993.0]`), `[0.30000000000000004,0.0,9007199254740992.0]`},
 		{"largest exact integers", decode(t, `[9007199254740992, -9007199254740992, 9223372036854775807e0]`), `[9007199254740992.0,-9007199254740992.0,9223372036854776000.0]`},
 		// Exact integers are still written in the shortest form that round-trips
