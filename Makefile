@@ -14,10 +14,12 @@ FUZZTIME  ?= 5m
 SMOKETIME ?= 20000x
 BENCHTIME ?= 1s
 
-# A real control plane for the envtest suites, built from Go modules (hack/tools), and
-# controller-gen (hack/controller-gen): see hack/README.md. Their versions live in those
+# A real control plane for the envtest suites, built from Go modules (hack/tools),
+# controller-gen (hack/controller-gen) and staticcheck (hack/staticcheck): see
+# hack/README.md. Their versions live in those
 # modules' go.mod files; a binary is rebuilt only when its module's go.sum is newer.
 CONTROLLER_GEN := $(BIN)/controller-gen
+STATICCHECK    := $(BIN)/staticcheck
 KUBE_VERSION    = $(shell cd hack/tools && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
 kube_minor      = $(word 2,$(subst ., ,$(KUBE_VERSION)))
 kube_ldflag     = -X k8s.io/component-base/version.$(1)=$(2) -X k8s.io/client-go/pkg/version.$(1)=$(2)
@@ -43,7 +45,7 @@ FUZZ_TARGETS := \
 	./internal/sidecar:FuzzAppendString \
 	./cmd/oarctl:FuzzValidate
 
-.PHONY: all build test fmt-check vet tidy-check unit conformance fuzz fuzz-smoke bench run clean help \
+.PHONY: all build test fmt-check vet lint tidy-check unit conformance fuzz fuzz-smoke bench run clean help \
 	envtest-binaries stop-envtest manifests generate manifests-check
 
 all: build
@@ -54,7 +56,7 @@ help: ## List targets.
 build: ## Build oarctl into bin/.
 	$(GO) build -o $(OARCTL) ./cmd/oarctl
 
-test: fmt-check vet tidy-check manifests-check envtest-binaries unit conformance fuzz-smoke ## Everything CI runs.
+test: fmt-check vet lint tidy-check manifests-check envtest-binaries unit conformance fuzz-smoke ## Everything CI runs.
 
 fmt-check: ## Fail when gofmt would change a file.
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -63,8 +65,11 @@ fmt-check: ## Fail when gofmt would change a file.
 vet: ## go vet every package.
 	$(GO) vet ./...
 
+lint: bin/staticcheck ## staticcheck every package (its default checks).
+	$(STATICCHECK) ./...
+
 tidy-check: ## Fail when go.mod or go.sum (the root's or a hack/ tools module's) is not tidy.
-	@for d in . hack/tools hack/controller-gen; do \
+	@for d in . hack/tools hack/controller-gen hack/staticcheck; do \
 		(cd $$d && $(GO) mod tidy -diff) || { echo "go.mod in $$d is not tidy: run go mod tidy there"; exit 1; }; \
 	done
 
@@ -93,6 +98,10 @@ bin/kube-apiserver: hack/tools/go.sum | bin/etcd
 
 bin/controller-gen: hack/controller-gen/go.sum
 	cd hack/controller-gen && $(GO) build -trimpath -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
+	@touch $@
+
+bin/staticcheck: hack/staticcheck/go.sum
+	cd hack/staticcheck && $(GO) build -trimpath -o $(STATICCHECK) honnef.co/go/tools/cmd/staticcheck
 	@touch $@
 
 # controller-gen invocations: CRDs into config/crd/bases, the manager role into

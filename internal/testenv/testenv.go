@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -125,22 +124,6 @@ func Start(opts Options) (*Env, error) {
 		return nil, errors.Join(fmt.Errorf("testenv: client: %w", err), te.Stop())
 	}
 	return &Env{Config: cfg, Client: c, Scheme: scheme, Environment: te, Root: root}, nil
-}
-
-// StartT starts an environment for one test and stops it when the test ends. Prefer one
-// environment per package (Start in TestMain) when several tests need one.
-func StartT(tb testing.TB, opts Options) *Env {
-	tb.Helper()
-	env, err := Start(opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			tb.Errorf("testenv: stopping the control plane: %v", err)
-		}
-	})
-	return env
 }
 
 // Stop stops the API server and etcd.
