@@ -60,6 +60,7 @@ type BundleReconciler struct {
 
 	decoded decodedPacks
 	changes changeCounter
+	last    lastPublished
 }
 
 // Reconcile assembles and publishes the bundle of the Capability req names.
@@ -100,7 +101,12 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, r.refuseForeignConfigMap(ctx, capability, cm)
 	}
 
-	in, early, err := r.input(req.NamespacedName, capability, packs.Items, configs.Items, cm)
+	onCM := r.intactBundle(ctx, cm)
+	current := r.last.get(req.NamespacedName)
+	if current == nil {
+		current = onCM
+	}
+	in, early, err := r.input(req.NamespacedName, capability, packs.Items, configs.Items, current)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -117,11 +123,19 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if err := r.deleteBundle(ctx, cm); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.last.forget(req.NamespacedName)
 		published = nil
-	case res.Bundle != nil && res.Changed:
+	case res.Bundle != nil && !holds(cm, onCM, res.Bundle.Digest):
 		if published, err = r.writeBundle(ctx, capability, cm, res); err != nil {
 			return ctrl.Result{}, err
 		}
+		if current != nil && current != onCM && !holds(cm, onCM, current.Digest) {
+			r.Recorder.Eventf(capability, published, corev1.EventTypeWarning, "BundleRestored", "Publish",
+				"ConfigMap %s no longer held bundle %s (deleted or overwritten); the bundle is published again from the operator's copy", published.Name, current.Digest)
+		}
+		r.last.set(req.NamespacedName, res.Bundle)
+	case res.Bundle != nil:
+		r.last.set(req.NamespacedName, res.Bundle)
 	}
 	if r.changes.deferStatus(req.NamespacedName, seen, time.Now()) {
 		logger.V(1).Info("more changes are queued; their reconcile writes the statuses")
@@ -138,22 +152,38 @@ type earlyOutcomes struct {
 	packs, configs map[string]bundle.Outcome
 }
 
-// input gathers the cluster state for one Capability.
+// intactBundle is the bundle cm holds, or nil when there is no ConfigMap or its data is
+// not an intact bundle (its digest does not match its content).
+func (r *BundleReconciler) intactBundle(ctx context.Context, cm *corev1.ConfigMap) *bundle.Bundle {
+	if cm == nil {
+		return nil
+	}
+	b, err := bundle.Decode(cm.Data, cm.BinaryData)
+	if err != nil {
+		log.FromContext(ctx).Info("the bundle ConfigMap does not hold an intact bundle; it is published again", "configmap", cm.Name, "error", err.Error())
+		return nil
+	}
+	return b
+}
+
+// holds reports whether cm, holding onCM (intactBundle), serves the bundle of digest,
+// annotation included.
+func holds(cm *corev1.ConfigMap, onCM *bundle.Bundle, digest string) bool {
+	return cm != nil && onCM != nil && onCM.Digest == digest && cm.Annotations[DigestAnnotation] == digest
+}
+
+// input gathers the cluster state for one Capability; current is the bundle published
+// so far, whose packs are the incumbents.
 func (r *BundleReconciler) input(key types.NamespacedName, capability *rulesv1alpha1.Capability, packs []rulesv1alpha1.RulePack,
-	configs []rulesv1alpha1.OperatorConfig, cm *corev1.ConfigMap) (bundle.Input, earlyOutcomes, error) {
+	configs []rulesv1alpha1.OperatorConfig, current *bundle.Bundle) (bundle.Input, earlyOutcomes, error) {
 	early := earlyOutcomes{packs: map[string]bundle.Outcome{}, configs: map[string]bundle.Outcome{}}
-	var in bundle.Input
+	in := bundle.Input{Current: current}
 	if capability != nil {
 		doc, err := CapabilityDocument(capability)
 		if err != nil {
 			return in, early, err
 		}
 		in.Capability = doc
-	}
-	if cm != nil {
-		if current, err := bundle.Decode(cm.Data, cm.BinaryData); err == nil {
-			in.Current = current
-		}
 	}
 	live := make([]*rulesv1alpha1.RulePack, 0, len(packs))
 	for i := range packs {

@@ -5,12 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -211,6 +213,83 @@ func TestBadEditKeepsLastPublishedGeneration(t *testing.T) {
 	if packNames(b)["security"] != good {
 		t.Errorf("bundle serves %v, want security@%d", packNames(b), good)
 	}
+}
+
+// TestLostBundleIsRestored: the bundle ConfigMap deleted, or its data overwritten, while
+// a pack's bad edit leaves its last good generation serving: the operator publishes the
+// same bundle again, that generation included — the ConfigMap is where that generation's
+// rules live, and losing it must not drop enforcement that was working.
+func TestLostBundleIsRestored(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	p := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
+	create(t, p)
+	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	good := p.Generation
+	update(t, p, func() { p.Spec.Rules = rulesJSON(t, rule("acme.security", "SHELL", "when", "tool ==")) })
+	waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
+	want, cm := published(t, ns, c.Name)
+	if packNames(want)["security"] != good {
+		t.Fatalf("bundle serves %v, want security@%d", packNames(want), good)
+	}
+
+	for _, loss := range []struct {
+		name string
+		lose func(cm *corev1.ConfigMap) error
+	}{
+		{"deleted", func(cm *corev1.ConfigMap) error { return k8s.Delete(ctx, cm) }},
+		{"overwritten with garbage", func(cm *corev1.ConfigMap) error {
+			cm.Data, cm.BinaryData = map[string]string{bundle.KeyPlain: "{not a bundle"}, nil
+			return k8s.Update(ctx, cm)
+		}},
+		{"overwritten with an empty bundle", func(cm *corev1.ConfigMap) error {
+			empty := &bundle.Bundle{Capability: want.Capability}
+			var err error
+			if empty.Digest, err = empty.ComputeDigest(); err != nil {
+				return err
+			}
+			enc, err := bundle.Encode(empty)
+			if err != nil {
+				return err
+			}
+			cm.Data, cm.BinaryData = enc.Data, enc.BinaryData
+			return k8s.Update(ctx, cm)
+		}},
+	} {
+		t.Run(loss.name, func(t *testing.T) {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+				t.Fatal(err)
+			}
+			lost := cm.ResourceVersion
+			if err := loss.lose(cm); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the bundle published again, security@"+fmt.Sprint(good)+" included", func() (bool, string) {
+				got := &corev1.ConfigMap{}
+				if err := k8s.Get(ctx, client.ObjectKeyFromObject(cm), got); err != nil {
+					return false, err.Error()
+				}
+				if got.ResourceVersion == lost {
+					return false, "not lost yet"
+				}
+				b, err := bundle.Decode(got.Data, got.BinaryData)
+				if err != nil {
+					return false, err.Error()
+				}
+				return b.Digest == want.Digest && got.Annotations[DigestAnnotation] == want.Digest, describeBundle(b)
+			})
+		})
+	}
+	eventually(t, "a BundleRestored warning on the Capability", func() (bool, string) {
+		var events eventsv1.EventList
+		if err := k8s.List(ctx, &events, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		return slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+			return e.Reason == "BundleRestored" && e.Type == corev1.EventTypeWarning && e.Regarding.Name == c.Name
+		}), fmt.Sprintf("%d events", len(events.Items))
+	})
 }
 
 // TestDeletingAPackUpdatesTheBundle and the Capability's status.

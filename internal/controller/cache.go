@@ -63,6 +63,38 @@ func (d *decodedPacks) forget(capability types.NamespacedName) {
 	delete(d.m, capability)
 }
 
+// lastPublished keeps, per Capability, the bundle its ConfigMap held when this manager
+// last wrote it or read it intact. Once a pack's spec has moved on to a generation that
+// does not load, the ConfigMap is the only place its last good generation lives; when
+// the ConfigMap is deleted or overwritten, the reconcile assembles against this copy and
+// publishes it again rather than dropping enforcement that was working. It lasts as long
+// as the process: a new leader starts from the ConfigMap.
+type lastPublished struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]*bundle.Bundle
+}
+
+func (l *lastPublished) get(key types.NamespacedName) *bundle.Bundle {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[key]
+}
+
+func (l *lastPublished) set(key types.NamespacedName, b *bundle.Bundle) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[types.NamespacedName]*bundle.Bundle{}
+	}
+	l.m[key] = b
+}
+
+func (l *lastPublished) forget(key types.NamespacedName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, key)
+}
+
 // burstWindow bounds how long status writes wait for a burst of changes to settle.
 const burstWindow = time.Second
 
