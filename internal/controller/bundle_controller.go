@@ -160,7 +160,7 @@ func (r *BundleReconciler) intactBundle(ctx context.Context, cm *corev1.ConfigMa
 	}
 	b, err := bundle.Decode(cm.Data, cm.BinaryData)
 	if err != nil {
-		log.FromContext(ctx).Info("the bundle ConfigMap does not hold an intact bundle; it is published again", "configmap", cm.Name, "error", err.Error())
+		log.FromContext(ctx).Info("the bundle ConfigMap does not hold an intact bundle", "configmap", cm.Name, "error", err.Error())
 		return nil
 	}
 	return b
