@@ -43,6 +43,7 @@ FUZZ_TARGETS := \
 	./internal/occurrence:FuzzDecode \
 	./internal/bundle:FuzzDecode \
 	./internal/sidecar:FuzzAppendString \
+	./internal/sidecar:FuzzEvaluate \
 	./cmd/oarctl:FuzzValidate
 
 .PHONY: all build test fmt-check vet lint tidy-check unit conformance fuzz fuzz-smoke bench run clean help \

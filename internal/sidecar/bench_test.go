@@ -18,7 +18,7 @@ import (
 const benchDir = "../../cmd/oarctl/testdata/bench/"
 
 // benchBundle is the 100-rule bundle of `oarctl bench` and `make bench`.
-func benchBundle(b *testing.B) (*bundle.Bundle, [][]byte) {
+func benchBundle(b testing.TB) (*bundle.Bundle, [][]byte) {
 	b.Helper()
 	read := func(name string) string {
 		data, err := os.ReadFile(benchDir + name)
