@@ -88,7 +88,7 @@ func runOnGrantedPermissions(t *testing.T, bin string, inst installation) {
 	capability, pack := createSamples(t, ns)
 	objs := inst.install(t, ns)
 
-	dep := find[appsv1.Deployment](t, objs, "Deployment", "")
+	dep := find[appsv1.Deployment](t, objs, "Deployment")
 	sa := dep.Spec.Template.Spec.ServiceAccountName
 	user := serviceaccountUser(ns, sa)
 	c := dep.Spec.Template.Spec.Containers[0]
@@ -108,7 +108,7 @@ func runOnGrantedPermissions(t *testing.T, bin string, inst installation) {
 	}
 	var secret corev1.Secret
 	if selfManaged {
-		secret = find[corev1.Secret](t, objs, "Secret", "")
+		secret = find[corev1.Secret](t, objs, "Secret")
 		mountSecret(t, client.ObjectKeyFromObject(&secret), certDir)
 	} else {
 		writeSelfSignedCert(t, certDir, "webhook") // what cert-manager would mount
@@ -117,7 +117,7 @@ func runOnGrantedPermissions(t *testing.T, bin string, inst installation) {
 	mgr := startManager(t, bin, args, impersonatingKubeconfig(t, user), ns)
 
 	if selfManaged {
-		vwc := find[admissionregistrationv1.ValidatingWebhookConfiguration](t, objs, "ValidatingWebhookConfiguration", "")
+		vwc := find[admissionregistrationv1.ValidatingWebhookConfiguration](t, objs, "ValidatingWebhookConfiguration")
 		testenv.Eventually(t, time.Minute, 200*time.Millisecond, "the manager's certificate in its Secret and its CA in the webhook configuration", func() (bool, string) {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&secret), &secret); err != nil {
 				return false, err.Error()
@@ -564,19 +564,19 @@ func flagValue(args []string, name, def string) string {
 	return v
 }
 
-// find converts the object of kind named name (any name when empty) among objs.
-func find[T any](t *testing.T, objs []*unstructured.Unstructured, kind, name string) T {
+// find converts the first object of kind among objs.
+func find[T any](t *testing.T, objs []*unstructured.Unstructured, kind string) T {
 	t.Helper()
 	var out T
 	for _, o := range objs {
-		if o.GetKind() == kind && (name == "" || o.GetName() == name) {
+		if o.GetKind() == kind {
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &out); err != nil {
 				t.Fatal(err)
 			}
 			return out
 		}
 	}
-	t.Fatalf("the installation has no %s %s", kind, name)
+	t.Fatalf("the installation has no %s", kind)
 	return out
 }
 

@@ -194,10 +194,11 @@ func update(t *testing.T, obj client.Object, change func()) {
 	t.Fatalf("update %s: kept conflicting", obj.GetName())
 }
 
-// TestBadEditKeepsLastPublishedGeneration: an edit the engine refuses leaves the previous
-// generation serving, and status says which.
-func TestBadEditKeepsLastPublishedGeneration(t *testing.T) {
-	ns := namespace(t)
+// badEditOfAPublishedPack creates a Capability and a pack "security", waits for the pack
+// to be published, then edits it so it no longer loads. It returns both, the generation
+// that was published and the pack's Ready condition after the edit.
+func badEditOfAPublishedPack(t *testing.T, ns string) (*rulesv1alpha1.Capability, *rulesv1alpha1.RulePack, int64, *metav1.Condition) {
+	t.Helper()
 	c := sampleCapability(t, ns)
 	create(t, c)
 	p := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
@@ -205,7 +206,14 @@ func TestBadEditKeepsLastPublishedGeneration(t *testing.T) {
 	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
 	good := p.Generation
 	update(t, p, func() { p.Spec.Rules = rulesJSON(t, rule("acme.security", "SHELL", "when", "tool ==")) })
-	cond := waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
+	return c, p, good, waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
+}
+
+// TestBadEditKeepsLastPublishedGeneration: an edit the engine refuses leaves the previous
+// generation serving, and status says which.
+func TestBadEditKeepsLastPublishedGeneration(t *testing.T) {
+	ns := namespace(t)
+	c, p, good, cond := badEditOfAPublishedPack(t, ns)
 	if p.Status.PublishedGeneration == nil || *p.Status.PublishedGeneration != good || !strings.Contains(cond.Message, fmt.Sprintf("generation %d still serves", good)) {
 		t.Errorf("publishedGeneration %v, message %q; want generation %d serving", p.Status.PublishedGeneration, cond.Message, good)
 	}
@@ -221,14 +229,7 @@ func TestBadEditKeepsLastPublishedGeneration(t *testing.T) {
 // rules live, and losing it must not drop enforcement that was working.
 func TestLostBundleIsRestored(t *testing.T) {
 	ns := namespace(t)
-	c := sampleCapability(t, ns)
-	create(t, c)
-	p := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
-	create(t, p)
-	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
-	good := p.Generation
-	update(t, p, func() { p.Spec.Rules = rulesJSON(t, rule("acme.security", "SHELL", "when", "tool ==")) })
-	waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
+	c, _, good, _ := badEditOfAPublishedPack(t, ns)
 	want, cm := published(t, ns, c.Name)
 	if packNames(want)["security"] != good {
 		t.Fatalf("bundle serves %v, want security@%d", packNames(want), good)
