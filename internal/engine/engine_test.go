@@ -253,6 +253,41 @@ func TestProgramIsSafeForConcurrentUse(t *testing.T) {
 	wg.Wait()
 }
 
+// racingCounters is a counter store that another occurrence of the same session writes
+// to right after this occurrence's first read of a counter, as a concurrent call could.
+type racingCounters struct {
+	CounterStore
+	raced bool
+}
+
+func (r *racingCounters) Get(k CounterKey) (Counts, error) {
+	c, err := r.CounterStore.Get(k)
+	if !r.raced {
+		r.raced = true
+		_, _ = r.CounterStore.Apply(k, ActionIncrementCounter)
+	}
+	return c, err
+}
+
+// TestFIRE6_OneSnapshotDespiteConcurrentWrites: a rule's own fire_count and another
+// rule's fire_count_of of the same counter read one value at an occurrence, even when
+// the store changes between the two reads ([OAR-FIRE-6]: two rules at one occurrence
+// cannot disagree about a counter's value).
+func TestFIRE6_OneSnapshotDespiteConcurrentWrites(t *testing.T) {
+	p := mustProgram(t, `[
+	 {"oar":"1.0","id":"COUNT","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","on_fire":["increment_counter"],"when":"fire_count == 0"},
+	 {"oar":"1.0","id":"SECOND","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","when":"fire_count_of(\"COUNT\") == 1"}]`)
+	rt := NewMemoryRuntime()
+	rt.Counters = &racingCounters{CounterStore: rt.Counters}
+	d, err := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: "s", ToolCall: &ToolCall{Name: "read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(d.Applied, " "); got != "COUNT:fired SECOND:passed" {
+		t.Errorf("applied %s; want COUNT:fired SECOND:passed (both rules read the counter at 0)", got)
+	}
+}
+
 type failingCounters struct{ CounterStore }
 
 func (failingCounters) Apply(CounterKey, Action) (Counts, error) {

@@ -610,7 +610,9 @@ func (s *evalState) counterKey(r *Rule, own bool) (CounterKey, error) {
 }
 
 // readCounter observes the snapshot of [OAR-FIRE-6]: values in force before any
-// side-effect of this occurrence.
+// side-effect of this occurrence. The first read of a counter is kept in the snapshot,
+// so every later read at this occurrence sees that value even if another occurrence of
+// the session changes the store meanwhile.
 func (s *evalState) readCounter(k CounterKey) (Counts, error) {
 	if c, ok := s.snap[k]; ok {
 		return c, nil
@@ -622,6 +624,10 @@ func (s *evalState) readCounter(k CounterKey) (Counts, error) {
 	if err != nil {
 		return c, &ProviderError{Clause: "OAR-OPS-3", Fact: "counter " + k.ReportKey(), Err: err}
 	}
+	if s.snap == nil {
+		s.snap = map[CounterKey]Counts{}
+	}
+	s.snap[k] = c
 	return c, nil
 }
 

@@ -55,7 +55,7 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, problemOf(errs, digest))
 		return
 	}
-	d, err := sv.Loaded.Program.Evaluate(sv.Runtime, occ)
+	d, err := s.evaluateInSession(sv, occ)
 	if err != nil {
 		var unknown *engine.UnknownAnchorError
 		if errors.As(err, &unknown) {

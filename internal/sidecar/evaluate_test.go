@@ -2,8 +2,13 @@ package sidecar
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,6 +70,35 @@ func TestSessionCountersAndFlow(t *testing.T) {
 	}
 	if a := ts.evaluate(t, deploy); a.Decision.Decision != "nudge" {
 		t.Errorf("after a reload the activity window is gone: %s, want nudge", a.Decision.Decision)
+	}
+}
+
+// TestParallelCallsOfOneSessionTakeEffectInTurn: an agent's parallel tool calls reach
+// the sidecar at once, yet the limit holds exactly — two shell calls pass and the rest
+// are blocked — as if they had come one after the other ([OAR-CONF-31]); before the
+// evaluations of one session were serialised, a third call got through now and then.
+func TestParallelCallsOfOneSessionTakeEffectInTurn(t *testing.T) {
+	h := serve(t, sealed(t, testCapability, testRules), Options{Events: io.Discard}).Handler()
+	const rounds, parallel = 100, 8
+	for round := range rounds {
+		body := occ("tool.pre_invoke", fmt.Sprintf("burst-%d", round), `"tool_call": {"name": "shell"}`)
+		var wg sync.WaitGroup
+		var passed atomic.Int32
+		for range parallel {
+			wg.Go(func() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/evaluate", strings.NewReader(body)))
+				if rec.Code != http.StatusOK {
+					t.Errorf("status %d: %s", rec.Code, rec.Body)
+				} else if !strings.Contains(rec.Body.String(), `"decision":"block"`) {
+					passed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n := passed.Load(); n != 2 {
+			t.Fatalf("round %d: %d of %d parallel shell calls of one session passed; the limit lets exactly 2 through", round, n, parallel)
+		}
 	}
 }
 

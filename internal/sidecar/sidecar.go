@@ -42,6 +42,9 @@ import (
 const (
 	DefaultMaxBodyBytes    = 1 << 20
 	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultStreamWriteTimeout is shorter than DefaultShutdownTimeout, so a stalled
+	// event-stream client cannot hold shutdown up.
+	DefaultStreamWriteTimeout = 5 * time.Second
 )
 
 // Options configure a Sidecar.
@@ -59,6 +62,10 @@ type Options struct {
 	// EventBuffer is each /v1/events subscriber's buffer, in records.
 	Events      io.Writer
 	EventBuffer int
+	// StreamWriteTimeout bounds each write to a /v1/events client: one that stops
+	// reading is disconnected after it, rather than holding its connection, a
+	// goroutine and its buffered records until it goes away.
+	StreamWriteTimeout time.Duration
 	// ShutdownTimeout bounds how long Run waits for in-flight requests.
 	ShutdownTimeout time.Duration
 	Log             logr.Logger
@@ -74,6 +81,8 @@ type Sidecar struct {
 	metrics  *metrics.Metrics
 	// digest caches the served bundle's digest header value (evaluate.go).
 	digest atomic.Pointer[servedDigest]
+	// sessionLocks serialise the evaluations of one session (evaluate.go).
+	sessionLocks sessionLocks
 }
 
 // New returns a sidecar serving no bundle yet.
@@ -83,6 +92,9 @@ func New(opt Options) *Sidecar {
 	}
 	if opt.ShutdownTimeout <= 0 {
 		opt.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if opt.StreamWriteTimeout <= 0 {
+		opt.StreamWriteTimeout = DefaultStreamWriteTimeout
 	}
 	if opt.Events == nil {
 		opt.Events = io.Discard

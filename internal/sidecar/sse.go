@@ -14,7 +14,8 @@ const keepAlive = 15 * time.Second
 
 // eventStream serves GET /v1/events: every publish_event record, as it is published, as
 // a server-sent event whose data is the record's JSON (events.Record). A subscriber
-// that falls behind is sent a final "dropped" event and disconnected; shutdown ends
+// that falls behind is sent a final "dropped" event and disconnected, one that stops
+// reading is disconnected once a write has waited StreamWriteTimeout, and shutdown ends
 // every stream.
 func (s *Sidecar) eventStream(w http.ResponseWriter, r *http.Request) {
 	sub, err := s.events.Subscribe()
@@ -27,8 +28,15 @@ func (s *Sidecar) eventStream(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
+	write := func(p []byte) bool {
+		if err := rc.SetWriteDeadline(time.Now().Add(s.opt.StreamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return false
+		}
+		_, err := w.Write(p)
+		return err == nil && rc.Flush() == nil
+	}
 	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write([]byte(": subscribed to publish_event records\n\n")); err != nil || rc.Flush() != nil {
+	if !write([]byte(": subscribed to publish_event records\n\n")) {
 		return
 	}
 	tick := time.NewTicker(keepAlive)
@@ -41,8 +49,7 @@ func (s *Sidecar) eventStream(w http.ResponseWriter, r *http.Request) {
 		case rec, open := <-sub.C():
 			if !open {
 				if sub.Dropped() {
-					_, _ = w.Write([]byte("event: dropped\ndata: {\"error\":\"this subscriber fell behind and was dropped; reconnect\"}\n\n"))
-					_ = rc.Flush()
+					write([]byte("event: dropped\ndata: {\"error\":\"this subscriber fell behind and was dropped; reconnect\"}\n\n"))
 				}
 				return
 			}
@@ -50,7 +57,7 @@ func (s *Sidecar) eventStream(w http.ResponseWriter, r *http.Request) {
 		case <-tick.C:
 			chunk = append(chunk, ": keep-alive\n\n"...)
 		}
-		if _, err := w.Write(chunk); err != nil || rc.Flush() != nil {
+		if !write(chunk) {
 			return
 		}
 	}

@@ -5,14 +5,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/oar-operator/oar-operator/internal/sidecar/events"
+	"github.com/oar-operator/oar-operator/internal/testenv"
 )
 
 // TestEventStream: a publish_event record reaches a /v1/events subscriber as a
@@ -90,6 +97,61 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	}
 	if got := ts.metric(t, "oar_engine_event_subscribers", nil); got != 0 {
 		t.Errorf("subscribers %v after the drop, want 0", got)
+	}
+}
+
+// TestStalledSubscriberIsDisconnected: a /v1/events client that connects and never
+// reads (its socket buffers full) is disconnected once a write has waited
+// StreamWriteTimeout, so it holds no goroutine or connection and cannot hold up a
+// graceful shutdown; before the write deadline, shutdown ran into its timeout.
+func TestStalledSubscriberIsDisconnected(t *testing.T) {
+	sc := New(Options{Log: logr.Discard(), Events: io.Discard, EventBuffer: 4, ShutdownTimeout: 5 * time.Second, StreamWriteTimeout: 200 * time.Millisecond})
+	if _, err := sc.Source().Install(sealed(t, testCapability, testRules)); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- sc.Run(ctx, ln, nil) }()
+	addr := ln.Addr().String()
+
+	// A client with a small receive buffer that asks for the stream and never reads.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 1024) })
+	}}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /v1/events HTTP/1.1\r\nHost: sidecar\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "the subscription", func() (bool, string) { return sc.events.Subscribers() == 1, "none yet" })
+	// Records carry the session id: large ones fill the socket buffers quickly.
+	big := strings.Repeat("s", 256<<10)
+	for i := range 80 {
+		resp, err := http.Post("http://"+addr+"/v1/evaluate", "application/json",
+			strings.NewReader(occ("tool.pre_invoke", fmt.Sprint(big, i), `"tool_call": {"name": "shell"}`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	// Its stream handler must end: once it has, shutdown has nothing to wait for.
+	time.Sleep(time.Second)
+	cancel()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatalf("shutdown with a stalled subscriber: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
 	}
 }
 

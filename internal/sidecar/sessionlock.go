@@ -1,0 +1,34 @@
+package sidecar
+
+import (
+	"hash/maphash"
+	"sync"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
+)
+
+// sessionLockStripes is how many locks the sessions share: enough that unrelated
+// sessions rarely wait for each other, few enough to cost nothing.
+const sessionLockStripes = 256
+
+// sessionLocks serialise the evaluations of one session. An agent making parallel tool
+// calls sends one session's occurrences concurrently; evaluated at once, two could read
+// a counter before either applies its increment, and a rule that blocks the Nth call
+// would let more through. Held around the whole evaluation, a session's lock makes its
+// occurrences take effect one after the other — the semantics of [OAR-CONF-31], where
+// each occurrence's side-effects are applied before the next is evaluated — whatever
+// order they arrive in. Sessions are striped over a fixed set of locks, so the table
+// never grows.
+type sessionLocks [sessionLockStripes]sync.Mutex
+
+var sessionSeed = maphash.MakeSeed()
+
+// evaluateInSession evaluates occ with sv holding its session's lock; a panic in the
+// engine (recovered by the handler) releases it too.
+func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence) (*engine.Decision, error) {
+	m := &s.sessionLocks[maphash.String(sessionSeed, occ.SessionID)%sessionLockStripes]
+	m.Lock()
+	defer m.Unlock()
+	return sv.Loaded.Program.Evaluate(sv.Runtime, occ)
+}
