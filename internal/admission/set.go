@@ -76,9 +76,7 @@ func (s *setCluster) Bundle(ctx context.Context, capability types.NamespacedName
 }
 
 // assemble runs the controller's assembly for the Capability, with the inputs the
-// controller makes of its objects (internal/controller/inputs.go): a pack with a rule
-// that is not JSON, or a configuration that is not a JSON object, is left out before
-// assembly.
+// controller makes of its objects (internal/controller/inputs.go).
 func (s *setCluster) assemble(ctx context.Context, key types.NamespacedName) (*bundle.Bundle, error) {
 	capability, _ := s.Capability(ctx, key)
 	if capability == nil {
@@ -90,18 +88,11 @@ func (s *setCluster) assemble(ctx context.Context, key types.NamespacedName) (*b
 	}
 	in := bundle.Input{Capability: doc}
 	for _, p := range s.boundPacks(key) {
-		if rules, errs := controller.PackRules(p); len(errs) == 0 {
-			in.Packs = append(in.Packs, bundle.PackInput{Name: p.Name, Generation: p.Generation, Rules: rules})
-		}
+		in.Packs = append(in.Packs, controller.AssemblyPack(p))
 	}
 	for _, c := range s.configs {
-		if c.Namespace != key.Namespace || c.Spec.CapabilityRef.Name != key.Name || client.Object(c) == s.absent {
-			continue
-		}
-		if doc, err := controller.ConfigDocument(c); err == nil {
-			if obj, ok := doc.(map[string]any); ok {
-				in.Configs = append(in.Configs, bundle.ConfigInput{Name: c.Name, Generation: c.Generation, Order: c.Spec.Order, Document: obj})
-			}
+		if c.Namespace == key.Namespace && c.Spec.CapabilityRef.Name == key.Name && client.Object(c) != s.absent {
+			in.Configs = append(in.Configs, controller.AssemblyConfig(c))
 		}
 	}
 	res, err := bundle.Assemble(in)

@@ -28,6 +28,11 @@ type PackInput struct {
 	CreationTime time.Time
 	// Rules are the current generation's rule documents (decoded JSON, json.Number numbers).
 	Rules []any
+	// Refused, when not empty, says the current generation could not be read at all (a
+	// rule that is not JSON, which only a spec admission never checked can hold). It is
+	// then a generation that does not load, with these diagnostics: the last published
+	// one keeps serving, as after any bad edit.
+	Refused diag.List
 }
 
 // ConfigInput is an OperatorConfig as assembly sees it.
@@ -38,6 +43,9 @@ type ConfigInput struct {
 	CreationTime time.Time
 	// Document is the current generation's configuration document.
 	Document map[string]any
+	// Refused, when not empty, says the current generation could not be read (not a JSON
+	// object); it is then a generation that does not apply, as PackInput.Refused.
+	Refused diag.List
 }
 
 // Input is the cluster state for one Capability and the bundle currently published.
@@ -276,7 +284,9 @@ func newAssembler(in Input, c *engine.Capability) *assembler {
 		}
 	}
 	for _, p := range in.Packs {
-		s := &slot{name: p.Name, created: p.CreationTime, opts: []*option{newOption(p.Generation, p.Rules)}}
+		cur := newOption(p.Generation, p.Rules)
+		cur.fail = unreadable(p.Generation, p.Refused)
+		s := &slot{name: p.Name, created: p.CreationTime, opts: []*option{cur}}
 		if old, ok := published[p.Name]; ok {
 			s.incumbent = true
 			s.unchanged = old.Generation == p.Generation
@@ -300,13 +310,23 @@ func newAssembler(in Input, c *engine.Capability) *assembler {
 		return cmp.Or(cmp.Compare(x.Order, y.Order), cmp.Compare(x.Name, y.Name))
 	})
 	for _, cf := range inputs {
-		s := &cfgSlot{name: cf.Name, opts: []*cfgOption{{gen: cf.Generation, order: cf.Order, doc: cf.Document}}}
+		s := &cfgSlot{name: cf.Name, opts: []*cfgOption{{gen: cf.Generation, order: cf.Order, doc: cf.Document, fail: unreadable(cf.Generation, cf.Refused)}}}
 		if old, ok := cfgPublished[cf.Name]; ok && old.Generation != cf.Generation {
 			s.opts = append(s.opts, &cfgOption{gen: old.Generation, order: old.Order, doc: old.Document})
 		}
 		a.cfgs = append(a.cfgs, s)
 	}
 	return a
+}
+
+// unreadable is the failure of a generation that could not be read (errs), nil when errs
+// is empty.
+func unreadable(gen int64, errs diag.List) *failure {
+	if len(errs) == 0 {
+		return nil
+	}
+	return &failure{reason: ReasonLoadFailed, errs: errs, sticky: true,
+		message: fmt.Sprintf("generation %d cannot be read: %s", gen, describe(errs))}
 }
 
 func newOption(gen int64, rules []any) *option {
@@ -347,12 +367,26 @@ func (a *assembler) encodeParts() error {
 // run assembles: first everything current at once, then the procedures of rules 2 and 3.
 func (a *assembler) run(res *Result) (*Result, error) {
 	var all []pick
+	unread := false
 	for _, s := range a.slots {
 		all = append(all, pick{s, s.opts[0]})
+		unread = unread || s.opts[0].fail != nil
 	}
 	var cfgAll []*cfgOption
 	for _, s := range a.cfgs {
 		cfgAll = append(cfgAll, s.opts[0])
+	}
+	if unread {
+		// Some current generation could not be read: there is no set of every current
+		// generation to try first.
+		if err := a.encodeParts(); err != nil {
+			return nil, err
+		}
+		taken, rs, err := a.packs(nil)
+		if err != nil {
+			return nil, err
+		}
+		return a.publish(res, taken, rs)
 	}
 	// Encoding the bundle of every current generation and loading it are
 	// independent: do both at once.
@@ -410,6 +444,12 @@ func (a *assembler) run(res *Result) (*Result, error) {
 			return nil, err
 		}
 	}
+	return a.publish(res, taken, rs)
+}
+
+// publish runs rule 3 against the packs taken and loads the result once more as a
+// whole (rule 4).
+func (a *assembler) publish(res *Result, taken []pick, rs *engine.RuleSet) (*Result, error) {
 	cfgs := a.configs(rs, taken)
 	b := a.bundleOf(taken, cfgs)
 	canon := a.canonical(opts(publication(taken)), sortConfigs(cfgs, a.cfgNames()))
@@ -418,7 +458,7 @@ func (a *assembler) run(res *Result) (*Result, error) {
 		return nil, err
 	}
 	b.Digest = enc.Digest
-	l, le = load(b)
+	l, le := load(b)
 	if le != nil {
 		return nil, fmt.Errorf("bundle: the assembled bundle does not load, so it is not published: %w", le)
 	}

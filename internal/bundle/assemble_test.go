@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
 
 // assembled publishes in and returns the result as Current for the next assembly.
@@ -342,6 +344,38 @@ func TestAssemble(t *testing.T) {
 			}
 			if res.Changed {
 				t.Error("the bundle changed although only a refused edit came in")
+			}
+		},
+	}, {
+		// The webhook may have been down: a spec the API server stored but the controller
+		// cannot read must not take the last good generation with it.
+		name: "an unreadable edit of a pack or configuration keeps its last published generation",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t),
+				Packs:   []PackInput{pack("p", 1, 1, rule(t, "p.sec", "R")), pack("q", 1, 2, rule(t, "q.sec", "S", `"overrides":["p.sec/R"]`))},
+				Configs: []ConfigInput{{Name: "c", Generation: 1, Document: config(t, `{"oar_config":"1.0","disable":["p.sec/R"]}`)}}}
+			in.Current = assembled(t, in)
+			unreadable := diag.List{diag.New("OAR-DOC-1", "", "rule is not a JSON document")}
+			in.Packs[0] = PackInput{Name: "p", Generation: 2, CreationTime: at(1), Rules: []any{nil}, Refused: unreadable}
+			in.Configs[0] = ConfigInput{Name: "c", Generation: 2, Refused: diag.List{diag.New("OAR-CFG-1", "", "a configuration document must be a JSON object")}}
+			in.Packs = append(in.Packs, PackInput{Name: "new", Generation: 1, CreationTime: at(3), Rules: []any{nil}, Refused: unreadable})
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			if got := published(res.Bundle); !slices.Equal(got, []string{"p@1", "q@1"}) {
+				t.Errorf("packs %v, want p@1 q@1", got)
+			}
+			if got := publishedConfigs(res.Bundle); !slices.Equal(got, []string{"c@1"}) {
+				t.Errorf("configurations %v, want c@1", got)
+			}
+			wantOutcome(t, res.Packs["p"], false, 1, ReasonLoadFailed)
+			wantOutcome(t, res.Packs["new"], false, 0, ReasonLoadFailed)
+			wantOutcome(t, res.Configs["c"], false, 1, ReasonLoadFailed)
+			if !hasDiag(res.Packs["p"].Errors, "OAR-DOC-1", "") || !hasDiag(res.Configs["c"].Errors, "OAR-CFG-1", "") {
+				t.Errorf("errors %v, %v", res.Packs["p"].Errors, res.Configs["c"].Errors)
+			}
+			if res.Changed {
+				t.Error("the bundle changed although only unreadable edits came in")
 			}
 		},
 	}, {

@@ -505,16 +505,23 @@ func containsQID(o *option, q string) bool {
 // configs runs rule 3 against the packs taken and their rule set.
 func (a *assembler) configs(rs *engine.RuleSet, packs []pick) []*cfgOption {
 	var all []*cfgOption
+	unread := false
 	for _, s := range a.cfgs {
 		all = append(all, s.opts[0])
+		unread = unread || s.opts[0].fail != nil
 	}
-	if _, errs := engine.Configure(rs, cfgDocs(all)); len(errs) == 0 && a.tooLarge(packs, all) == nil {
-		a.choose(nil, all)
-		return all
+	if !unread {
+		if _, errs := engine.Configure(rs, cfgDocs(all)); len(errs) == 0 && a.tooLarge(packs, all) == nil {
+			a.choose(nil, all)
+			return all
+		}
 	}
 	var taken []*cfgOption
 	for _, s := range a.cfgs {
 		for _, o := range s.opts {
+			if o.fail != nil { // unreadable
+				continue
+			}
 			_, errs := engine.Configure(rs, append(cfgDocs(taken), o.doc))
 			if len(errs) > 0 {
 				var own diag.List

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -27,7 +26,6 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
-	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
 
 // Names the bundle ConfigMap carries.
@@ -106,7 +104,7 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if current == nil {
 		current = onCM
 	}
-	in, early, err := r.input(req.NamespacedName, capability, packs.Items, configs.Items, current)
+	in, err := r.input(req.NamespacedName, capability, packs.Items, configs.Items, current)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -114,8 +112,6 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("assemble bundle: %w", err)
 	}
-	maps.Copy(res.Packs, early.packs)
-	maps.Copy(res.Configs, early.configs)
 
 	published := cm
 	switch {
@@ -147,11 +143,6 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	return ctrl.Result{}, r.updateStatuses(ctx, capability, packs.Items, configs.Items, res, published)
 }
 
-// earlyOutcomes are verdicts reached before assembly: documents that are not JSON.
-type earlyOutcomes struct {
-	packs, configs map[string]bundle.Outcome
-}
-
 // intactBundle is the bundle cm holds, or nil when there is no ConfigMap or its data is
 // not an intact bundle (its digest does not match its content).
 func (r *BundleReconciler) intactBundle(ctx context.Context, cm *corev1.ConfigMap) *bundle.Bundle {
@@ -175,13 +166,12 @@ func holds(cm *corev1.ConfigMap, onCM *bundle.Bundle, digest string) bool {
 // input gathers the cluster state for one Capability; current is the bundle published
 // so far, whose packs are the incumbents.
 func (r *BundleReconciler) input(key types.NamespacedName, capability *rulesv1alpha1.Capability, packs []rulesv1alpha1.RulePack,
-	configs []rulesv1alpha1.OperatorConfig, current *bundle.Bundle) (bundle.Input, earlyOutcomes, error) {
-	early := earlyOutcomes{packs: map[string]bundle.Outcome{}, configs: map[string]bundle.Outcome{}}
+	configs []rulesv1alpha1.OperatorConfig, current *bundle.Bundle) (bundle.Input, error) {
 	in := bundle.Input{Current: current}
 	if capability != nil {
 		doc, err := CapabilityDocument(capability)
 		if err != nil {
-			return in, early, err
+			return in, err
 		}
 		in.Capability = doc
 	}
@@ -191,24 +181,13 @@ func (r *BundleReconciler) input(key types.NamespacedName, capability *rulesv1al
 			live = append(live, &packs[i])
 		}
 	}
-	var failed map[string]diag.List
-	in.Packs, failed = r.decoded.inputs(key, live)
-	for name, errs := range failed {
-		early.packs[name] = bundle.Outcome{Reason: bundle.ReasonLoadFailed, Errors: errs, Message: "a rule is not a JSON document"}
-	}
+	in.Packs = r.decoded.inputs(key, live)
 	for i := range configs {
-		c := &configs[i]
-		if !c.DeletionTimestamp.IsZero() {
-			continue
+		if c := &configs[i]; c.DeletionTimestamp.IsZero() {
+			in.Configs = append(in.Configs, AssemblyConfig(c))
 		}
-		ci, errs := configInput(c)
-		if len(errs) > 0 {
-			early.configs[c.Name] = bundle.Outcome{Reason: bundle.ReasonLoadFailed, Errors: errs, Message: errs[0].Message}
-			continue
-		}
-		in.Configs = append(in.Configs, ci)
 	}
-	return in, early, nil
+	return in, nil
 }
 
 // ownedBy reports whether cm is the bundle this operator wrote for the named Capability.

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -220,6 +221,31 @@ func TestBadEditKeepsLastPublishedGeneration(t *testing.T) {
 	b, _ := published(t, ns, c.Name)
 	if packNames(b)["security"] != good {
 		t.Errorf("bundle serves %v, want security@%d", packNames(b), good)
+	}
+}
+
+// TestUnreadableEditKeepsLastPublishedGeneration: with the webhook down, the API server
+// stores what its schema allows — here a configuration that is a string, not an object.
+// The edit is refused ([OAR-CFG-1]) and the generation that was published keeps
+// serving, as after any bad edit, rather than the configuration leaving the bundle.
+func TestUnreadableEditKeepsLastPublishedGeneration(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	p := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL"), rule("acme.security", "FETCH")))
+	create(t, p)
+	cfg := operatorConfig(t, ns, "quiet", c.Name, 0, map[string]any{"oar_config": "1.0", "disable": []any{"acme.security/FETCH"}})
+	create(t, cfg)
+	waitReady(t, cfg, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	good := cfg.Generation
+	update(t, cfg, func() { cfg.Spec.Config = &apiextensionsv1.JSON{Raw: []byte(`"disable acme.security/FETCH"`)} })
+	cond := waitReady(t, cfg, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
+	if cfg.Status.PublishedGeneration == nil || *cfg.Status.PublishedGeneration != good || !hasClause(cfg.Status.LoadErrors, "OAR-CFG-1") {
+		t.Errorf("publishedGeneration %v, loadErrors %+v, message %q; want generation %d serving and OAR-CFG-1", cfg.Status.PublishedGeneration, cfg.Status.LoadErrors, cond.Message, good)
+	}
+	b, _ := published(t, ns, c.Name)
+	if len(b.Configs) != 1 || b.Configs[0].Name != "quiet" || b.Configs[0].Generation != good {
+		t.Errorf("bundle configurations %+v, want quiet@%d", b.Configs, good)
 	}
 }
 

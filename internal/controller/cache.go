@@ -8,7 +8,6 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
-	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
 
 // decodedPacks keeps each pack generation's decoded rules between reconciles of one
@@ -22,11 +21,10 @@ type decodedPacks struct {
 type decodedPack struct {
 	generation int64
 	input      bundle.PackInput
-	errs       diag.List
 }
 
 // inputs returns the assembly input of every pack, decoding only new generations.
-func (d *decodedPacks) inputs(capability types.NamespacedName, packs []*rulesv1alpha1.RulePack) ([]bundle.PackInput, map[string]diag.List) {
+func (d *decodedPacks) inputs(capability types.NamespacedName, packs []*rulesv1alpha1.RulePack) []bundle.PackInput {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.m == nil {
@@ -34,26 +32,17 @@ func (d *decodedPacks) inputs(capability types.NamespacedName, packs []*rulesv1a
 	}
 	old := d.m[capability]
 	next := make(map[types.UID]decodedPack, len(packs))
-	var out []bundle.PackInput
-	var failed map[string]diag.List
+	out := make([]bundle.PackInput, 0, len(packs))
 	for _, p := range packs {
 		e, ok := old[p.UID]
 		if !ok || e.generation != p.Generation {
-			in, errs := packInput(p)
-			e = decodedPack{generation: p.Generation, input: in, errs: errs}
+			e = decodedPack{generation: p.Generation, input: AssemblyPack(p)}
 		}
 		next[p.UID] = e
-		if len(e.errs) > 0 {
-			if failed == nil {
-				failed = map[string]diag.List{}
-			}
-			failed[p.Name] = e.errs
-			continue
-		}
 		out = append(out, e.input)
 	}
 	d.m[capability] = next
-	return out, failed
+	return out
 }
 
 // forget drops what is kept for a Capability.

@@ -65,33 +65,33 @@ func decodeRaw(j apiextensionsv1.JSON) (any, error) {
 	return engine.DecodeJSON(j.Raw)
 }
 
-// packInput is a RulePack as assembly sees it, or the diagnostics that keep it out.
-func packInput(p *rulesv1alpha1.RulePack) (bundle.PackInput, diag.List) {
+// AssemblyPack is a RulePack as assembly sees it; a rule that cannot be read makes the
+// generation Refused.
+func AssemblyPack(p *rulesv1alpha1.RulePack) bundle.PackInput {
 	rules, errs := PackRules(p)
 	return bundle.PackInput{
 		Name:         p.Name,
 		Generation:   p.Generation,
 		CreationTime: p.CreationTimestamp.Time,
 		Rules:        rules,
-	}, errs
+		Refused:      errs,
+	}
 }
 
-// configInput is an OperatorConfig as assembly sees it. A document that is not an object
-// is passed as an empty map tagged invalid by the caller.
-func configInput(c *rulesv1alpha1.OperatorConfig) (bundle.ConfigInput, diag.List) {
+// AssemblyConfig is an OperatorConfig as assembly sees it; a document that is not a JSON
+// object makes the generation Refused.
+func AssemblyConfig(c *rulesv1alpha1.OperatorConfig) bundle.ConfigInput {
 	in := bundle.ConfigInput{Name: c.Name, Generation: c.Generation, Order: c.Spec.Order, CreationTime: c.CreationTimestamp.Time}
 	doc, err := ConfigDocument(c)
 	if err != nil {
-		var errs diag.List
-		errs.Add(diag.New("OAR-CFG-1", "", "the configuration is not a JSON document: %v", err))
-		return in, errs
+		in.Refused.Add(diag.New("OAR-CFG-1", "", "the configuration is not a JSON document: %v", err))
+		return in
 	}
 	obj, ok := doc.(map[string]any)
 	if !ok {
-		var errs diag.List
-		errs.Add(diag.New("OAR-CFG-1", "", "a configuration document must be a JSON object"))
-		return in, errs
+		in.Refused.Add(diag.New("OAR-CFG-1", "", "a configuration document must be a JSON object"))
+		return in
 	}
 	in.Document = obj
-	return in, nil
+	return in
 }
