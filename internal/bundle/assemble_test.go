@@ -158,6 +158,36 @@ func TestAssemble(t *testing.T) {
 			}
 		},
 	}, {
+		// Found in review: the later incumbent serves its last published generation after
+		// a bad edit; an earlier incumbent's edit taking one of its ids must not evict it.
+		name: "an incumbent's edit never evicts another incumbent's last published generation",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t), Packs: []PackInput{pack("first", 1, 1, rule(t, "a.sec", "X")), pack("second", 1, 2, rule(t, "b.sec", "Y"))}}
+			in.Current = assembled(t, in)
+			in.Packs[1] = pack("second", 2, 2, rule(t, "b.sec", "Y", `"effect":"explode"`))
+			in.Current = mustAssemble(t, in).Bundle
+			in.Packs[0] = pack("first", 2, 1, rule(t, "a.sec", "X"), rule(t, "b.sec", "Y"))
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "first@1", "second@1")
+			wantOutcome(t, res.Packs["first"], false, 1, ReasonConflict)
+			wantOutcome(t, res.Packs["second"], false, 1, ReasonLoadFailed)
+		},
+	}, {
+		// The same move done right: the later incumbent's edit gives the id up.
+		name: "a rule may move from one incumbent to another",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t), Packs: []PackInput{pack("first", 1, 1, rule(t, "a.sec", "X")), pack("second", 1, 2, rule(t, "b.sec", "Y"), rule(t, "b.sec", "Z"))}}
+			in.Current = assembled(t, in)
+			in.Packs[0] = pack("first", 2, 1, rule(t, "a.sec", "X"), rule(t, "b.sec", "Y"))
+			in.Packs[1] = pack("second", 2, 2, rule(t, "b.sec", "Z"))
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "first@2", "second@2")
+		},
+	}, {
 		name: "a newcomer never evicts an incumbent, even one created after it",
 		input: func(t *testing.T) Input {
 			in := Input{Capability: capability(t), Packs: []PackInput{pack("incumbent", 1, 5, rule(t, "shared.sec", "DUP"))}}

@@ -95,14 +95,15 @@ func (v *verdict) owners() map[string]*slot {
 }
 
 // check loads taken plus add, plus what stands for the packs from slot after on: the
-// unchanged incumbents (whose working enforcement an earlier pack's edit must not
-// evict) and stubs for every other rule those packs may contribute. The set must load
-// and, stubs aside, fit in a ConfigMap.
+// working enforcement of the incumbents, which an earlier pack's edit must not evict —
+// the published generation of an unchanged incumbent, and of one whose current
+// generation does not load on its own — and stubs for every other rule those packs may
+// contribute. The set must load and, stubs aside, fit in a ConfigMap.
 func (a *assembler) check(taken, add []pick, after int) *verdict {
 	picks := make([]pick, 0, len(taken)+len(add))
 	picks = append(append(picks, taken...), add...)
 	for _, s := range a.slots[after:] {
-		if u := s.usable(); s.unchanged && len(u) > 0 {
+		if u := s.usable(); a.keepsPublished(s) && len(u) > 0 {
 			picks = append(picks, pick{s, u[0]})
 		}
 	}
@@ -126,6 +127,14 @@ func (a *assembler) check(taken, add []pick, after int) *verdict {
 		v.tooLarge = a.tooLarge(picks, nil)
 	}
 	return v
+}
+
+// keepsPublished says incumbent s will serve its published generation whatever the
+// packs before it do: it is unchanged, or its current generation does not load on its
+// own. Its published generation, published with the other incumbents', loads with
+// theirs, so it constrains the packs before it without blaming them for others' faults.
+func (a *assembler) keepsPublished(s *slot) bool {
+	return s.unchanged || s.incumbent && s.opts[0].fail != nil && s.opts[0].fail.sticky
 }
 
 // appendStubs adds to docs a stub for every rule the usable generations of slots may
