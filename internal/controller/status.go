@@ -251,6 +251,11 @@ func capabilityStatus(c *rulesv1alpha1.Capability, res *bundle.Result, ref *rule
 			held = append(held, name)
 		}
 	}
+	for _, name := range sortedKeys(res.Configs) {
+		if res.Configs[name].Reason == bundle.ReasonBundleTooLarge {
+			held = append(held, "configuration "+name)
+		}
+	}
 	switch {
 	case len(res.CapabilityErrors) > 0:
 		accepted.Status, accepted.Reason = metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityInvalid
