@@ -121,6 +121,15 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		r.last.forget(req.NamespacedName)
 		published = nil
+		// Nothing serves once the bundle is gone, whatever generation was published.
+		for name, o := range res.Packs {
+			o.PublishedGeneration = 0
+			res.Packs[name] = o
+		}
+		for name, o := range res.Configs {
+			o.PublishedGeneration = 0
+			res.Configs[name] = o
+		}
 	case res.Bundle != nil && !holds(cm, onCM, res.Bundle.Digest):
 		if published, err = r.writeBundle(ctx, capability, cm, res); err != nil {
 			return ctrl.Result{}, err

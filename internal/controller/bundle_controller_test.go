@@ -358,7 +358,11 @@ func TestDeletingTheCapabilityRemovesItsBundle(t *testing.T) {
 		b, _ := published(t, ns, c.Name)
 		return b == nil, "still there"
 	})
-	waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityMissing)
+	cond := waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityMissing)
+	// The first status written after the deletion already says nothing serves.
+	if p.Status.PublishedGeneration != nil || p.Status.Bundle != nil || !strings.Contains(cond.Message, "nothing of it is published") {
+		t.Errorf("publishedGeneration %v, bundle %+v, message %q after the bundle was deleted", p.Status.PublishedGeneration, p.Status.Bundle, cond.Message)
+	}
 }
 
 // TestPackBeforeItsCapability: a pack naming a Capability that does not exist yet waits,
