@@ -34,8 +34,10 @@ load is refused and the previous one keeps serving), and answers on --address:--
 
 --probe-address serves /healthz, /readyz and /metrics on the pod's IP for the
 kubelet and Prometheus. Counters and activity windows are kept per session in memory,
-bounded by --max-sessions and --session-idle-ttl, across reloads. Logs are JSON on
-stderr; publish_event records are JSON lines on stdout.
+bounded by --max-sessions, --session-idle-ttl and --max-counters, across reloads; size
+--max-counters to the container's memory (a counter, one per distinct counter_scope
+value of a scoped rule, takes about 150 bytes). A session_id is at most 1,024 bytes.
+Logs are JSON on stderr; publish_event records are JSON lines on stdout.
 
 The Go runtime's variables tune it; the defaults are kept, on measurement (hack/loadgen):
 GOMAXPROCS follows the container's CPU limit, else every CPU. One CPU is plenty at a
@@ -65,6 +67,7 @@ type options struct {
 	maxSessions    int
 	sessionIdleTTL time.Duration
 	maxCounters    int
+	maxTotal       int
 	maxBodyBytes   int64
 	eventBuffer    int
 	shutdown       time.Duration
@@ -87,6 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.maxSessions, "max-sessions", session.DefaultMaxSessions, "most sessions whose counters and activity are held; the least recently used is forgotten first")
 	fs.DurationVar(&o.sessionIdleTTL, "session-idle-ttl", session.DefaultIdleTTL, "forget a session idle for this long (0: only --max-sessions bounds them)")
 	fs.IntVar(&o.maxCounters, "max-counters-per-session", session.DefaultMaxCounters, "most counters one session holds; a rule that needs another one is handled by its on_error")
+	fs.IntVar(&o.maxTotal, "max-counters", session.DefaultMaxTotalCounters, "most counters all sessions hold together; a new one forgets the least recently used sessions to make room")
 	fs.Int64Var(&o.maxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest POST /v1/evaluate body, in `bytes`")
 	fs.IntVar(&o.eventBuffer, "event-buffer", events.DefaultBuffer, "records buffered per /v1/events subscriber before a slow one is dropped")
 	fs.DurationVar(&o.shutdown, "shutdown-timeout", sidecar.DefaultShutdownTimeout, "how long to let in-flight requests finish after SIGTERM")
@@ -119,6 +123,7 @@ func (o options) check() error {
 		{"--reload-interval", o.reloadInterval > 0},
 		{"--max-sessions", o.maxSessions > 0},
 		{"--max-counters-per-session", o.maxCounters > 0},
+		{"--max-counters", o.maxTotal > 0},
 		{"--max-body-bytes", o.maxBodyBytes > 0},
 		{"--event-buffer", o.eventBuffer > 0},
 		{"--shutdown-timeout", o.shutdown > 0},
@@ -142,7 +147,7 @@ func (o options) sidecarOptions(events io.Writer, log logr.Logger) sidecar.Optio
 		BundleDir:       o.bundleDir,
 		ReloadInterval:  o.reloadInterval,
 		MaxBodyBytes:    o.maxBodyBytes,
-		Sessions:        session.Options{MaxSessions: o.maxSessions, IdleTTL: o.sessionIdleTTL, MaxCounters: o.maxCounters},
+		Sessions:        session.Options{MaxSessions: o.maxSessions, IdleTTL: o.sessionIdleTTL, MaxCounters: o.maxCounters, MaxTotalCounters: o.maxTotal},
 		Events:          events,
 		EventBuffer:     o.eventBuffer,
 		ShutdownTimeout: o.shutdown,

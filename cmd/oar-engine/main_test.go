@@ -24,7 +24,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	}
 	for _, want := range []string{"POST /v1/evaluate", "/readyz", "subPath",
 		"-address", "-port", "-probe-address", "-bundle-dir", "-reload-interval", "-max-sessions",
-		"-session-idle-ttl", "-max-counters-per-session", "-max-body-bytes", "-event-buffer",
+		"-session-idle-ttl", "-max-counters-per-session", "-max-counters", "-max-body-bytes", "-event-buffer",
 		"-shutdown-timeout", "-log-level"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)

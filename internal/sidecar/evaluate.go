@@ -55,6 +55,12 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, problemOf(errs, digest))
 		return
 	}
+	if n := len(occ.SessionID); n > MaxSessionIDBytes {
+		s.metrics.Rejected(metrics.RejectMalformed)
+		writeProblem(w, http.StatusBadRequest, Problem{Bundle: digest,
+			Error: fmt.Sprintf("session_id: %d bytes, over the limit of %d that bounds what one session holds in memory", n, MaxSessionIDBytes)})
+		return
+	}
 	d, err := s.evaluateInSession(sv, occ)
 	if err != nil {
 		var unknown *engine.UnknownAnchorError

@@ -153,6 +153,21 @@ type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
+// TestSessionIDLimit: a session_id is held for as long as its session lives, so its
+// length is bounded; a longer one is refused naming the field.
+func TestSessionIDLimit(t *testing.T) {
+	b := sealed(t, testCapability, testRules)
+	ts := serve(t, b, Options{})
+	at := strings.Repeat("s", MaxSessionIDBytes)
+	if a := ts.evaluate(t, occ("tool.pre_invoke", at, `"tool_call": {"name": "shell"}`)); a.Decision.Decision != "warn" {
+		t.Errorf("a session_id of %d bytes: %s, want warn", len(at), a.Decision.Decision)
+	}
+	p := ts.problem(t, http.StatusBadRequest, http.MethodPost, "/v1/evaluate", occ("tool.pre_invoke", at+"s", ""))
+	if want := fmt.Sprintf("session_id: %d bytes", MaxSessionIDBytes+1); !strings.HasPrefix(p.Error, want) || p.Bundle != b.Digest {
+		t.Errorf("got %+v, want an error starting %q", p, want)
+	}
+}
+
 // TestMalformedRequests checks that every refusal is JSON naming the field and, where
 // one applies, the clause.
 func TestMalformedRequests(t *testing.T) {

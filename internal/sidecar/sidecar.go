@@ -42,6 +42,8 @@ import (
 const (
 	DefaultMaxBodyBytes    = 1 << 20
 	DefaultShutdownTimeout = 10 * time.Second
+	// MaxSessionIDBytes bounds a session_id: the session table holds one per session.
+	MaxSessionIDBytes = 1024
 	// DefaultStreamWriteTimeout is shorter than DefaultShutdownTimeout, so a stalled
 	// event-stream client cannot hold shutdown up.
 	DefaultStreamWriteTimeout = 5 * time.Second

@@ -5,11 +5,15 @@
 // table of sessions, so a session's counters and window live and die together.
 //
 // The state lives outside any bundle: a reload swaps the program, never the store, so
-// sessions keep their counters and window across reloads. Memory is bounded three ways:
+// sessions keep their counters and window across reloads. Memory is bounded four ways:
 // at most MaxSessions sessions (the least recently used is evicted first), a session
-// idle for IdleTTL is forgotten, and a session holds at most MaxCounters counters. A
-// counter that would exceed that last bound cannot be applied, which the engine routes
-// to the rule's on_error ([OAR-FIRE-9]) instead of silently dropping a counter.
+// idle for IdleTTL is forgotten, a session holds at most MaxCounters counters, and all
+// sessions together hold at most MaxTotalCounters (the least recently used sessions are
+// evicted to make room; scoped counters, one per distinct scope value, are what can
+// otherwise outgrow a container's memory long before MaxSessions is reached). A counter
+// that cannot be added within the per-session bound, or within the total one with no
+// other session left to evict, cannot be applied, which the engine routes to the rule's
+// on_error ([OAR-FIRE-9]) instead of silently dropping a counter.
 //
 // One mutex guards the table; every operation is a map lookup and a list move, a few
 // hundred nanoseconds, well below what an evaluation costs.
@@ -27,13 +31,15 @@ import (
 // Defaults: MaxSessions and MaxCounters replace zero fields of Options; DefaultIdleTTL
 // is what the sidecar's flag defaults to.
 const (
-	DefaultMaxSessions = 100_000
-	DefaultIdleTTL     = 30 * time.Minute
-	DefaultMaxCounters = 4096
+	DefaultMaxSessions      = 100_000
+	DefaultIdleTTL          = 30 * time.Minute
+	DefaultMaxCounters      = 4096
+	DefaultMaxTotalCounters = 100_000
 )
 
 // ErrCounterLimit is matched (errors.Is) by the error of an Apply that would give a
-// session more than MaxCounters counters.
+// session more than MaxCounters counters, or the store more than MaxTotalCounters with
+// no other session to evict.
 var ErrCounterLimit = errors.New("session counter limit reached")
 
 // Options bound a Store.
@@ -45,6 +51,8 @@ type Options struct {
 	IdleTTL time.Duration
 	// MaxCounters is the most counters one session holds.
 	MaxCounters int
+	// MaxTotalCounters is the most counters all sessions hold together.
+	MaxTotalCounters int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -55,6 +63,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxCounters <= 0 {
 		o.MaxCounters = DefaultMaxCounters
+	}
+	if o.MaxTotalCounters <= 0 {
+		o.MaxTotalCounters = DefaultMaxTotalCounters
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -77,6 +88,8 @@ type Store struct {
 	mu   sync.Mutex
 	byID map[string]*state
 	root state // sentinel: root.next is the most recently used, root.prev the least
+	// total is the number of counters of all sessions.
+	total int
 	// evictedLRU and evictedTTL count sessions forgotten for each reason.
 	evictedLRU, evictedTTL uint64
 }
@@ -120,7 +133,17 @@ func (s *Store) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, erro
 		if len(st.counters) >= s.opt.MaxCounters {
 			return engine.Counts{}, fmt.Errorf("session %q already holds %d counters, cannot add %s: %w", k.Session, len(st.counters), k.ReportKey(), ErrCounterLimit)
 		}
+		// st was just moved to the front, so the back is st only when st is alone.
+		for s.total >= s.opt.MaxTotalCounters && s.root.prev != st {
+			s.remove(s.root.prev)
+			s.evictedLRU++
+		}
+		if s.total >= s.opt.MaxTotalCounters {
+			return engine.Counts{}, fmt.Errorf("the sessions hold %d counters, the most --max-counters allows, and session %q is the only one left: cannot add %s: %w",
+				s.total, k.Session, k.ReportKey(), ErrCounterLimit)
+		}
 		st.counters = st.counters.insert(i, counter{key: key})
+		s.total++
 	}
 	c := &st.counters[i].counts
 	*c = apply(*c, a)
@@ -243,6 +266,7 @@ func (s *Store) expire(now time.Time) {
 }
 
 func (s *Store) remove(st *state) {
+	s.total -= len(st.counters)
 	st.prev.next, st.next.prev = st.next, st.prev
 	st.prev, st.next = nil, nil
 	delete(s.byID, st.id)

@@ -171,6 +171,43 @@ func TestCounterLimit(t *testing.T) {
 	}
 }
 
+// TestTotalCounterLimit: all sessions together hold at most MaxTotalCounters; a new
+// counter makes room by evicting the least recently used sessions, never the one it
+// belongs to, and is refused when that session is the only one left.
+func TestTotalCounterLimit(t *testing.T) {
+	s := New(Options{MaxTotalCounters: 4})
+	scoped := func(session, scope string) engine.CounterKey {
+		return engine.CounterKey{Rule: "r", Session: session, Scope: scope, Scoped: true}
+	}
+	mustApply(t, s, scoped("old", "a"), engine.ActionIncrementCounter)
+	mustApply(t, s, scoped("old", "b"), engine.ActionIncrementCounter)
+	mustApply(t, s, scoped("mid", "a"), engine.ActionIncrementCounter)
+	mustApply(t, s, scoped("new", "a"), engine.ActionIncrementCounter)
+	mustApply(t, s, scoped("new", "a"), engine.ActionIncrementCounter) // no new counter: nothing evicted
+	if s.Len() != 3 {
+		t.Fatalf("%d sessions, want 3", s.Len())
+	}
+	mustApply(t, s, scoped("new", "b"), engine.ActionIncrementCounter) // 5th counter: old goes
+	if c, _ := s.Get(scoped("old", "a")); c.Fire != 0 || s.Len() != 2 {
+		t.Errorf("old session still held (%+v, %d sessions); it was the least recently used", c, s.Len())
+	}
+	if c, _ := s.Get(scoped("new", "a")); c.Fire != 2 {
+		t.Errorf("the session adding a counter lost its own: %+v", c)
+	}
+	mustApply(t, s, scoped("new", "c"), engine.ActionIncrementCounter)
+	mustApply(t, s, scoped("new", "d"), engine.ActionIncrementCounter) // evicts mid: new holds all 4
+	if _, err := s.Apply(scoped("new", "e"), engine.ActionIncrementCounter); !errors.Is(err, ErrCounterLimit) {
+		t.Fatalf("a fifth counter in the only session: %v, want ErrCounterLimit", err)
+	}
+	if lru, _ := s.Evictions(); lru != 2 {
+		t.Errorf("%d sessions evicted, want 2", lru)
+	}
+	mustApply(t, s, scoped("other", "a"), engine.ActionIncrementCounter) // evicts new, whole
+	if s.Len() != 1 {
+		t.Errorf("%d sessions, want 1", s.Len())
+	}
+}
+
 // TestConcurrentUse exercises the store from many goroutines (run with -race).
 func TestConcurrentUse(t *testing.T) {
 	s := New(Options{MaxSessions: 50})
