@@ -139,9 +139,10 @@ func (p *packContext) involved(e *diag.Error) bool {
 // hold with the pack — its rules and the other published packs' — and warns about each
 // that would no longer apply because of the pack: it names a rule the pack dropped
 // ([OAR-CFG-4]), disables or downgrades a rule the pack makes mandatory ([OAR-CFG-5]),
-// or names a bare id the pack makes ambiguous ([OAR-CFG-8]). The controller would leave
-// it out: enforcement becomes stricter, never looser. Only the rules the configurations
-// name take part, as identities: a configuration looks up no other.
+// or names a bare id the pack makes ambiguous ([OAR-CFG-8]). A published pack's update
+// would leave the configuration out; a pack not published yet would be held back
+// instead, since a newcomer never evicts what is published. Only the rules the
+// configurations name take part, as identities: a configuration looks up no other.
 func (p *packContext) configurations(w *warnings) {
 	if len(p.n.configs) == 0 || p.anchor == "" {
 		return
@@ -168,11 +169,15 @@ func (p *packContext) configurations(w *warnings) {
 	if rs == nil {
 		return
 	}
+	consequence := "the controller would leave it out"
+	if p.n.own == nil {
+		consequence = "the controller would hold this pack back (Conflict) until the pack or the configuration changes"
+	}
 	_, errs := engine.Configure(rs, configs)
 	for _, e := range errs {
 		if e.Index >= 0 && e.Index < len(p.n.configs) && p.concerns(e) {
 			w.add(e.Clause, fmt.Sprintf("OperatorConfig %q %s", p.n.configs[e.Index].Name, diag.JoinPath("spec.config", e.Field)),
-				"%s; this change would make that published configuration no longer apply, and the controller would leave it out", e.Message)
+				"%s; this change would make that published configuration no longer apply, and %s", e.Message, consequence)
 		}
 	}
 }

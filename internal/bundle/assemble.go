@@ -448,9 +448,20 @@ func (a *assembler) run(res *Result) (*Result, error) {
 }
 
 // publish runs rule 3 against the packs taken and loads the result once more as a
-// whole (rule 4).
+// whole (rule 4). A published configuration is an incumbent too: when a newcomer pack
+// is what leaves it out, the newcomer is refused instead and the packs decided again.
 func (a *assembler) publish(res *Result, taken []pick, rs *engine.RuleSet) (*Result, error) {
 	cfgs := a.configs(rs, taken)
+	for newcomer, cfg := a.configEvictor(taken, cfgs); newcomer != nil; newcomer, cfg = a.configEvictor(taken, cfgs) {
+		newcomer.o.fail = &failure{reason: ReasonConflict, with: cfg.name, sticky: true, message: fmt.Sprintf(
+			"generation %d would leave out configuration %q, published before it (%s): a newcomer never evicts what is published; "+
+				"change the pack or the configuration", newcomer.o.gen, cfg.name, cfg.opts[0].fail.message)}
+		var err error
+		if taken, rs, err = a.packs(nil); err != nil {
+			return nil, err
+		}
+		cfgs = a.configs(rs, taken)
+	}
 	b := a.bundleOf(taken, cfgs)
 	canon := a.canonical(opts(publication(taken)), sortConfigs(cfgs, a.cfgNames()))
 	enc, err := encodeCanonical(canon, digestOf(canon), a.z)

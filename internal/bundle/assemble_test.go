@@ -188,6 +188,46 @@ func TestAssemble(t *testing.T) {
 			wantPublished(t, res, "first@2", "second@2")
 		},
 	}, {
+		// Found in review: configurations were decided after every pack, so a newcomer
+		// whose rule shares a bare id made a published configuration ambiguous
+		// ([OAR-CFG-8]), the configuration was left out, and the rule it raised to
+		// enforce dropped back to monitor.
+		name: "a newcomer never leaves a published configuration out",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t),
+				Packs:   []PackInput{pack("p", 1, 1, rule(t, "a.sec", "X", `"enforcement":"monitor"`))},
+				Configs: []ConfigInput{{Name: "ops", Generation: 1, Document: config(t, `{"oar_config":"1.0","enforcement":{"X":"enforce"}}`)}}}
+			in.Current = assembled(t, in)
+			in.Packs = append(in.Packs, pack("newcomer", 1, 2, rule(t, "b.vendor", "X")), pack("other", 1, 3, rule(t, "c.sec", "Z")))
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "p@1", "other@1")
+			if got := publishedConfigs(res.Bundle); !slices.Equal(got, []string{"ops@1"}) {
+				t.Errorf("configurations %v, want ops@1", got)
+			}
+			got := res.Packs["newcomer"]
+			wantOutcome(t, got, false, 0, ReasonConflict)
+			if got.ConflictsWith != "ops" || !strings.Contains(got.Message, `configuration "ops"`) || !strings.Contains(got.Message, "OAR-CFG-8") {
+				t.Errorf("ConflictsWith %q, message %q; want configuration ops and OAR-CFG-8 named", got.ConflictsWith, got.Message)
+			}
+			wantOutcome(t, res.Configs["ops"], true, 1, "")
+		},
+	}, {
+		// The same configuration created after the pack that makes it ambiguous is the
+		// newcomer: it is left out (rule 3), the pack stays.
+		name: "a new configuration that a published pack makes ambiguous is left out",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t), Packs: []PackInput{pack("p", 1, 1, rule(t, "a.sec", "X")), pack("q", 1, 2, rule(t, "b.vendor", "X"))}}
+			in.Current = assembled(t, in)
+			in.Configs = []ConfigInput{{Name: "ops", Generation: 1, Document: config(t, `{"oar_config":"1.0","enforcement":{"X":"enforce"}}`)}}
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "p@1", "q@1")
+			wantOutcome(t, res.Configs["ops"], false, 0, ReasonLoadFailed)
+		},
+	}, {
 		name: "a newcomer never evicts an incumbent, even one created after it",
 		input: func(t *testing.T) Input {
 			in := Input{Capability: capability(t), Packs: []PackInput{pack("incumbent", 1, 5, rule(t, "shared.sec", "DUP"))}}

@@ -513,6 +513,14 @@ func containsQID(o *option, q string) bool {
 
 // configs runs rule 3 against the packs taken and their rule set.
 func (a *assembler) configs(rs *engine.RuleSet, packs []pick) []*cfgOption {
+	for _, s := range a.cfgs {
+		s.chosen = nil
+		for _, o := range s.opts {
+			if o.fail != nil && !o.fail.sticky {
+				o.fail = nil
+			}
+		}
+	}
 	var all []*cfgOption
 	unread := false
 	for _, s := range a.cfgs {
@@ -565,4 +573,63 @@ func cfgDocs(cfgs []*cfgOption) []any {
 		docs[i] = c.doc
 	}
 	return docs
+}
+
+// configEvictor finds a published configuration that rule 3 left out (cfgs are the
+// ones taken) and a newcomer pack among taken without which it would be taken: applied
+// after the configurations taken before it and within the size limit. It returns nil
+// when there is none; a configuration left out by an incumbent's edit stays left out.
+func (a *assembler) configEvictor(taken []pick, cfgs []*cfgOption) (*pick, *cfgSlot) {
+	if a.in.Current == nil {
+		return nil, nil
+	}
+	published := map[string]bool{}
+	for _, c := range a.in.Current.Configs {
+		published[c.Name] = true
+	}
+	for _, s := range a.cfgs {
+		if s.chosen != nil || !published[s.name] {
+			continue
+		}
+		var before []*cfgOption
+		for _, c := range cfgs {
+			if a.cfgIndex(c) < a.cfgIndex(s.opts[0]) {
+				before = append(before, c)
+			}
+		}
+		for i := len(taken) - 1; i >= 0; i-- {
+			if taken[i].s.incumbent {
+				continue
+			}
+			rest := slices.Delete(slices.Clone(taken), i, i+1)
+			var docs []any
+			for _, p := range rest {
+				docs = append(docs, p.o.rules...)
+			}
+			rs, errs := engine.LoadRules(a.cap, docs)
+			if len(errs) > 0 {
+				continue
+			}
+			for _, o := range s.opts {
+				if o.fail != nil && o.fail.sticky {
+					continue
+				}
+				with := append(slices.Clone(before), o)
+				if _, errs := engine.Configure(rs, cfgDocs(with)); len(errs) == 0 && a.tooLarge(rest, with) == nil {
+					return &taken[i], s
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
+// cfgIndex is the position of the configuration slot holding o.
+func (a *assembler) cfgIndex(o *cfgOption) int {
+	for i, s := range a.cfgs {
+		if slices.Contains(s.opts, o) {
+			return i
+		}
+	}
+	return -1
 }
