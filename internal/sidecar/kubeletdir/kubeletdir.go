@@ -47,8 +47,9 @@ func (d *Dir) PublishBundle(b *bundle.Bundle) error {
 }
 
 // Publish replaces the directory's content with a ConfigMap's data and binaryData, in
-// the atomic writer's order: write the new timestamped directory, swap "..data", add
-// the symlinks of new keys, remove those of vanished keys, remove the old directory.
+// the kubelet's atomic writer's order: write the new timestamped directory, add the
+// symlinks of new keys (dangling until the swap), swap "..data", remove the symlinks of
+// vanished keys, remove the old directory.
 func (d *Dir) Publish(data map[string]string, binaryData map[string][]byte) error {
 	ts, err := os.MkdirTemp(d.Path, time.Now().UTC().Format("..2006_01_02_15_04_05."))
 	if err != nil {
@@ -70,18 +71,18 @@ func (d *Dir) Publish(data map[string]string, binaryData map[string][]byte) erro
 			return fmt.Errorf("kubeletdir: %w", err)
 		}
 	}
+	for _, k := range keys {
+		err := os.Symlink(filepath.Join(dataLink, k), filepath.Join(d.Path, k))
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("kubeletdir: %w", err)
+		}
+	}
 	tmp := filepath.Join(d.Path, dataLinkTmp)
 	if err := os.Symlink(ts, tmp); err != nil {
 		return fmt.Errorf("kubeletdir: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(d.Path, dataLink)); err != nil {
 		return fmt.Errorf("kubeletdir: swapping %s: %w", dataLink, err)
-	}
-	for _, k := range keys {
-		err := os.Symlink(filepath.Join(dataLink, k), filepath.Join(d.Path, k))
-		if err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("kubeletdir: %w", err)
-		}
 	}
 	if err := d.cleanup(keys); err != nil {
 		return err

@@ -3,6 +3,7 @@ package reload
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -112,6 +113,54 @@ func TestPollOnlyOnChange(t *testing.T) {
 	}
 }
 
+// TestPlainGzipSwitchIsNeverRefused: a bundle that grows past the plain limit moves
+// from the key bundle.json to bundle.json.gz and back. The kubelet adds the new key's
+// symlink before it swaps "..data" and removes the old one after, so a poll at any
+// moment sees exactly one key resolve: no swap is ever refused.
+func TestPlainGzipSwitchIsNeverRefused(t *testing.T) {
+	o := &observer{}
+	s := newSource(o)
+	dir := t.TempDir()
+	vol := kubeletdir.New(dir)
+	small := newBundle(t, []any{rule("A", "block")})
+	large := newBundle(t, []any{with(rule("A", "block"), "copy", map[string]any{"why": strings.Repeat("Say why in plain words. ", (bundle.PlainLimit/24)+1)})})
+	if err := vol.PublishBundle(small); err != nil {
+		t.Fatal(err)
+	}
+	w := &Watcher{Dir: dir, Source: s}
+	stop := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				w.Poll()
+			}
+		}
+	}()
+	for i := range 40 {
+		b := small
+		if i%2 == 0 {
+			b = large
+		}
+		if err := vol.PublishBundle(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-polled
+	w.Poll()
+	if len(o.failed) != 0 || s.Current().Digest() != small.Digest {
+		t.Errorf("failures %v; serving %s, want the last published %s", o.failed, s.Current().Digest(), small.Digest)
+	}
+	if enc, _ := bundle.Encode(large); !enc.Compressed {
+		t.Fatal("the large bundle is not stored compressed: the test switches nothing")
+	}
+}
+
 // TestMissingDirectory: a directory that does not exist is one failure, reported
 // once, and the source stays unready.
 func TestMissingDirectory(t *testing.T) {
@@ -123,4 +172,10 @@ func TestMissingDirectory(t *testing.T) {
 	if s.Current() != nil || len(o.failed) != 1 || s.Status().LastFailure == nil {
 		t.Errorf("current %v, failures %v", s.Current(), o.failed)
 	}
+}
+
+// with returns r with member set to v.
+func with(r map[string]any, member string, v any) map[string]any {
+	r[member] = v
+	return r
 }
