@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
@@ -40,10 +41,13 @@ type Stream struct {
 	buffer int
 	now    func() time.Time
 
-	mu      sync.Mutex
-	subs    map[*Subscription]struct{}
-	closed  bool
-	dropped uint64
+	mu     sync.Mutex
+	subs   map[*Subscription]struct{}
+	closed bool
+	// The figures /metrics reads are atomics, so a scrape never waits for the lock,
+	// which a write to a stalled stdout holds.
+	subscribers atomic.Int64
+	dropped     atomic.Uint64
 }
 
 // NewStream returns a stream writing JSON lines to w, giving each subscriber a buffer
@@ -84,7 +88,7 @@ func (s *Stream) publish(r Record) error {
 		case sub.ch <- line:
 		default:
 			sub.dropped = true
-			s.dropped++
+			s.dropped.Add(1)
 			s.detach(sub)
 		}
 	}
@@ -108,6 +112,7 @@ func (s *Stream) Subscribe() (*Subscription, error) {
 	}
 	sub := &Subscription{s: s, ch: make(chan []byte, s.buffer)}
 	s.subs[sub] = struct{}{}
+	s.subscribers.Add(1)
 	return sub, nil
 }
 
@@ -133,6 +138,7 @@ func (sub *Subscription) Cancel() {
 func (s *Stream) detach(sub *Subscription) {
 	if _, ok := s.subs[sub]; ok {
 		delete(s.subs, sub)
+		s.subscribers.Add(-1)
 		close(sub.ch)
 	}
 }
@@ -149,15 +155,7 @@ func (s *Stream) Close() {
 }
 
 // Subscribers returns the number of current subscribers.
-func (s *Stream) Subscribers() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.subs)
-}
+func (s *Stream) Subscribers() int { return int(s.subscribers.Load()) }
 
 // Dropped returns how many subscribers were dropped for falling behind.
-func (s *Stream) Dropped() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.dropped
-}
+func (s *Stream) Dropped() uint64 { return s.dropped.Load() }

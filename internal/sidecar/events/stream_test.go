@@ -106,3 +106,45 @@ func TestClose(t *testing.T) {
 		t.Errorf("Publish after Close: %v, %d bytes written", err, out.Len())
 	}
 }
+
+// blockedWriter is a stdout whose reader has stalled: a Write says it has begun on
+// entered and waits for release.
+type blockedWriter struct{ entered, release chan struct{} }
+
+func (b blockedWriter) Write(p []byte) (int, error) {
+	close(b.entered)
+	<-b.release
+	return len(p), nil
+}
+
+// TestFiguresDoNotWaitForAStalledWriter: while a record's write to stdout blocks (a
+// stalled container log pipe), /metrics still reads the subscriber figures.
+func TestFiguresDoNotWaitForAStalledWriter(t *testing.T) {
+	w := blockedWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	s := NewStream(w, 1)
+	if _, err := s.Subscribe(); err != nil {
+		t.Fatal(err)
+	}
+	published := make(chan error, 1)
+	go func() { published <- s.Sink("sha256:x").Publish(engine.Event{Rule: "a/R"}) }()
+	<-w.entered
+	read := make(chan struct{})
+	go func() {
+		for range 100 {
+			_, _ = s.Subscribers(), s.Dropped()
+		}
+		close(read)
+	}()
+	select {
+	case <-read:
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading the figures waited for the blocked write")
+	}
+	close(w.release)
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Subscribers(); n != 1 {
+		t.Errorf("%d subscribers, want 1", n)
+	}
+}
