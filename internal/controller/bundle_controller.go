@@ -130,7 +130,7 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			o.PublishedGeneration = 0
 			res.Configs[name] = o
 		}
-	case res.Bundle != nil && !holds(cm, onCM, res.Bundle.Digest):
+	case res.Bundle != nil && (!holds(cm, onCM, res.Bundle.Digest) || !metav1.IsControlledBy(cm, capability)):
 		if published, err = r.writeBundle(ctx, capability, cm, res); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -167,7 +167,8 @@ func (r *BundleReconciler) intactBundle(ctx context.Context, cm *corev1.ConfigMa
 }
 
 // holds reports whether cm, holding onCM (intactBundle), serves the bundle of digest,
-// annotation included.
+// annotation included. Whether the Capability controls it (by UID: a Capability deleted
+// and created again under its name is another object) is checked apart.
 func holds(cm *corev1.ConfigMap, onCM *bundle.Bundle, digest string) bool {
 	return cm != nil && onCM != nil && onCM.Digest == digest && cm.Annotations[DigestAnnotation] == digest
 }

@@ -224,6 +224,28 @@ func TestBadEditKeepsLastPublishedGeneration(t *testing.T) {
 	}
 }
 
+// TestBundleIsOwnedByTheCapabilityThatExists: a bundle ConfigMap whose owner reference
+// names an earlier Capability of the same name (deleted and created again before the
+// controller saw it go) is taken over by the current one, so the garbage collector does
+// not delete the bundle that serves it.
+func TestBundleIsOwnedByTheCapabilityThatExists(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	p := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
+	create(t, p)
+	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	_, cm := published(t, ns, c.Name)
+	cm.OwnerReferences[0].UID = "3f1c2d4e-0000-4000-8000-000000000000"
+	if err := k8s.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the bundle owned by the current Capability again", func() (bool, string) {
+		_, cm := published(t, ns, c.Name)
+		return metav1.IsControlledBy(cm, c), fmt.Sprintf("owners %+v, Capability UID %s", cm.OwnerReferences, c.UID)
+	})
+}
+
 // TestUnreadableEditKeepsLastPublishedGeneration: with the webhook down, the API server
 // stores what its schema allows — here a configuration that is a string, not an object.
 // The edit is refused ([OAR-CFG-1]) and the generation that was published keeps
