@@ -49,6 +49,21 @@ type decodedBundle struct {
 	bundle          *bundle.Bundle
 }
 
+// refresher is a Cluster that can also be read past its cache.
+type refresher interface {
+	// Fresh returns the same cluster read from the API server.
+	Fresh() Cluster
+}
+
+// Fresh implements refresher: a ClientCluster reading through APIReader, or c itself
+// when there is none.
+func (c *ClientCluster) Fresh() Cluster {
+	if c.APIReader == nil {
+		return c
+	}
+	return &ClientCluster{Reader: c.APIReader}
+}
+
 // Capability implements Cluster.
 func (c *ClientCluster) Capability(ctx context.Context, key types.NamespacedName) (*rulesv1alpha1.Capability, error) {
 	capability := &rulesv1alpha1.Capability{}

@@ -56,25 +56,45 @@ func (v *OperatorConfigValidator) validate(ctx context.Context, oc *rulesv1alpha
 		return nil, invalid(operatorConfigKind, oc.Name, field.ErrorList{fieldError("spec.config", e)})
 	}
 	key := types.NamespacedName{Namespace: oc.Namespace, Name: oc.Spec.CapabilityRef.Name}
-	rs, why, err := v.publishedRules(ctx, key, named([]any{doc}))
+	w, errs, err := v.check(ctx, v.Cluster, key, doc)
+	if r, ok := v.Cluster.(refresher); ok && err == nil && hasClause(errs, "OAR-CFG-4") {
+		// The pack or bundle naming the rule may be a moment old, not in the cache yet
+		// (a GitOps sync applies a pack and the configuration naming its rules at once).
+		w, errs, err = v.check(ctx, r.Fresh(), key, doc)
+	}
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
-	}
-	var w warnings
-	var errs diag.List
-	if rs == nil {
-		w.add("", "spec.capabilityRef.name", "%s: only the document's shape and version were checked ([OAR-CFG-1], [OAR-CFG-2], [OAR-CFG-3]); the rules it names are checked against the published rule set once there is one, and the controller reports them in status", why)
-		errs = shapeOnly(doc)
-	} else {
-		_, errs = engine.Configure(rs, []any{doc})
-		if errs, err = v.waiting(ctx, key, errs, &w); err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
 	}
 	if len(errs) > 0 {
 		return w.list(), invalid(operatorConfigKind, oc.Name, configErrors(errs))
 	}
 	return w.list(), nil
+}
+
+// check judges doc against what cl holds of the Capability key: its published rule set,
+// or only the document's shape when nothing is published.
+func (v *OperatorConfigValidator) check(ctx context.Context, cl Cluster, key types.NamespacedName, doc any) (warnings, diag.List, error) {
+	var w warnings
+	rs, why, err := publishedRules(ctx, cl, key, named([]any{doc}))
+	if err != nil {
+		return w, nil, err
+	}
+	if rs == nil {
+		w.add("", "spec.capabilityRef.name", "%s: only the document's shape and version were checked ([OAR-CFG-1], [OAR-CFG-2], [OAR-CFG-3]); the rules it names are checked against the published rule set once there is one, and the controller reports them in status", why)
+		return w, shapeOnly(doc), nil
+	}
+	_, errs := engine.Configure(rs, []any{doc})
+	errs, err = waiting(ctx, cl, key, errs, &w)
+	return w, errs, err
+}
+
+func hasClause(l diag.List, clause string) bool {
+	for _, e := range l {
+		if e.Clause == clause {
+			return true
+		}
+	}
+	return false
 }
 
 // shapeOnly is what a configuration document gets without a rule set: everything it is
@@ -93,14 +113,14 @@ func shapeOnly(doc any) diag.List {
 // waiting turns each [OAR-CFG-4] about a rule of a pack bound to the Capability but not
 // published yet into a warning — a GitOps sync may apply the configuration before the
 // controller publishes the pack — and returns the rest.
-func (v *OperatorConfigValidator) waiting(ctx context.Context, key types.NamespacedName, errs diag.List, w *warnings) (diag.List, error) {
+func waiting(ctx context.Context, cl Cluster, key types.NamespacedName, errs diag.List, w *warnings) (diag.List, error) {
 	var rest diag.List
 	var n *neighbours
 	for _, e := range errs {
 		if e.Clause == "OAR-CFG-4" {
 			if n == nil {
 				var err error
-				if n, err = loadNeighbours(ctx, v.Cluster, key, ""); err != nil {
+				if n, err = loadNeighbours(ctx, cl, key, ""); err != nil {
 					return nil, err
 				}
 			}
@@ -117,12 +137,12 @@ func (v *OperatorConfigValidator) waiting(ctx context.Context, key types.Namespa
 // publishedRules returns the rules of the bundle published for the Capability key that a
 // configuration naming names may mean, as identities — all a configuration applies to —
 // or says why there is none.
-func (v *OperatorConfigValidator) publishedRules(ctx context.Context, key types.NamespacedName, names map[string]bool) (*engine.RuleSet, string, error) {
-	capability, err := v.Cluster.Capability(ctx, key)
+func publishedRules(ctx context.Context, cl Cluster, key types.NamespacedName, names map[string]bool) (*engine.RuleSet, string, error) {
+	capability, err := cl.Capability(ctx, key)
 	if err != nil || capability == nil {
 		return nil, fmt.Sprintf("Capability %q does not exist", key.Name), err
 	}
-	b, err := v.Cluster.Bundle(ctx, key)
+	b, err := cl.Bundle(ctx, key)
 	if err != nil || b == nil {
 		return nil, fmt.Sprintf("nothing is published for Capability %q yet", key.Name), err
 	}
