@@ -121,15 +121,7 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		r.last.forget(req.NamespacedName)
 		published = nil
-		// Nothing serves once the bundle is gone, whatever generation was published.
-		for name, o := range res.Packs {
-			o.PublishedGeneration = 0
-			res.Packs[name] = o
-		}
-		for name, o := range res.Configs {
-			o.PublishedGeneration = 0
-			res.Configs[name] = o
-		}
+		nothingServes(res)
 	case res.Bundle != nil && (!holds(cm, onCM, res.Bundle.Digest) || !metav1.IsControlledBy(cm, capability)):
 		if published, err = r.writeBundle(ctx, capability, cm, res); err != nil {
 			return ctrl.Result{}, err
@@ -150,6 +142,19 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.decoded.forget(req.NamespacedName)
 	}
 	return ctrl.Result{}, r.updateStatuses(ctx, capability, packs.Items, configs.Items, res, published)
+}
+
+// nothingServes clears the generation each outcome says serves: the bundle is gone,
+// whatever it held.
+func nothingServes(res *bundle.Result) {
+	for name, o := range res.Packs {
+		o.PublishedGeneration = 0
+		res.Packs[name] = o
+	}
+	for name, o := range res.Configs {
+		o.PublishedGeneration = 0
+		res.Configs[name] = o
+	}
 }
 
 // intactBundle is the bundle cm holds, or nil when there is no ConfigMap or its data is
