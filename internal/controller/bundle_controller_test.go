@@ -195,16 +195,24 @@ func update(t *testing.T, obj client.Object, change func()) {
 	t.Fatalf("update %s: kept conflicting", obj.GetName())
 }
 
-// badEditOfAPublishedPack creates a Capability and a pack "security", waits for the pack
-// to be published, then edits it so it no longer loads. It returns both, the generation
-// that was published and the pack's Ready condition after the edit.
-func badEditOfAPublishedPack(t *testing.T, ns string) (*rulesv1alpha1.Capability, *rulesv1alpha1.RulePack, int64, *metav1.Condition) {
+// publishedPack creates the sample Capability and a pack "security" of one rule, and
+// waits for the pack to be published.
+func publishedPack(t *testing.T, ns string) (*rulesv1alpha1.Capability, *rulesv1alpha1.RulePack) {
 	t.Helper()
 	c := sampleCapability(t, ns)
 	create(t, c)
 	p := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
 	create(t, p)
 	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	return c, p
+}
+
+// badEditOfAPublishedPack creates a Capability and a pack "security", waits for the pack
+// to be published, then edits it so it no longer loads. It returns both, the generation
+// that was published and the pack's Ready condition after the edit.
+func badEditOfAPublishedPack(t *testing.T, ns string) (*rulesv1alpha1.Capability, *rulesv1alpha1.RulePack, int64, *metav1.Condition) {
+	t.Helper()
+	c, p := publishedPack(t, ns)
 	good := p.Generation
 	update(t, p, func() { p.Spec.Rules = rulesJSON(t, rule("acme.security", "SHELL", "when", "tool ==")) })
 	return c, p, good, waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
@@ -230,11 +238,7 @@ func TestBadEditKeepsLastPublishedGeneration(t *testing.T) {
 // not delete the bundle that serves it.
 func TestBundleIsOwnedByTheCapabilityThatExists(t *testing.T) {
 	ns := namespace(t)
-	c := sampleCapability(t, ns)
-	create(t, c)
-	p := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
-	create(t, p)
-	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	c, _ := publishedPack(t, ns)
 	_, cm := published(t, ns, c.Name)
 	cm.OwnerReferences[0].UID = "3f1c2d4e-0000-4000-8000-000000000000"
 	if err := k8s.Update(ctx, cm); err != nil {
@@ -368,11 +372,7 @@ func TestDeletingAPackUpdatesTheBundle(t *testing.T) {
 // the packs say the Capability is missing.
 func TestDeletingTheCapabilityRemovesItsBundle(t *testing.T) {
 	ns := namespace(t)
-	c := sampleCapability(t, ns)
-	create(t, c)
-	p := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
-	create(t, p)
-	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	c, p := publishedPack(t, ns)
 	if err := k8s.Delete(ctx, c); err != nil {
 		t.Fatal(err)
 	}
