@@ -105,7 +105,9 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 // StreamWriteTimeout, so it holds no goroutine or connection and cannot hold up a
 // graceful shutdown; before the write deadline, shutdown ran into its timeout.
 func TestStalledSubscriberIsDisconnected(t *testing.T) {
-	sc := New(Options{Log: logr.Discard(), Events: io.Discard, EventBuffer: 4, ShutdownTimeout: 5 * time.Second, StreamWriteTimeout: 200 * time.Millisecond})
+	// A buffer larger than the records sent: the subscriber is never dropped for falling
+	// behind, so only its stalled socket can end its stream.
+	sc := New(Options{Log: logr.Discard(), Events: io.Discard, EventBuffer: 1 << 14, ShutdownTimeout: 5 * time.Second, StreamWriteTimeout: 200 * time.Millisecond})
 	if _, err := sc.Source().Install(sealed(t, testCapability, testRules)); err != nil {
 		t.Fatal(err)
 	}
@@ -132,18 +134,25 @@ func TestStalledSubscriberIsDisconnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "the subscription", func() (bool, string) { return sc.events.Subscribers() == 1, "none yet" })
-	// Records carry the session id: large ones fill the socket buffers quickly.
-	big := strings.Repeat("s", 256<<10)
-	for i := range 80 {
+	// Records carry the session id: long ones (the most MaxSessionIDBytes allows) fill
+	// the socket buffers (4 MiB of send buffer here) in a few thousand records.
+	long := strings.Repeat("s", MaxSessionIDBytes-8)
+	for i := range 8000 {
 		resp, err := http.Post("http://"+addr+"/v1/evaluate", "application/json",
-			strings.NewReader(occ("tool.pre_invoke", fmt.Sprint(big, i), `"tool_call": {"name": "shell"}`)))
+			strings.NewReader(occ("tool.pre_invoke", fmt.Sprintf("%s%08d", long, i), `"tool_call": {"name": "shell"}`)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("evaluation %d: status %d", i, resp.StatusCode)
+		}
 	}
-	// Its stream handler must end: once it has, shutdown has nothing to wait for.
-	time.Sleep(time.Second)
+	// Its stream handler ends once a write has waited StreamWriteTimeout; then shutdown
+	// has nothing to wait for.
+	testenv.Eventually(t, 10*time.Second, 10*time.Millisecond, "the stalled stream to end", func() (bool, string) {
+		return sc.events.Subscribers() == 0, fmt.Sprintf("%d subscribers, %d dropped", sc.events.Subscribers(), sc.events.Dropped())
+	})
 	cancel()
 	select {
 	case err := <-ran:
