@@ -103,7 +103,7 @@ func (a *assembler) check(taken, add []pick, after int) *verdict {
 	picks := make([]pick, 0, len(taken)+len(add))
 	picks = append(append(picks, taken...), add...)
 	for _, s := range a.slots[after:] {
-		if u := s.usable(); a.keepsPublished(s) && len(u) > 0 {
+		if u := s.usable(); s.keepsPublished() && len(u) > 0 {
 			picks = append(picks, pick{s, u[0]})
 		}
 	}
@@ -133,7 +133,7 @@ func (a *assembler) check(taken, add []pick, after int) *verdict {
 // packs before it do: it is unchanged, or its current generation does not load on its
 // own. Its published generation, published with the other incumbents', loads with
 // theirs, so it constrains the packs before it without blaming them for others' faults.
-func (a *assembler) keepsPublished(s *slot) bool {
+func (s *slot) keepsPublished() bool {
 	return s.unchanged || s.incumbent && s.opts[0].fail != nil && s.opts[0].fail.sticky
 }
 
