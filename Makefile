@@ -111,7 +111,7 @@ bin/staticcheck: hack/staticcheck/go.sum
 # packages carrying markers (the API types; the reconcilers' +kubebuilder:rbac markers;
 # the admission webhooks' +kubebuilder:webhook markers and the RBAC their certificate
 # rotation needs).
-GEN_PATHS    := {./api/...,./internal/controller/...,./internal/admission/...}
+GEN_PATHS    := {./api/...,./controllers/...,./internal/admission/...}
 CRD_RBAC_GEN = $(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=false webhook paths="$(GEN_PATHS)"
 OBJECT_GEN   = $(CONTROLLER_GEN) object
 

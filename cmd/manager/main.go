@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/controllers"
 	"github.com/oar-operator/oar-operator/internal/admission"
-	"github.com/oar-operator/oar-operator/internal/controller"
 )
 
 func main() {
@@ -137,14 +137,14 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if err := (&controller.BundleReconciler{
+	if err := (&controllers.BundleReconciler{
 		Client:   mgr.GetClient(),
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("oar-operator"),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the bundle controller: %w", err)
 	}
-	if err := ctrlmetrics.Registry.Register(controller.NewStateCollector(mgr.GetCache())); err != nil {
+	if err := ctrlmetrics.Registry.Register(controllers.NewStateCollector(mgr.GetCache())); err != nil {
 		return fmt.Errorf("register the state metrics: %w", err)
 	}
 	if o.webhooks.enabled {

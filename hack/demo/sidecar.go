@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/oar-operator/oar-operator/internal/controller"
+	"github.com/oar-operator/oar-operator/internal/resource"
 	"github.com/oar-operator/oar-operator/internal/sidecar/kubeletdir"
 )
 
@@ -26,7 +26,7 @@ var occurrences = []string{"occurrence-allowed.json", "occurrence-blocked.json",
 // starts bin/oar-engine on it and sends it the sample occurrences.
 func (t *tour) askSidecar(ctx context.Context) error {
 	cm := &corev1.ConfigMap{}
-	key := types.NamespacedName{Namespace: namespace, Name: controller.BundleName("acme-gateway")}
+	key := types.NamespacedName{Namespace: namespace, Name: resource.BundleName("acme-gateway")}
 	if err := t.env.Client.Get(ctx, key, cm); err != nil {
 		return fmt.Errorf("%w: %v", errNoBundle, err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
-	"github.com/oar-operator/oar-operator/internal/controller"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // benchRule is a realistic rule of pack p: a selector, a condition of about twenty nodes,
@@ -43,7 +43,7 @@ func benchValidation(tb testing.TB) (*RulePackValidator, *rulesv1alpha1.RulePack
 	tb.Helper()
 	const ns = "bench"
 	capability := capabilityObject(ns, "gateway", gatewaySpec())
-	doc, err := controller.CapabilityDocument(capability)
+	doc, err := resource.CapabilityDocument(capability)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func benchValidation(tb testing.TB) (*RulePackValidator, *rulesv1alpha1.RulePack
 		}
 		pack := rulePack(tb, ns, name, "gateway", 1, rules)
 		mem.packs = append(mem.packs, *pack)
-		decodedRules, errs := controller.PackRules(pack)
+		decodedRules, errs := resource.PackRules(pack)
 		if len(errs) > 0 {
 			tb.Fatal(errs)
 		}

@@ -17,9 +17,9 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
-	"github.com/oar-operator/oar-operator/internal/controller"
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // CapabilityValidator admits a valid capability document ([OAR-FACT-24]) and refuses an
@@ -82,7 +82,7 @@ func (v *CapabilityValidator) ValidateDelete(context.Context, *rulesv1alpha1.Cap
 // loadCapabilityDocument loads the Capability's document, refusing an invalid one with
 // one cause per diagnostic at spec.<field>.
 func loadCapabilityDocument(c *rulesv1alpha1.Capability) (*engine.Capability, error) {
-	doc, err := controller.CapabilityDocument(c)
+	doc, err := resource.CapabilityDocument(c)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
-	"github.com/oar-operator/oar-operator/internal/controller"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // Cluster is what validation reads of the cluster: the Capability a document names, the
@@ -102,14 +102,14 @@ func (c *ClientCluster) RulePacks(ctx context.Context, capability types.Namespac
 // publishes nothing over a foreign ConfigMap and replaces an unreadable one.
 func (c *ClientCluster) Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, error) {
 	cm := &corev1.ConfigMap{}
-	key := types.NamespacedName{Namespace: capability.Namespace, Name: controller.BundleName(capability.Name)}
+	key := types.NamespacedName{Namespace: capability.Namespace, Name: resource.BundleName(capability.Name)}
 	err := c.Reader.Get(ctx, key, cm, client.UnsafeDisableDeepCopy)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("get bundle configmap %s: %w", key, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err != nil || cm.Labels[controller.CapabilityLabel] != capability.Name {
+	if err != nil || cm.Labels[resource.CapabilityLabel] != capability.Name {
 		delete(c.bundles, capability)
 		return nil, nil
 	}

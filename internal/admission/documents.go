@@ -32,7 +32,7 @@ type docCache struct {
 	current, previous map[[sha256.Size]byte]any
 }
 
-// decodeRules decodes a RulePack's rules as controller.PackRules does — each with
+// decodeRules decodes a RulePack's rules as resource.PackRules does — each with
 // engine.DecodeJSON, a rule that is not JSON reported as a diagnostic on that rule —
 // through documents, on every processor: the rules are independent.
 func decodeRules(raws []apiextensionsv1.JSON) ([]any, diag.List) {

@@ -10,8 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/oar-operator/oar-operator/internal/controller"
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // variants is how many packs TestEquivalence sends through the API server.
@@ -150,7 +150,7 @@ func TestEquivalence(t *testing.T) {
 	ctx := context.Background()
 	capability := capabilityObject(ns, "gateway", gatewaySpec())
 	mustCreate(t, capability)
-	doc, err := controller.CapabilityDocument(capability)
+	doc, err := resource.CapabilityDocument(capability)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestEquivalence(t *testing.T) {
 	admitted, refused := 0, 0
 	for i := range variants {
 		pack := rulePack(t, ns, fmt.Sprintf("variant-%04d", i), "gateway", 0, variant(rng))
-		rules, errs := controller.PackRules(pack)
+		rules, errs := resource.PackRules(pack)
 		if len(errs) == 0 {
 			_, errs = engine.LoadRules(c, rules)
 		}

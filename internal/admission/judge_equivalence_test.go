@@ -19,7 +19,7 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
-	"github.com/oar-operator/oar-operator/internal/controller"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // skipAdmission labels the objects TestJudgeEquivalence puts in place around the one it
@@ -236,7 +236,7 @@ func liveBundle(key types.NamespacedName) string {
 	reader := cached
 	mgrMu.Unlock()
 	cm := &corev1.ConfigMap{}
-	err := reader.Get(context.Background(), types.NamespacedName{Namespace: key.Namespace, Name: controller.BundleName(key.Name)}, cm)
+	err := reader.Get(context.Background(), types.NamespacedName{Namespace: key.Namespace, Name: resource.BundleName(key.Name)}, cm)
 	if apierrors.IsNotFound(err) {
 		return contentsOf(nil)
 	}

@@ -13,9 +13,9 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
-	"github.com/oar-operator/oar-operator/internal/controller"
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // OperatorConfigValidator admits a configuration document of the right shape and version
@@ -50,7 +50,7 @@ func (v *OperatorConfigValidator) ValidateDelete(context.Context, *rulesv1alpha1
 }
 
 func (v *OperatorConfigValidator) validate(ctx context.Context, oc *rulesv1alpha1.OperatorConfig) (admission.Warnings, error) {
-	doc, err := controller.ConfigDocument(oc)
+	doc, err := resource.ConfigDocument(oc)
 	if err != nil {
 		e := diag.New("OAR-CFG-1", "", "the configuration is not a JSON document: %v", err)
 		return nil, invalid(operatorConfigKind, oc.Name, field.ErrorList{fieldError("spec.config", e)})

@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
-	"github.com/oar-operator/oar-operator/internal/controller"
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // RulePackValidator admits a RulePack whose rules load against the Capability it names
@@ -84,7 +84,7 @@ func capabilityFor(name string, capability *rulesv1alpha1.Capability) (c *engine
 	if capability == nil {
 		return nil, "", fmt.Sprintf("Capability %q does not exist", name)
 	}
-	doc, err := controller.CapabilityDocument(capability)
+	doc, err := resource.CapabilityDocument(capability)
 	if err != nil {
 		return nil, "", fmt.Sprintf("Capability %q cannot be read: %v", name, err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
-	"github.com/oar-operator/oar-operator/internal/controller"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // A set of manifests, as a Git repository keeps them, is the intended state of a
@@ -76,23 +76,23 @@ func (s *setCluster) Bundle(ctx context.Context, capability types.NamespacedName
 }
 
 // assemble runs the controller's assembly for the Capability, with the inputs the
-// controller makes of its objects (internal/controller/inputs.go).
+// controller makes of its objects (internal/resource).
 func (s *setCluster) assemble(ctx context.Context, key types.NamespacedName) (*bundle.Bundle, error) {
 	capability, _ := s.Capability(ctx, key)
 	if capability == nil {
 		return nil, nil
 	}
-	doc, err := controller.CapabilityDocument(capability)
+	doc, err := resource.CapabilityDocument(capability)
 	if err != nil {
 		return nil, fmt.Errorf("assemble the bundle of %s: %w", key, err)
 	}
 	in := bundle.Input{Capability: doc}
 	for _, p := range s.boundPacks(key) {
-		in.Packs = append(in.Packs, controller.AssemblyPack(p))
+		in.Packs = append(in.Packs, resource.AssemblyPack(p))
 	}
 	for _, c := range s.configs {
 		if c.Namespace == key.Namespace && c.Spec.CapabilityRef.Name == key.Name && client.Object(c) != s.absent {
-			in.Configs = append(in.Configs, controller.AssemblyConfig(c))
+			in.Configs = append(in.Configs, resource.AssemblyConfig(c))
 		}
 	}
 	res, err := bundle.Assemble(in)

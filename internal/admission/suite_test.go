@@ -22,8 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/controllers"
 	"github.com/oar-operator/oar-operator/internal/bundle"
-	"github.com/oar-operator/oar-operator/internal/controller"
+	"github.com/oar-operator/oar-operator/internal/resource"
 	"github.com/oar-operator/oar-operator/internal/testenv"
 )
 
@@ -73,7 +74,7 @@ func TestMain(m *testing.M) {
 // it and starts another.
 func startManager() error {
 	mgr, err := env.StartManager(func(mgr ctrl.Manager) error {
-		if err := (&controller.BundleReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}).SetupWithManager(mgr); err != nil {
+		if err := (&controllers.BundleReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}).SetupWithManager(mgr); err != nil {
 			return err
 		}
 		return Install(mgr, nil)
@@ -180,7 +181,7 @@ func published(t *testing.T, namespace, capability string, packs []*rulesv1alpha
 		reader := cached
 		mgrMu.Unlock()
 		cm := &corev1.ConfigMap{}
-		if err := reader.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: controller.BundleName(capability)}, cm); err != nil {
+		if err := reader.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: resource.BundleName(capability)}, cm); err != nil {
 			return false, err.Error()
 		}
 		b, err := bundle.Decode(cm.Data, cm.BinaryData)

@@ -11,7 +11,7 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
-	"github.com/oar-operator/oar-operator/internal/controller"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // The validators' logic without an API server: a Capability "gateway" in namespace "ns",
@@ -22,14 +22,14 @@ import (
 func clusterOf(t *testing.T, published, unpublished []*rulesv1alpha1.RulePack, configs ...bundle.Config) *memoryCluster {
 	t.Helper()
 	capability := capabilityObject("ns", "gateway", gatewaySpec())
-	doc, err := controller.CapabilityDocument(capability)
+	doc, err := resource.CapabilityDocument(capability)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := &bundle.Bundle{Capability: doc, Configs: configs}
 	m := &memoryCluster{capabilities: []*rulesv1alpha1.Capability{capability}}
 	for _, p := range published {
-		rules, errs := controller.PackRules(p)
+		rules, errs := resource.PackRules(p)
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}

@@ -27,8 +27,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
-	"github.com/oar-operator/oar-operator/internal/controller"
+	"github.com/oar-operator/oar-operator/controllers"
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/resource"
 	"github.com/oar-operator/oar-operator/internal/sidecar"
 	"github.com/oar-operator/oar-operator/internal/sidecar/kubeletdir"
 	"github.com/oar-operator/oar-operator/internal/testenv"
@@ -60,7 +61,7 @@ func TestMain(m *testing.M) {
 // startManager runs a manager with the bundle controller, as the operator does.
 func startManager() (stop func(), err error) {
 	mgr, err := env.StartManager(func(mgr ctrl.Manager) error {
-		r := &controller.BundleReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}
+		r := &controllers.BundleReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}
 		return r.SetupWithManager(mgr)
 	})
 	if err != nil {
@@ -107,7 +108,7 @@ func TestSidecarServesPublishedBundle(t *testing.T) {
 			t.Fatalf("create %s: %v", obj.GetName(), err)
 		}
 	}
-	cmKey := types.NamespacedName{Namespace: ns.Name, Name: controller.BundleName(capability.Name)}
+	cmKey := types.NamespacedName{Namespace: ns.Name, Name: resource.BundleName(capability.Name)}
 	if cmKey.Name != "acme-gateway-oar-bundle" {
 		t.Fatalf("bundle ConfigMap %s", cmKey.Name)
 	}
@@ -120,7 +121,7 @@ func TestSidecarServesPublishedBundle(t *testing.T) {
 	}
 	base := runSidecar(t, dir)
 	eventually(t, "the first bundle served", func() (bool, string) {
-		return answer(t, base, first.Annotations[controller.DigestAnnotation], "warn")
+		return answer(t, base, first.Annotations[resource.DigestAnnotation], "warn")
 	})
 
 	// The pack changes: the controller publishes a new bundle; the kubelet swaps it in.
@@ -135,13 +136,13 @@ func TestSidecarServesPublishedBundle(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	oldDigest := first.Annotations[controller.DigestAnnotation]
-	second := waitConfigMap(t, cmKey, func(cm *corev1.ConfigMap) bool { return cm.Annotations[controller.DigestAnnotation] != oldDigest })
+	oldDigest := first.Annotations[resource.DigestAnnotation]
+	second := waitConfigMap(t, cmKey, func(cm *corev1.ConfigMap) bool { return cm.Annotations[resource.DigestAnnotation] != oldDigest })
 	if err := vol.Publish(second.Data, second.BinaryData); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the updated bundle served", func() (bool, string) {
-		return answer(t, base, second.Annotations[controller.DigestAnnotation], "block")
+		return answer(t, base, second.Annotations[resource.DigestAnnotation], "block")
 	})
 	var info sidecar.BundleInfo
 	getJSON(t, base+"/v1/bundle", &info)
@@ -211,7 +212,7 @@ func waitConfigMap(t *testing.T, key types.NamespacedName, ok func(*corev1.Confi
 		if err := env.Client.Get(context.Background(), key, cm); err != nil {
 			return false, err.Error()
 		}
-		return ok(cm), cm.Annotations[controller.DigestAnnotation]
+		return ok(cm), cm.Annotations[resource.DigestAnnotation]
 	})
 	return cm
 }

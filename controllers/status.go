@@ -1,4 +1,4 @@
-package controller
+package controllers
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // statusWriters bounds the status writes in flight. The API server handles them in
@@ -149,7 +150,7 @@ func bundleRef(cm *corev1.ConfigMap) *rulesv1alpha1.BundleReference {
 	if cm == nil {
 		return nil
 	}
-	return &rulesv1alpha1.BundleReference{ConfigMapName: cm.Name, Digest: cm.Annotations[DigestAnnotation]}
+	return &rulesv1alpha1.BundleReference{ConfigMapName: cm.Name, Digest: cm.Annotations[resource.DigestAnnotation]}
 }
 
 // loadErrors renders engine diagnostics as status entries whose field is the path into

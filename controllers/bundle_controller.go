@@ -1,4 +1,4 @@
-package controller
+package controllers
 
 import (
 	"context"
@@ -26,26 +26,11 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
-// Names the bundle ConfigMap carries.
-const (
-	// BundleSuffix makes the ConfigMap name: <capability>-oar-bundle.
-	BundleSuffix = "-oar-bundle"
-	// DigestAnnotation repeats the bundle's digest where `kubectl get -o yaml` shows it.
-	DigestAnnotation = "rules.oar.dev/bundle-digest"
-	// CapabilityLabel names the Capability a bundle belongs to.
-	CapabilityLabel = "rules.oar.dev/capability"
-	// ManagedByLabel marks objects this operator writes.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	managedBy      = "oar-operator"
-
-	// capabilityRefField indexes RulePacks and OperatorConfigs by the Capability they name.
-	capabilityRefField = ".spec.capabilityRef.name"
-)
-
-// BundleName is the name of a Capability's bundle ConfigMap.
-func BundleName(capability string) string { return capability + BundleSuffix }
+// capabilityRefField indexes RulePacks and OperatorConfigs by the Capability they name.
+const capabilityRefField = ".spec.capabilityRef.name"
 
 // BundleReconciler publishes one bundle per Capability and reports, on the Capability
 // and on every RulePack and OperatorConfig naming it, exactly what happened. One
@@ -88,7 +73,7 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 
 	cm := &corev1.ConfigMap{}
-	cmKey := types.NamespacedName{Namespace: req.Namespace, Name: BundleName(req.Name)}
+	cmKey := types.NamespacedName{Namespace: req.Namespace, Name: resource.BundleName(req.Name)}
 	switch err := r.Get(ctx, cmKey, cm); {
 	case apierrors.IsNotFound(err):
 		cm = nil
@@ -175,7 +160,7 @@ func (r *BundleReconciler) intactBundle(ctx context.Context, cm *corev1.ConfigMa
 // annotation included. Whether the Capability controls it (by UID: a Capability deleted
 // and created again under its name is another object) is checked apart.
 func holds(cm *corev1.ConfigMap, onCM *bundle.Bundle, digest string) bool {
-	return cm != nil && onCM != nil && onCM.Digest == digest && cm.Annotations[DigestAnnotation] == digest
+	return cm != nil && onCM != nil && onCM.Digest == digest && cm.Annotations[resource.DigestAnnotation] == digest
 }
 
 // input gathers the cluster state for one Capability; current is the bundle published
@@ -184,7 +169,7 @@ func (r *BundleReconciler) input(key types.NamespacedName, capability *rulesv1al
 	configs []rulesv1alpha1.OperatorConfig, current *bundle.Bundle) (bundle.Input, error) {
 	in := bundle.Input{Current: current}
 	if capability != nil {
-		doc, err := CapabilityDocument(capability)
+		doc, err := resource.CapabilityDocument(capability)
 		if err != nil {
 			return in, err
 		}
@@ -199,7 +184,7 @@ func (r *BundleReconciler) input(key types.NamespacedName, capability *rulesv1al
 	in.Packs = r.decoded.inputs(key, live)
 	for i := range configs {
 		if c := &configs[i]; c.DeletionTimestamp.IsZero() {
-			in.Configs = append(in.Configs, AssemblyConfig(c))
+			in.Configs = append(in.Configs, resource.AssemblyConfig(c))
 		}
 	}
 	return in, nil
@@ -207,7 +192,7 @@ func (r *BundleReconciler) input(key types.NamespacedName, capability *rulesv1al
 
 // ownedBy reports whether cm is the bundle this operator wrote for the named Capability.
 func ownedBy(cm *corev1.ConfigMap, capability string) bool {
-	return cm.Labels[ManagedByLabel] == managedBy && cm.Labels[CapabilityLabel] == capability
+	return cm.Labels[resource.ManagedByLabel] == resource.ManagedBy && cm.Labels[resource.CapabilityLabel] == capability
 }
 
 // refuseForeignConfigMap leaves a ConfigMap the operator did not write alone and says
@@ -233,17 +218,17 @@ func (r *BundleReconciler) refuseForeignConfigMap(ctx context.Context, capabilit
 func (r *BundleReconciler) writeBundle(ctx context.Context, capability *rulesv1alpha1.Capability, cm *corev1.ConfigMap,
 	res *bundle.Result) (*corev1.ConfigMap, error) {
 	if cm == nil {
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: capability.Namespace, Name: BundleName(capability.Name)}}
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: capability.Namespace, Name: resource.BundleName(capability.Name)}}
 	}
 	if cm.Labels == nil {
 		cm.Labels = map[string]string{}
 	}
-	cm.Labels[ManagedByLabel] = managedBy
-	cm.Labels[CapabilityLabel] = capability.Name
+	cm.Labels[resource.ManagedByLabel] = resource.ManagedBy
+	cm.Labels[resource.CapabilityLabel] = capability.Name
 	if cm.Annotations == nil {
 		cm.Annotations = map[string]string{}
 	}
-	cm.Annotations[DigestAnnotation] = res.Bundle.Digest
+	cm.Annotations[resource.DigestAnnotation] = res.Bundle.Digest
 	cm.Data = res.Encoded.Data
 	cm.BinaryData = res.Encoded.BinaryData
 	if err := controllerutil.SetControllerReference(capability, cm, r.Scheme); err != nil {
@@ -319,7 +304,7 @@ func (r *BundleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // to that Capability: Owns does not see it, and its removal is what lets a refused
 // Capability publish (refuseForeignConfigMap).
 func foreignBundleNames(_ context.Context, o client.Object) []reconcile.Request {
-	name, ok := strings.CutSuffix(o.GetName(), BundleSuffix)
+	name, ok := strings.CutSuffix(o.GetName(), resource.BundleSuffix)
 	if !ok || name == "" || metav1.GetControllerOf(o) != nil {
 		return nil
 	}

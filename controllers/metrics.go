@@ -1,4 +1,4 @@
-package controller
+package controllers
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // publications counts bundle ConfigMap writes. It lives in controller-runtime's
@@ -107,12 +108,12 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		sendReady(ch, "OperatorConfig", &configs.Items[i], configs.Items[i].Status.Conditions)
 	}
 	var bundles corev1.ConfigMapList
-	if err := c.reader.List(ctx, &bundles, client.MatchingLabels{ManagedByLabel: managedBy}); err != nil {
+	if err := c.reader.List(ctx, &bundles, client.MatchingLabels{resource.ManagedByLabel: resource.ManagedBy}); err != nil {
 		logger.Error(err, "list bundle configmaps for metrics")
 	}
 	for i := range bundles.Items {
 		cm := &bundles.Items[i]
-		capability := cm.Labels[CapabilityLabel]
+		capability := cm.Labels[resource.CapabilityLabel]
 		if capability == "" || !ownedBy(cm, capability) {
 			continue
 		}

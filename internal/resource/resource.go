@@ -1,4 +1,9 @@
-package controller
+// Package resource turns the three custom resources into what the engine and the bundle
+// assembly take — OAR documents and assembly inputs — and names the bundle ConfigMap
+// they publish to. It sits below both the reconcilers (controllers/) and the admission
+// webhooks (internal/admission), so the two judge the same documents the same way
+// without importing each other.
+package resource
 
 import (
 	"encoding/json"
@@ -11,6 +16,23 @@ import (
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
+
+// Names the bundle ConfigMap carries.
+const (
+	// BundleSuffix makes the ConfigMap name: <capability>-oar-bundle.
+	BundleSuffix = "-oar-bundle"
+	// DigestAnnotation repeats the bundle's digest where `kubectl get -o yaml` shows it.
+	DigestAnnotation = "rules.oar.dev/bundle-digest"
+	// CapabilityLabel names the Capability a bundle belongs to.
+	CapabilityLabel = "rules.oar.dev/capability"
+	// ManagedByLabel marks objects this operator writes.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedBy is ManagedByLabel's value on them.
+	ManagedBy = "oar-operator"
+)
+
+// BundleName is the name of a Capability's bundle ConfigMap.
+func BundleName(capability string) string { return capability + BundleSuffix }
 
 // CapabilityDocument renders a Capability's spec as the OAR capability document the
 // engine loads: the same snake_case members, numbers exact.

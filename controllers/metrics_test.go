@@ -1,4 +1,4 @@
-package controller
+package controllers
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // series gathers reg and returns every sample of the metrics named in namespace ns (or
@@ -96,8 +97,8 @@ func TestStateMetrics(t *testing.T) {
 		got := series(t, reg, ns)
 		return maps.Equal(got, want), describeSeries(got, want)
 	})
-	if cm.Annotations[DigestAnnotation] != b.Digest {
-		t.Errorf("ConfigMap digest %s, bundle %s", cm.Annotations[DigestAnnotation], b.Digest)
+	if cm.Annotations[resource.DigestAnnotation] != b.Digest {
+		t.Errorf("ConfigMap digest %s, bundle %s", cm.Annotations[resource.DigestAnnotation], b.Digest)
 	}
 
 	before := publishedCount(t, ns, c.Name)

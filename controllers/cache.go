@@ -1,4 +1,4 @@
-package controller
+package controllers
 
 import (
 	"sync"
@@ -8,6 +8,7 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // decodedPacks keeps each pack generation's decoded rules between reconciles of one
@@ -36,7 +37,7 @@ func (d *decodedPacks) inputs(capability types.NamespacedName, packs []*rulesv1a
 	for _, p := range packs {
 		e, ok := old[p.UID]
 		if !ok || e.generation != p.Generation {
-			e = decodedPack{generation: p.Generation, input: AssemblyPack(p)}
+			e = decodedPack{generation: p.Generation, input: resource.AssemblyPack(p)}
 		}
 		next[p.UID] = e
 		out = append(out, e.input)

@@ -5,7 +5,7 @@
 //
 // The RBAC markers below are the manager's whole ClusterRole: `make manifests` turns
 // them into config/rbac/role.yaml. Add a marker here when a reconciler needs a new verb.
-package controller
+package controllers
 
 // +kubebuilder:rbac:groups=rules.oar.dev,resources=rulepacks;operatorconfigs;capabilities,verbs=get;list;watch
 // +kubebuilder:rbac:groups=rules.oar.dev,resources=rulepacks/status;operatorconfigs/status;capabilities/status,verbs=get;update;patch

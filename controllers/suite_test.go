@@ -1,4 +1,4 @@
-package controller
+package controllers
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/resource"
 	"github.com/oar-operator/oar-operator/internal/testenv"
 )
 
@@ -198,7 +199,7 @@ func sampleCapability(t *testing.T, ns string) *rulesv1alpha1.Capability {
 func published(t *testing.T, ns, capability string) (*bundle.Bundle, *corev1.ConfigMap) {
 	t.Helper()
 	cm := &corev1.ConfigMap{}
-	err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: BundleName(capability)}, cm)
+	err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: resource.BundleName(capability)}, cm)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

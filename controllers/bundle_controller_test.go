@@ -1,4 +1,4 @@
-package controller
+package controllers
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 var ctx = context.Background()
@@ -42,7 +43,7 @@ func TestPublishesABundleTheEngineLoads(t *testing.T) {
 	b, cm := waitBundle(t, ns, c.Name, "both packs and the config", func(b *bundle.Bundle) bool {
 		return len(b.Packs) == 2 && len(b.Configs) == 1
 	})
-	if got := cm.Annotations[DigestAnnotation]; got != b.Digest {
+	if got := cm.Annotations[resource.DigestAnnotation]; got != b.Digest {
 		t.Errorf("digest annotation %q, bundle digest %q", got, b.Digest)
 	}
 	if d, err := b.ComputeDigest(); err != nil || d != b.Digest {
@@ -74,7 +75,7 @@ func TestPublishesABundleTheEngineLoads(t *testing.T) {
 	eventually(t, "capability status listing the bundle", func() (bool, string) {
 		conditionsOf(t, c)
 		st := c.Status
-		return st.RuleCount == 3 && len(st.Packs) == 2 && st.Bundle != nil && st.Bundle.ConfigMapName == BundleName(c.Name) &&
+		return st.RuleCount == 3 && len(st.Packs) == 2 && st.Bundle != nil && st.Bundle.ConfigMapName == resource.BundleName(c.Name) &&
 			st.Bundle.Digest == b.Digest, fmt.Sprintf("%+v bundle %+v", st, st.Bundle)
 	})
 }
@@ -330,7 +331,7 @@ func TestLostBundleIsRestored(t *testing.T) {
 				if err != nil {
 					return false, err.Error()
 				}
-				return b.Digest == want.Digest && got.Annotations[DigestAnnotation] == want.Digest, describeBundle(b)
+				return b.Digest == want.Digest && got.Annotations[resource.DigestAnnotation] == want.Digest, describeBundle(b)
 			})
 		})
 	}
@@ -473,7 +474,7 @@ func TestRestartWritesNothing(t *testing.T) {
 	eventually(t, "the capability status to name the published bundle", func() (bool, string) {
 		_, cm := published(t, ns, c.Name)
 		conditionsOf(t, c)
-		return cm != nil && c.Status.Bundle != nil && c.Status.Bundle.Digest == cm.Annotations[DigestAnnotation] && len(c.Status.Packs) == 1,
+		return cm != nil && c.Status.Bundle != nil && c.Status.Bundle.Digest == cm.Annotations[resource.DigestAnnotation] && len(c.Status.Packs) == 1,
 			fmt.Sprintf("%+v", c.Status.Bundle)
 	})
 
@@ -596,7 +597,7 @@ func TestScale200Packs(t *testing.T) {
 	t.Logf("every status written %v after the first create", time.Since(start).Round(time.Millisecond))
 
 	_, cm := published(t, ns, c.Name)
-	before := cm.Annotations[DigestAnnotation]
+	before := cm.Annotations[resource.DigestAnnotation]
 	target := packs[100]
 	start = time.Now()
 	update(t, target, func() { target.Spec.Rules = rulesJSON(t, rule("scale.p100", "REPLACED")) })
@@ -608,7 +609,7 @@ func TestScale200Packs(t *testing.T) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(cm), head); err != nil {
 			t.Fatal(err)
 		}
-		return head.GetAnnotations()[DigestAnnotation] != before, before
+		return head.GetAnnotations()[resource.DigestAnnotation] != before, before
 	})
 	elapsed := time.Since(start)
 	if b, _ := published(t, ns, c.Name); packNames(b)[target.Name] != target.Generation {
@@ -624,7 +625,7 @@ func TestForeignConfigMapIsLeftAlone(t *testing.T) {
 	ns := namespace(t)
 	c := sampleCapability(t, ns)
 	foreign := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: BundleName(c.Name)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: resource.BundleName(c.Name)},
 		Data:       map[string]string{"owner": "someone else"},
 	}
 	create(t, foreign)
