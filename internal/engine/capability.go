@@ -135,20 +135,21 @@ func (c *Capability) loadAnchors(l *diag.List, obj map[string]any) {
 				l.Add(fieldErr("OAR-PROF-2", path, nil, "%q is not a core anchor; anchors.core maps the eight core anchors of section 8.1 to local anchors", k))
 				continue
 			}
+			// Declared, even when its local anchor is refused below: the error says
+			// what is wrong with the entry, not that the entry is missing.
+			seen[k] = "anchors.core"
+			// A local anchor is the host's own word ([OAR-CONF-29]): any non-empty
+			// string, a core anchor's spelling included, which redefines nothing
+			// ([OAR-PROF-1]) because rules resolve through this map.
 			local, isStr := core[k].(string)
 			if !isStr || local == "" {
 				l.Add(fieldErr("OAR-PROF-2", path, core[k], "the local anchor for %s must be a non-empty string", k))
 				continue
 			}
-			if isCoreAnchor(local) && local != k {
-				l.Add(fieldErr("OAR-PROF-1", path, local, "core anchor %s cannot be implemented by %q, the identifier of another core anchor", k, local))
-				continue
-			}
 			if other, dup := c.localToCore[local]; dup {
-				l.Add(fieldErr("OAR-DOC-12", path, local, "local anchor %q implements both %s and %s; an anchor names exactly one lifecycle moment", local, other, k))
+				l.Add(fieldErr("OAR-PROF-2", path, local, "local anchor %q implements both %s and %s; each core anchor has its own local anchor", local, other, k))
 				continue
 			}
-			seen[k] = "anchors.core"
 			c.coreToLocal[k] = local
 			c.localToCore[local] = k
 		}

@@ -441,3 +441,20 @@ func TestDOC1_DuplicateKeysAreFoundWherever(t *testing.T) {
 		t.Error("nesting beyond the bound was accepted")
 	}
 }
+
+// TestPROF2_RefusedEntryIsStillDeclared: a core anchor whose local anchor is refused was
+// declared; the refusal names the entry and nothing claims the anchor is missing.
+func TestPROF2_RefusedEntryIsStillDeclared(t *testing.T) {
+	for name, local := range map[string]string{"empty": `""`, "not a string": `7`, "shared": `"gw.pre"`} {
+		t.Run(name, func(t *testing.T) {
+			doc, err := DecodeJSON([]byte(`{"oar_capability_version":"1.0","host":"h","anchors":{"core":{"tool.pre_invoke":"gw.pre","tool.post_invoke":` + local + `},"unsupported":["tool.handler","agent.post_turn","agent.finalize","model.input","model.output","model.tool_result"]}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, errs := LoadCapability(doc)
+			if len(errs) != 1 || !strings.HasPrefix(errs[0].Field, "anchors.core.") {
+				t.Fatalf("want exactly one error, on an entry of anchors.core; got %v", errs)
+			}
+		})
+	}
+}
