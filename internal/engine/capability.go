@@ -307,6 +307,10 @@ func (c *Capability) loadHostFacts(l *diag.List, obj map[string]any) {
 			l.Add(fieldErr("OAR-FACT-18", path+".name", name, "host fact %q %s", name, msg))
 			continue
 		}
+		if ns := name[:strings.LastIndex(name, ".")]; c.Host != "" && !ownsNamespace(c.Host, ns) {
+			l.Add(fieldErr("OAR-FACT-18", path+".name", name, "host fact %q is published under %q, a namespace host %q does not own: it must be %q or a namespace beneath it", name, ns, c.Host, c.Host))
+			continue
+		}
 		if _, dup := c.byName[name]; dup {
 			l.Add(fieldErr("OAR-FACT-27", path+".name", name, "%q already occupies an entry of the symbol environment; every fact and function occupies exactly one", name))
 			continue
@@ -348,6 +352,14 @@ func checkHostFactName(s string) string {
 		return fmt.Sprintf("cannot be named by a condition: %q is a reserved word ([OAR-EXPR-24])", first)
 	}
 	return ""
+}
+
+// ownsNamespace reports whether host owns namespace ns ([OAR-FACT-18]): ns is host
+// itself or beneath it, compared by whole dot-separated labels, so acme.gwx is not
+// under acme.gw. A parent of host is not owned: sibling hosts share it and could
+// publish the same name (see testdata/conformance/README.md).
+func ownsNamespace(host, ns string) bool {
+	return ns == host || strings.HasPrefix(ns, host+".")
 }
 
 // Lookup implements types.Symbols over the capability's environment.

@@ -130,11 +130,11 @@ func TestAnswerShape(t *testing.T) {
 // malformed request and never a 500.
 func TestWrongFactTypeIsOnError(t *testing.T) {
 	ts := serve(t, sealed(t, testCapability, testRules), Options{})
-	a := ts.evaluate(t, occ("content.output", "s", `"content": "hi", "facts": {"acme.tenant_tier": 5}`))
+	a := ts.evaluate(t, occ("content.output", "s", `"content": "hi", "facts": {"acme.gateway.tenant_tier": 5}`))
 	if a.Decision.Decision != "block" || a.Rule != "acme.tenant/FREE_TIER" || len(a.Failures) != 1 || a.Failures[0].Clause != "OAR-FACT-26" {
 		t.Errorf("got %+v", a.Decision)
 	}
-	if a := ts.evaluate(t, occ("content.output", "s", `"content": "hi", "facts": {"acme.tenant_tier": "free"}`)); a.Decision.Decision != "warn" {
+	if a := ts.evaluate(t, occ("content.output", "s", `"content": "hi", "facts": {"acme.gateway.tenant_tier": "free"}`)); a.Decision.Decision != "warn" {
 		t.Errorf("the right type: %s, want warn", a.Decision.Decision)
 	}
 }
@@ -277,7 +277,7 @@ func TestBundleAndCapability(t *testing.T) {
 		t.Errorf("/v1/capability: %s", r.body)
 	}
 	// The configuration applies: FREE_TIER runs in monitor mode.
-	if a := ts.evaluate(t, occ("content.output", "s", `"facts": {"acme.tenant_tier": "free"}`)); a.Decision.Decision != "none" ||
+	if a := ts.evaluate(t, occ("content.output", "s", `"facts": {"acme.gateway.tenant_tier": "free"}`)); a.Decision.Decision != "none" ||
 		strings.Join(a.Applied, ",") != "acme.tenant/FREE_TIER:monitored_fired" {
 		t.Errorf("monitored rule: %+v", a.Decision)
 	}
