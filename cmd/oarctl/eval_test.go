@@ -162,11 +162,16 @@ func TestEvalRefuses(t *testing.T) {
 	}
 }
 
-func TestEvalUnknownAnchor(t *testing.T) {
+// TestEvalUndeclaredAnchor: an occurrence at an anchor the capability does not declare
+// selects nothing ([OAR-SEL-7]); eval answers none and warns of the anchor.
+func TestEvalUndeclaredAnchor(t *testing.T) {
 	withStdinText(t, `{"anchor": "model.tool_result"}`)
-	_, stderr, code := oarctl(t, evalArgs()...)
-	want := `stdin: anchor: [OAR-DOC-12] anchor "model.tool_result" is neither the local anchor of a supported core anchor nor a host-native anchor of the capability` + "\n"
-	if code != exitFail || stderr != want {
+	stdout, stderr, code := oarctl(t, evalArgs()...)
+	want := `stdin: warning: anchor: [OAR-SEL-7] anchor "model.tool_result" is not declared by the capability (neither the local anchor of a supported core anchor nor a host-native anchor); no rule selects it` + "\n"
+	if code != exitOK || stderr != want {
 		t.Errorf("exit code %d, stderr %q, want %q", code, stderr, want)
+	}
+	if !strings.Contains(stdout, `"decision": "none"`) || !strings.Contains(stdout, `"applied": []`) {
+		t.Errorf("want decision none with an empty trace, got:\n%s", stdout)
 	}
 }

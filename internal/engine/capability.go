@@ -388,6 +388,13 @@ func (c *Capability) CoreAnchorOf(local string) (string, bool) {
 	return core, ok
 }
 
+// DeclaresAnchor reports whether local is an anchor the capability declares: the local
+// anchor of a supported core anchor, or a host-native anchor of its catalogue.
+func (c *Capability) DeclaresAnchor(local string) bool {
+	_, isCore := c.localToCore[local]
+	return isCore || c.hostAnchors[local]
+}
+
 // Document returns the capability document as it was loaded.
 func (c *Capability) Document() map[string]any { return c.doc }
 

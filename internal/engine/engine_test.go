@@ -202,11 +202,16 @@ func TestEVAL18_OrderIsDeterministic(t *testing.T) {
 	}
 }
 
-func TestUnknownAnchorIsAnError(t *testing.T) {
+// TestSEL7_UndeclaredAnchorSelectsNothing: the core identifier is not what occurrences
+// carry when the map renames it; such an occurrence selects nothing and is no error.
+func TestSEL7_UndeclaredAnchorSelectsNothing(t *testing.T) {
 	p := mustProgram(t, `{"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"warn"}`)
-	// The core identifier is not what occurrences carry when the map renames it.
-	if _, err := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "tool.pre_invoke"}); err == nil {
-		t.Fatal("an occurrence at an undeclared anchor must be refused")
+	if p.Capability().DeclaresAnchor("tool.pre_invoke") {
+		t.Fatal("tool.pre_invoke is the core identifier, not the declared local anchor")
+	}
+	d, err := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "tool.pre_invoke"})
+	if err != nil || d.Decision != "none" || len(d.Applied) != 0 {
+		t.Fatalf("want decision none with an empty trace, got %+v, %v", d, err)
 	}
 }
 

@@ -122,13 +122,6 @@ func (e *ProviderError) Error() string {
 
 func (e *ProviderError) Unwrap() error { return e.Err }
 
-// UnknownAnchorError reports an occurrence at an anchor the capability does not declare.
-type UnknownAnchorError struct{ Anchor string }
-
-func (e *UnknownAnchorError) Error() string {
-	return fmt.Sprintf("anchor %q is neither the local anchor of a supported core anchor nor a host-native anchor of the capability [OAR-DOC-12]", e.Anchor)
-}
-
 // slot caches one fact's value for the occurrence; gen tells a fresh value from a stale one.
 type slot struct {
 	gen uint64
@@ -159,11 +152,10 @@ type evalState struct {
 var statePool = sync.Pool{New: func() any { return &evalState{} }}
 
 // Evaluate resolves one occurrence (sections 4, 6, 7 and the runner algorithm of 10.1).
+// An occurrence at an anchor no rule resolves to, declared or not, selects nothing
+// ([OAR-SEL-7]): the occurrence's anchor is the host's own word, never resolved.
 func (p *Program) Evaluate(rt *Runtime, occ *Occurrence) (*Decision, error) {
 	core, isCore := p.cap.CoreAnchorOf(occ.Anchor)
-	if !isCore && !p.cap.hostAnchors[occ.Anchor] {
-		return nil, &UnknownAnchorError{Anchor: occ.Anchor}
-	}
 	s := statePool.Get().(*evalState)
 	defer s.release()
 	s.reset(p, rt, occ)

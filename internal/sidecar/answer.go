@@ -8,12 +8,13 @@ import (
 	"github.com/oar-operator/oar-operator/internal/engine"
 )
 
-// appendAnswer appends the JSON of Answer{d, bundle} and a newline: byte for byte what
+// appendAnswer appends the JSON of a and a newline: byte for byte what
 // encoding/json's Encoder with HTML escaping off writes (answer_test.go holds it to
 // that over the conformance corpus), without its reflection, which cost a quarter of a
 // request. The shape is the fixed one of section 10.2; a field added to
 // engine.Decision must be added here, and the test fails until it is.
-func appendAnswer(b []byte, d *engine.Decision, bundle string) []byte {
+func appendAnswer(b []byte, a Answer) []byte {
+	d := a.Decision
 	b = append(b, `{"decision":`...)
 	b = appendString(b, d.Decision)
 	if d.Code != "" {
@@ -52,9 +53,25 @@ func appendAnswer(b []byte, d *engine.Decision, bundle string) []byte {
 		b = append(b, `,"failures":`...)
 		b = appendList(b, d.Failures, appendFailure)
 	}
+	if len(a.Warnings) > 0 {
+		b = append(b, `,"warnings":`...)
+		b = appendList(b, a.Warnings, appendWarning)
+	}
 	b = append(b, `,"bundle":`...)
-	b = appendString(b, bundle)
+	b = appendString(b, a.Bundle)
 	return append(b, "}\n"...)
+}
+
+func appendWarning(b []byte, w Warning) []byte {
+	b = append(b, `{"clause":`...)
+	b = appendString(b, w.Clause)
+	b = append(b, `,"field":`...)
+	b = appendString(b, w.Field)
+	b = append(b, `,"value":`...)
+	b = appendString(b, w.Value)
+	b = append(b, `,"message":`...)
+	b = appendString(b, w.Message)
+	return append(b, '}')
 }
 
 // appendList writes a slice as encoding/json does: null when nil.

@@ -17,21 +17,22 @@ import (
 )
 
 // encodeReference is what writeJSON wrote for an answer before appendAnswer existed.
-func encodeReference(t testing.TB, d *engine.Decision, bundle string) []byte {
+func encodeReference(t testing.TB, a Answer) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(Answer{Decision: d, Bundle: bundle}); err != nil {
+	if err := enc.Encode(a); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
 }
 
-func sameAnswer(t testing.TB, d *engine.Decision, bundle string) {
+func sameAnswer(t testing.TB, d *engine.Decision, bundle string, warnings ...Warning) {
 	t.Helper()
-	want := encodeReference(t, d, bundle)
-	if got := appendAnswer(nil, d, bundle); !bytes.Equal(got, want) {
+	a := Answer{Decision: d, Bundle: bundle, Warnings: warnings}
+	want := encodeReference(t, a)
+	if got := appendAnswer(nil, a); !bytes.Equal(got, want) {
 		t.Fatalf("appendAnswer differs from encoding/json:\n got %s\nwant %s", got, want)
 	}
 }
@@ -100,6 +101,7 @@ func TestAnswerEncodingEdgeCases(t *testing.T) {
 			Advisories: []engine.Advisory{}, Transforms: []engine.TransformRecord{}, Applied: []string{}, OnFire: []string{}, Events: []engine.Event{}, SkippedTransforms: []engine.SkippedSpan{}},
 	} {
 		sameAnswer(t, d, "sha256:"+odd)
+		sameAnswer(t, d, "sha256:x", undeclaredAnchor(odd), Warning{Clause: odd, Field: odd, Value: odd, Message: odd})
 	}
 }
 
@@ -107,7 +109,8 @@ func TestAnswerEncodingEdgeCases(t *testing.T) {
 // loses a field: appendAnswer must then be changed with it.
 func TestAnswerEncodingKnowsEveryField(t *testing.T) {
 	for typ, fields := range map[reflect.Type]int{
-		reflect.TypeFor[Answer]():                 2,
+		reflect.TypeFor[Answer]():                 3,
+		reflect.TypeFor[Warning]():                4,
 		reflect.TypeFor[engine.Decision]():        13,
 		reflect.TypeFor[engine.Advisory]():        3,
 		reflect.TypeFor[engine.TransformRecord](): 4,

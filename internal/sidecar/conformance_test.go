@@ -27,7 +27,8 @@ const corpusDir = "../../testdata/conformance"
 // decision with the run's counters, [OAR-CONF-31]). Fixtures whose occurrences are not
 // valid requests here are skipped and counted: those supplying detector_facts, which
 // the sidecar refuses from callers, and those whose capability names a detector only
-// a corpus runner provides.
+// a corpus runner provides. An occurrence at an anchor the capability does not declare
+// is answered like any other, with one warning naming the anchor.
 func TestConformanceOverHTTP(t *testing.T) {
 	files := corpusFiles(t)
 	var ran, loadErrors, skipped int
@@ -115,6 +116,10 @@ func fixtureBundle(t *testing.T, f *fixture.Fixture) *bundle.Bundle {
 func runOverHTTP(t *testing.T, f *fixture.Fixture) {
 	b := fixtureBundle(t, f)
 	ts := serve(t, b, Options{})
+	c, errs := engine.LoadCapability(f.Capability)
+	if errs != nil {
+		t.Fatal(errs)
+	}
 	run := map[string]engine.Counts{}
 	var last *engine.Decision
 	for i, o := range f.Occurrences {
@@ -126,6 +131,11 @@ func runOverHTTP(t *testing.T, f *fixture.Fixture) {
 		r.decode(t, &a)
 		if a.Bundle != b.Digest {
 			t.Fatalf("occurrence %d answered by %s, served %s", i, a.Bundle, b.Digest)
+		}
+		// An undeclared anchor is answered with exactly one warning, naming it.
+		if declared := c.DeclaresAnchor(o.Anchor); declared && len(a.Warnings) > 0 ||
+			!declared && (len(a.Warnings) != 1 || a.Warnings[0].Value != o.Anchor) {
+			t.Fatalf("occurrence %d at %q (declared: %t): warnings %+v", i, o.Anchor, declared, a.Warnings)
 		}
 		for k, v := range a.Counters {
 			run[k] = v
