@@ -175,3 +175,22 @@ func TestEvalUndeclaredAnchor(t *testing.T) {
 		t.Errorf("want decision none with an empty trace, got:\n%s", stdout)
 	}
 }
+
+// TestEvalOnFireIsBareActionNames: eval reports on_fire in the fixture shape, the
+// applied side-effects by action name ([OAR-CONF-21], [OAR-FIRE-1]).
+func TestEvalOnFireIsBareActionNames(t *testing.T) {
+	withStdinText(t, `{"anchor": "tool.pre_invoke", "facts": {"tool": "read"}}`)
+	stdout, stderr, code := oarctl(t, "eval", "--capability", "testdata/bench/capability.yaml", "--rules", "testdata/bench/rules.yaml")
+	if code != exitOK {
+		t.Fatalf("exit code %d: %s", code, stderr)
+	}
+	var d struct {
+		OnFire []string `json:"on_fire"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(d.OnFire, ",") != "increment_counter" {
+		t.Errorf("on_fire %q, want [increment_counter]", d.OnFire)
+	}
+}

@@ -65,6 +65,8 @@ type Decision struct {
 	Transforms        []TransformRecord `json:"transforms"`
 	Content           *string           `json:"content,omitempty"`
 	Applied           []string          `json:"applied"`
+	// OnFire lists the applied side-effects by action name, in application order
+	// ([OAR-CONF-21], [OAR-FIRE-1]); Applied says which rules fired.
 	OnFire            []string          `json:"on_fire"`
 	Events            []Event           `json:"events"`
 	SkippedTransforms []SkippedSpan     `json:"skipped_transforms"`
@@ -556,7 +558,7 @@ func (s *evalState) renderCopyOrOmit(r *Rule) map[string]string {
 // ([OAR-FIRE-2], [OAR-FIRE-8]); one that cannot be applied makes the rule one that
 // cannot be evaluated ([OAR-FIRE-9]).
 func (s *evalState) applyOnFire(r *Rule, d *Decision) error {
-	for i, a := range r.OnFire {
+	for _, a := range r.OnFire {
 		if a == ActionPublishEvent {
 			e := Event{Rule: r.QID, Anchor: s.anchor, Effect: r.Effect.String(), Session: s.occ.SessionID}
 			if s.rt.Events != nil {
@@ -574,7 +576,7 @@ func (s *evalState) applyOnFire(r *Rule, d *Decision) error {
 				return &ProviderError{Clause: "OAR-FIRE-9", Fact: a.String(), Err: err}
 			}
 		}
-		d.OnFire = append(d.OnFire, r.onFireTrace[i])
+		d.OnFire = append(d.OnFire, a.String())
 	}
 	return nil
 }

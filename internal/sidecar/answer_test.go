@@ -87,7 +87,7 @@ func TestAnswerEncodingEdgeCases(t *testing.T) {
 		Transforms:        []engine.TransformRecord{{Rule: "r", Action: "redact", Target: odd, Replacement: odd}},
 		Content:           &content,
 		Applied:           []string{"a:fired", odd},
-		OnFire:            []string{"r:publish_event"},
+		OnFire:            []string{"publish_event"},
 		Events:            []engine.Event{{Rule: "r", Anchor: "a", Effect: "warn"}, {Rule: "r", Anchor: "a", Effect: "warn", Session: odd}},
 		SkippedTransforms: []engine.SkippedSpan{{Rule: "r", Start: -3, End: 1 << 40, Reason: odd}},
 		Counters:          map[string]engine.Counts{"b": {Fire: -1, Breaker: 1 << 62}, odd: {}},

@@ -121,7 +121,7 @@ func TestAnswerShape(t *testing.T) {
 	}
 	a := ts.evaluate(t, occ("tool.pre_invoke", "s", `"tool_call": {"name": "shell"}`))
 	if a.Rule != "acme.ops/COUNT_SHELL" || a.Code != "COUNT_SHELL" || len(a.Events) != 1 ||
-		strings.Join(a.OnFire, ",") != "acme.ops/COUNT_SHELL:increment_counter,acme.ops/COUNT_SHELL:publish_event" {
+		strings.Join(a.OnFire, ",") != "increment_counter,publish_event" {
 		t.Errorf("got %+v", a.Decision)
 	}
 }
