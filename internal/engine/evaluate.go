@@ -55,7 +55,8 @@ func NewMemoryRuntime() *Runtime {
 	}
 }
 
-// Decision is what an occurrence resolved to, in the shapes of section 10.2.
+// Decision is what an occurrence resolved to, in the shapes of section 10.2. OnFire
+// names the applied side-effects by action, in application order ([OAR-CONF-21]).
 type Decision struct {
 	Decision          string            `json:"decision"`
 	Code              string            `json:"code,omitempty"`
@@ -65,8 +66,6 @@ type Decision struct {
 	Transforms        []TransformRecord `json:"transforms"`
 	Content           *string           `json:"content,omitempty"`
 	Applied           []string          `json:"applied"`
-	// OnFire lists the applied side-effects by action name, in application order
-	// ([OAR-CONF-21], [OAR-FIRE-1]); Applied says which rules fired.
 	OnFire            []string          `json:"on_fire"`
 	Events            []Event           `json:"events"`
 	SkippedTransforms []SkippedSpan     `json:"skipped_transforms"`
