@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/sidecar"
 )
 
 const evalSynopsis = "oarctl eval --capability FILE --rules FILE [--rules FILE]... [--config FILE]... [--occurrence FILE | -]"
@@ -53,10 +55,15 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		l.evaluationFailed(origin{file: src}, err)
 		return exitFail
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(d); err != nil {
+	// The sidecar's encoding, not encoding/json's, which would write a lone surrogate
+	// code point as U+FFFD ([OAR-FACT-26]).
+	var out bytes.Buffer
+	if err := json.Indent(&out, sidecar.AppendDecision(nil, d), "", "  "); err != nil {
+		fmt.Fprintf(stderr, "oarctl eval: %v\n", err)
+		return exitFail
+	}
+	out.WriteByte('\n')
+	if _, err := out.WriteTo(stdout); err != nil {
 		fmt.Fprintf(stderr, "oarctl eval: %v\n", err)
 		return exitFail
 	}

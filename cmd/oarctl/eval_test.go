@@ -194,3 +194,19 @@ func TestEvalOnFireIsBareActionNames(t *testing.T) {
 		t.Errorf("on_fire %q, want [increment_counter]", d.OnFire)
 	}
 }
+
+// TestEvalKeepsLoneSurrogates: a lone surrogate escape in the occurrence is that code
+// point and is printed back as its escape, never U+FFFD; bytes that are not UTF-8 are
+// refused, naming their offset ([OAR-FACT-23], [OAR-FACT-26]).
+func TestEvalKeepsLoneSurrogates(t *testing.T) {
+	withStdinText(t, `{"anchor": "tool.pre_invoke", "content": "a\ud800b\ud83d\ude00"}`)
+	stdout, stderr, code := oarctl(t, evalArgs()...)
+	if code != exitOK || !strings.Contains(stdout, `"content": "a\ud800b😀"`) {
+		t.Errorf("exit code %d, stdout:\n%s\nstderr: %s", code, stdout, stderr)
+	}
+	withStdinText(t, "{\"anchor\": \"tool.pre_invoke\", \"content\": \"a\xffb\"}")
+	stdout, stderr, code = oarctl(t, evalArgs()...)
+	if code != exitFail || stdout != "" || !strings.Contains(stderr, "byte 0xff at offset 43 is not UTF-8") {
+		t.Errorf("exit code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

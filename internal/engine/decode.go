@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 
@@ -22,7 +23,14 @@ const maxDecodeDepth = strictjson.MaxDepth
 // Duplicate keys are not a lossless mapping ([OAR-DOC-1]): two parsers would keep
 // different members. Well-formed input takes a one-pass decoder (strictjson); anything
 // else is judged by encoding/json, whose messages the errors carry.
+//
+// A document is UTF-8 text: a byte that is not UTF-8 is refused, naming its offset,
+// never replaced. A lone surrogate escape is kept as that code point (package
+// codepoint), never made U+FFFD ([OAR-FACT-23], [OAR-FACT-26]).
 func DecodeJSON(data []byte) (any, error) {
+	if !utf8.Valid(data) {
+		return nil, NotUTF8(data)
+	}
 	if v, ok := strictjson.Decode(data); ok {
 		return v, nil
 	}
@@ -45,6 +53,20 @@ func decodeReference(data []byte) (any, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// NotUTF8 names the first byte of data that is not UTF-8, which must not be silently
+// replaced ([OAR-FACT-23], [OAR-FACT-26]).
+func NotUTF8(data []byte) error {
+	off := 0
+	for off < len(data) {
+		r, n := utf8.DecodeRune(data[off:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		off += n
+	}
+	return fmt.Errorf("byte 0x%02x at offset %d is not UTF-8: a document is UTF-8 text, and this engine refuses bytes that are not rather than replace them [OAR-FACT-23]", data[off], off)
 }
 
 func jsonError(err error) error {

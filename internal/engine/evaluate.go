@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"unicode/utf8"
 
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 	"github.com/oar-operator/oar-operator/internal/engine/toolobs"
 	"github.com/oar-operator/oar-operator/internal/engine/transform"
 	"github.com/oar-operator/oar-operator/internal/engine/types"
@@ -523,7 +523,7 @@ func (s *evalState) resolveTransform(r *Rule) (*transform.Transform, error) {
 
 func (s *evalState) contentLen() int {
 	if s.content < 0 {
-		s.content = utf8.RuneCountInString(s.occ.Content)
+		s.content = codepoint.Count(s.occ.Content)
 	}
 	return s.content
 }

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 )
 
 // appendAnswer appends the JSON of a and a newline: byte for byte what
@@ -14,7 +15,25 @@ import (
 // request. The shape is the fixed one of section 10.2; a field added to
 // engine.Decision must be added here, and the test fails until it is.
 func appendAnswer(b []byte, a Answer) []byte {
-	d := a.Decision
+	b = appendDecision(b, a.Decision)
+	if len(a.Warnings) > 0 {
+		b = append(b, `,"warnings":`...)
+		b = appendList(b, a.Warnings, appendWarning)
+	}
+	b = append(b, `,"bundle":`...)
+	b = appendString(b, a.Bundle)
+	return append(b, "}\n"...)
+}
+
+// AppendDecision appends the JSON of d, byte for byte what encoding/json writes for it
+// with HTML escaping off, except that a lone surrogate code point is written as its
+// escape (appendString); oarctl eval prints a decision with it.
+func AppendDecision(b []byte, d *engine.Decision) []byte {
+	return append(appendDecision(b, d), '}')
+}
+
+// appendDecision appends the members of d, leaving the object open.
+func appendDecision(b []byte, d *engine.Decision) []byte {
 	b = append(b, `{"decision":`...)
 	b = appendString(b, d.Decision)
 	if d.Code != "" {
@@ -53,13 +72,7 @@ func appendAnswer(b []byte, a Answer) []byte {
 		b = append(b, `,"failures":`...)
 		b = appendList(b, d.Failures, appendFailure)
 	}
-	if len(a.Warnings) > 0 {
-		b = append(b, `,"warnings":`...)
-		b = appendList(b, a.Warnings, appendWarning)
-	}
-	b = append(b, `,"bundle":`...)
-	b = appendString(b, a.Bundle)
-	return append(b, "}\n"...)
+	return b
 }
 
 func appendWarning(b []byte, w Warning) []byte {
@@ -191,7 +204,9 @@ const hexDigits = "0123456789abcdef"
 
 // appendString quotes s as encoding/json does with HTML escaping off: \b \f \n \r \t
 // and \" \\ by name, other control bytes as \u00XX, invalid UTF-8 as \ufffd, and
-// U+2028 and U+2029 escaped.
+// U+2028 and U+2029 escaped; it departs from it for a lone surrogate code point
+// (package codepoint), which it writes as its \udXXX escape where encoding/json would
+// write U+FFFD ([OAR-FACT-26]).
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
@@ -224,6 +239,14 @@ func appendString(b []byte, s string) []byte {
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 			}
 			i++
+			start = i
+			continue
+		}
+		if r, ok := codepoint.Surrogate(s[i:]); ok {
+			// A lone surrogate code point: JSON can name it only by escape.
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', 'd', hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
+			i += 3
 			start = i
 			continue
 		}

@@ -187,6 +187,8 @@ func TestMalformedRequests(t *testing.T) {
 		{"tool name", occ("tool.pre_invoke", "s", `"tool_call": {"name": 1}`), "tool_call.name", "OAR-CONF-40", "non-empty string"},
 		{"window step", occ("tool.pre_invoke", "s", `"recent_activity": [1]`), "recent_activity[0]", "OAR-CONF-40", "tool name"},
 		{"duplicate member", `{"anchor": "tool.pre_invoke", "anchor": "x"}`, "", "", "OAR-DOC-1"},
+		// [OAR-FACT-26]: refused, never replaced by U+FFFD.
+		{"bytes that are not UTF-8", occ("tool.pre_invoke", "s", "\"content\": \"a\xed\xa0\x80\""), "", "", "byte 0xed at offset 62 is not UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,8 +204,8 @@ func TestMalformedRequests(t *testing.T) {
 			}
 		})
 	}
-	if got := ts.metric(t, "oar_engine_requests_rejected_total", map[string]string{"reason": "malformed"}); got != 8 {
-		t.Errorf("malformed rejections %v, want 8", got)
+	if got := ts.metric(t, "oar_engine_requests_rejected_total", map[string]string{"reason": "malformed"}); got != 9 {
+		t.Errorf("malformed rejections %v, want 9", got)
 	}
 
 	big := occ("tool.pre_invoke", "s", `"content": "`+strings.Repeat("x", 600)+`"`)
