@@ -73,7 +73,9 @@ var mutations = []mutation{
 	func(rng *rand.Rand, r map[string]any, others []string) {
 		r["when"] = pick(rng, `tool == "read"`, "content_length > 10", `"admin" in principal_roles`, "pth == 1", "tool ==",
 			"tool > 3", `acme.gateway.tenant_tier == "gold"`, `path_outside_scope("read")`,
-			fmt.Sprintf(`fire_count_of(%q) > 1`, others[rng.IntN(len(others))]), `fire_count_of("acme.nowhere/GONE") > 1`)
+			fmt.Sprintf(`fire_count_of(%q) > 1`, others[rng.IntN(len(others))]), `fire_count_of("acme.nowhere/GONE") > 1`,
+			// [OAR-EXPR-3]: a \u escape may name a surrogate; \x is no escape.
+			`tool == "\ud800"`, `size("\ud83d\ude00") == 2`, `tool == "\x41"`)
 	},
 	func(rng *rand.Rand, r map[string]any, _ []string) {
 		setOrDelete(r, "requires", pick(rng,
