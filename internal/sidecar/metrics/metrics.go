@@ -1,7 +1,8 @@
 // Package metrics is the engine sidecar's Prometheus instrumentation (DESIGN.md "The
 // engine sidecar": /metrics): evaluations by anchor and decision and their latency,
 // requests refused before evaluation, bundle reloads and refused bundles, the served
-// bundle's digest as an info metric, the sessions held and evicted, the event stream's
+// bundle's digest as an info metric, occurrences at anchors the served capability does
+// not declare (by anchor, bounded), the sessions held and evicted, the event stream's
 // subscribers, and the Go runtime and process collectors (resident memory included).
 // Every series lives in the sidecar's own registry, so several sidecars in one process
 // (tests) never collide.
@@ -179,7 +180,8 @@ func (m *Metrics) evaluated(anchor, decision string) prometheus.Counter {
 		return c
 	}
 	next := maps.Clone(old)
-	next[k] = m.evaluations.WithLabelValues(anchor, decision)
+	// A label value must be UTF-8; a local anchor may hold a surrogate ([OAR-FACT-23]).
+	next[k] = m.evaluations.WithLabelValues(strings.ToValidUTF8(anchor, "\uFFFD"), decision)
 	m.counted.Store(&next)
 	return next[k]
 }
