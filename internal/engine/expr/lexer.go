@@ -40,7 +40,7 @@ func (s *scanner) scan() (tok token, pos int, lit string) {
 	if tok, ok := s.scanOperator(pos, c); ok {
 		return tok, pos, ""
 	}
-	r, size := utf8.DecodeRuneInString(s.src[s.off:])
+	r, size := codepoint.Decode(s.src[s.off:])
 	if r == utf8.RuneError && size == 1 {
 		return s.invalidUTF8()
 	}

@@ -139,6 +139,7 @@ func TestFACT23_StringIsCodePoints(t *testing.T) {
 		reject("\xc3 == 1", "OAR-EXPR-1", 0, "invalid UTF-8 byte 0xc3 at offset 0"),
 		reject("\"\xed\xa0\" == \"\"", "OAR-EXPR-1", 1, "invalid UTF-8 byte 0xed at offset 1"),
 		reject("\"\xed\xa0\x80\" == 1 + \"", "OAR-EXPR-1", 11, "offset 11"),
+		reject("tool == \xed\xa0\x80", "OAR-EXPR-1", 8, "unexpected character U+D800 at offset 8"),
 	})
 	runEvals(t, []evalCase{
 		{`"\uD7FF" < "\uE000"`, true},
