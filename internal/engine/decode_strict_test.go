@@ -151,6 +151,12 @@ func TestLoneSurrogateEscapesAreKept(t *testing.T) {
 			t.Errorf("%s: strictjson got %q, %v; want %q", in, fast, ok, want)
 		}
 	}
+	// YAML refuses a surrogate escape and raw bytes that are not UTF-8; neither is coerced.
+	for _, in := range []string{"a: \"\\ud800\"\n", "a: \"x\xffy\"\n"} {
+		if v, err := DecodeDocuments([]byte(in)); err == nil {
+			t.Errorf("%q: YAML decoded to %q, want a refusal", in, v)
+		}
+	}
 	for in, off := range map[string]string{"\"\xff\"": "offset 1", "{\"a\": \"\xed\xa0\x80\"}": "offset 7", "[\"\\n\xc3\"]": "offset 4"} {
 		if _, err := DecodeJSON([]byte(in)); err == nil || !strings.Contains(err.Error(), "is not UTF-8") || !strings.Contains(err.Error(), off) {
 			t.Errorf("%q: want a refusal naming %s, got %v", in, off, err)
