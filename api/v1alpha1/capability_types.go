@@ -87,7 +87,7 @@ type CapabilityAnchors struct {
 
 // HostFact is one entry of host_facts ([OAR-FACT-27]).
 type HostFact struct {
-	// The fact's name, in the host's namespace, for example acme.tenant_tier.
+	// The fact's name, in the host's namespace, for example acme.gateway.tenant_tier.
 	// +optional
 	Name string `json:"name,omitempty"`
 

@@ -352,7 +352,7 @@ func TestStatusSubresource(t *testing.T) {
 		PublishedGeneration: ptr.To[int64](1),
 		Bundle:              &v1alpha1.BundleReference{ConfigMapName: "acme-gateway-oar-bundle", Digest: "sha256:0123"},
 		Portability: &v1alpha1.PortabilitySummary{Portable: 2, NonPortable: 1, Rules: []v1alpha1.RulePortability{
-			{Rule: "acme.privacy/REDACT_EMAILS", Reasons: []string{"host-tier fact acme.email_spans"}},
+			{Rule: "acme.privacy/REDACT_EMAILS", Reasons: []string{"host-tier fact acme.gateway.email_spans"}},
 		}},
 		Warnings: []string{"OperatorConfig acme-rollout names a rule this pack no longer has"},
 	}

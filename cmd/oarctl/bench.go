@@ -66,6 +66,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if p == nil || l.failed {
 		return exitFail
 	}
+	for _, r := range occs {
+		if !p.Capability().DeclaresAnchor(r.occ.Anchor) {
+			l.warn(r.at, undeclaredAnchor(r.occ.Anchor))
+		}
+	}
 	res, failed := measure(p, occs, *n)
 	if failed != nil {
 		l.evaluationFailed(failed.at, failed.err)

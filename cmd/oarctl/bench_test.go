@@ -90,11 +90,6 @@ func TestBenchOccurrenceErrorsNameTheLine(t *testing.T) {
 			want: "notjson.jsonl:2: an occurrence is one JSON object: invalid character 'a' looking for beginning of value\n",
 		},
 		{
-			name: "an anchor the capability does not declare",
-			file: write("anchor.jsonl", good+"\n"+`{"anchor": "model.output"}`+"\n"),
-			want: "anchor.jsonl:2: anchor: [OAR-DOC-12] anchor \"model.output\" is neither the local anchor of a supported core anchor nor a host-native anchor of the capability\n",
-		},
-		{
 			name: "no occurrence at all",
 			file: write("empty.jsonl", "\n\n"),
 			want: "empty.jsonl: no occurrence: the file holds one occurrence object per line\n",
@@ -110,6 +105,20 @@ func TestBenchOccurrenceErrorsNameTheLine(t *testing.T) {
 				t.Errorf("stderr %q, want %q", stderr, want)
 			}
 		})
+	}
+}
+
+// TestBenchWarnsOfAnUndeclaredAnchor: an occurrence at an anchor the capability does
+// not declare is measured (it selects nothing, [OAR-SEL-7]) and named in a warning.
+func TestBenchWarnsOfAnUndeclaredAnchor(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "anchor.jsonl")
+	if err := os.WriteFile(file, []byte(`{"anchor": "model.output"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := oarctl(t, benchArgs(file, "-n", "10")...)
+	want := file + `:1: warning: anchor: [OAR-SEL-7] anchor "model.output" is not declared by the capability (neither the local anchor of a supported core anchor nor a host-native anchor); no rule selects it` + "\n"
+	if code != exitOK || stderr != want || !strings.Contains(stdout, "10 evaluations") {
+		t.Errorf("exit code %d, stdout %q, stderr %q, want the measurement and %q", code, stdout, stderr, want)
 	}
 }
 

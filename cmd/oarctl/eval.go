@@ -1,14 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/sidecar"
 )
 
 const evalSynopsis = "oarctl eval --capability FILE --rules FILE [--rules FILE]... [--config FILE]... [--occurrence FILE | -]"
@@ -46,15 +47,23 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if occ == nil {
 		return exitFail
 	}
+	if !p.Capability().DeclaresAnchor(occ.Anchor) {
+		l.warn(origin{file: src}, undeclaredAnchor(occ.Anchor))
+	}
 	d, err := p.Evaluate(engine.NewMemoryRuntime(), occ)
 	if err != nil {
 		l.evaluationFailed(origin{file: src}, err)
 		return exitFail
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(d); err != nil {
+	// The sidecar's encoding, not encoding/json's, which would write a lone surrogate
+	// code point as U+FFFD ([OAR-FACT-26]).
+	var out bytes.Buffer
+	if err := json.Indent(&out, sidecar.AppendDecision(nil, d), "", "  "); err != nil {
+		fmt.Fprintf(stderr, "oarctl eval: %v\n", err)
+		return exitFail
+	}
+	out.WriteByte('\n')
+	if _, err := out.WriteTo(stdout); err != nil {
 		fmt.Fprintf(stderr, "oarctl eval: %v\n", err)
 		return exitFail
 	}
@@ -84,13 +93,13 @@ func readOccurrence(l *loader, file string) (*engine.Occurrence, string) {
 	return occ, src
 }
 
-// evaluationFailed reports an occurrence the program refused to evaluate, against the
-// occurrence at: an anchor the capability does not declare names the member.
+// evaluationFailed reports an occurrence the program could not evaluate.
 func (l *loader) evaluationFailed(at origin, err error) {
-	var unknown *engine.UnknownAnchorError
-	if errors.As(err, &unknown) {
-		l.report(at, diag.New("OAR-DOC-12", "anchor", "anchor %q is neither the local anchor of a supported core anchor nor a host-native anchor of the capability", unknown.Anchor))
-		return
-	}
 	l.errorf(at.file, "evaluation failed: %v", err)
+}
+
+// undeclaredAnchor warns of an occurrence at an anchor the capability does not declare:
+// it selects nothing ([OAR-SEL-7]), which is right, but usually means a misspelling.
+func undeclaredAnchor(anchor string) *diag.Error {
+	return diag.New("OAR-SEL-7", "anchor", "anchor %q is not declared by the capability (neither the local anchor of a supported core anchor nor a host-native anchor); no rule selects it", anchor)
 }

@@ -162,11 +162,51 @@ func TestEvalRefuses(t *testing.T) {
 	}
 }
 
-func TestEvalUnknownAnchor(t *testing.T) {
+// TestEvalUndeclaredAnchor: an occurrence at an anchor the capability does not declare
+// selects nothing ([OAR-SEL-7]); eval answers none and warns of the anchor.
+func TestEvalUndeclaredAnchor(t *testing.T) {
 	withStdinText(t, `{"anchor": "model.tool_result"}`)
-	_, stderr, code := oarctl(t, evalArgs()...)
-	want := `stdin: anchor: [OAR-DOC-12] anchor "model.tool_result" is neither the local anchor of a supported core anchor nor a host-native anchor of the capability` + "\n"
-	if code != exitFail || stderr != want {
+	stdout, stderr, code := oarctl(t, evalArgs()...)
+	want := `stdin: warning: anchor: [OAR-SEL-7] anchor "model.tool_result" is not declared by the capability (neither the local anchor of a supported core anchor nor a host-native anchor); no rule selects it` + "\n"
+	if code != exitOK || stderr != want {
 		t.Errorf("exit code %d, stderr %q, want %q", code, stderr, want)
+	}
+	if !strings.Contains(stdout, `"decision": "none"`) || !strings.Contains(stdout, `"applied": []`) {
+		t.Errorf("want decision none with an empty trace, got:\n%s", stdout)
+	}
+}
+
+// TestEvalOnFireIsBareActionNames: eval reports on_fire in the fixture shape, the
+// applied side-effects by action name ([OAR-CONF-21], [OAR-FIRE-1]).
+func TestEvalOnFireIsBareActionNames(t *testing.T) {
+	withStdinText(t, `{"anchor": "tool.pre_invoke", "facts": {"tool": "read"}}`)
+	stdout, stderr, code := oarctl(t, "eval", "--capability", "testdata/bench/capability.yaml", "--rules", "testdata/bench/rules.yaml")
+	if code != exitOK {
+		t.Fatalf("exit code %d: %s", code, stderr)
+	}
+	var d struct {
+		OnFire []string `json:"on_fire"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(d.OnFire, ",") != "increment_counter" {
+		t.Errorf("on_fire %q, want [increment_counter]", d.OnFire)
+	}
+}
+
+// TestEvalKeepsLoneSurrogates: a lone surrogate escape in the occurrence is that code
+// point and is printed back as its escape, never U+FFFD; bytes that are not UTF-8 are
+// refused, naming their offset ([OAR-FACT-23], [OAR-FACT-26]).
+func TestEvalKeepsLoneSurrogates(t *testing.T) {
+	withStdinText(t, `{"anchor": "tool.pre_invoke", "content": "a\ud800b\ud83d\ude00"}`)
+	stdout, stderr, code := oarctl(t, evalArgs()...)
+	if code != exitOK || !strings.Contains(stdout, `"content": "a\ud800b😀"`) {
+		t.Errorf("exit code %d, stdout:\n%s\nstderr: %s", code, stdout, stderr)
+	}
+	withStdinText(t, "{\"anchor\": \"tool.pre_invoke\", \"content\": \"a\xffb\"}")
+	stdout, stderr, code = oarctl(t, evalArgs()...)
+	if code != exitFail || stdout != "" || !strings.Contains(stderr, "byte 0xff at offset 43 is not UTF-8") {
+		t.Errorf("exit code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }

@@ -117,6 +117,11 @@ func TestValidateRefuses(t *testing.T) {
 			want: []string{`testdata/validate/dupkey.yaml: YAML: yaml: unmarshal errors: line 3: key "id" already set in map: a document with a member given twice has no single JSON reading [OAR-DOC-1]`},
 		},
 		{
+			name: "bytes after the JSON document",
+			args: []string{"--capability", sampleCapability, "testdata/validate/trailing.json"},
+			want: []string{`testdata/validate/trailing.json: unexpected data at offset 93, after the document that ends before it: a file holds one JSON document or one YAML stream`},
+		},
+		{
 			name: "rules without a capability",
 			args: []string{"testdata/validate/ok/rules"},
 			want: []string{`testdata/validate/ok/rules/read.yaml: rules load against a capability document: name one with --capability FILE`},

@@ -25,8 +25,8 @@ func equivalenceBases() []map[string]any {
 		{"oar": "1.0", "namespace": "acme.ops", "id": "LARGE", "kind": "invariant", "anchor": "model.output",
 			"requires": map[string]any{"profiles": []any{"content"}}, "when": "content_length > 2000", "effect": "warn"},
 		{"oar": "1.0", "namespace": "acme.privacy", "id": "REDACT", "kind": "policy", "anchor": "model.output",
-			"requires": map[string]any{"facts": []any{"acme.email_spans"}}, "effect": "transform",
-			"transform": map[string]any{"action": "redact", "target": "acme.email_spans"}},
+			"requires": map[string]any{"facts": []any{"acme.gateway.email_spans"}}, "effect": "transform",
+			"transform": map[string]any{"action": "redact", "target": "acme.gateway.email_spans"}},
 		{"oar": "1.0", "namespace": "acme.ui", "id": "RENDER", "kind": "policy", "anchor": "gateway.pre_render", "effect": "allow"},
 		{"oar": "1.0", "namespace": "acme.security", "id": "EXFIL", "kind": "policy", "anchor": "tool.pre_invoke",
 			"flow": []any{"read", "send"}, "effect": "block"},
@@ -72,13 +72,15 @@ var mutations = []mutation{
 	},
 	func(rng *rand.Rand, r map[string]any, others []string) {
 		r["when"] = pick(rng, `tool == "read"`, "content_length > 10", `"admin" in principal_roles`, "pth == 1", "tool ==",
-			"tool > 3", `acme.tenant_tier == "gold"`, `path_outside_scope("read")`,
-			fmt.Sprintf(`fire_count_of(%q) > 1`, others[rng.IntN(len(others))]), `fire_count_of("acme.nowhere/GONE") > 1`)
+			"tool > 3", `acme.gateway.tenant_tier == "gold"`, `path_outside_scope("read")`,
+			fmt.Sprintf(`fire_count_of(%q) > 1`, others[rng.IntN(len(others))]), `fire_count_of("acme.nowhere/GONE") > 1`,
+			// [OAR-EXPR-3]: a \u escape may name a surrogate; \x is no escape.
+			`tool == "\ud800"`, `size("\ud83d\ude00") == 2`, `tool == "\x41"`)
 	},
 	func(rng *rand.Rand, r map[string]any, _ []string) {
 		setOrDelete(r, "requires", pick(rng,
 			map[string]any{"profiles": []any{"tool", "filesystem"}}, map[string]any{"profiles": []any{"mcp"}},
-			map[string]any{"profiles": []any{"tool", "session", "content"}}, map[string]any{"facts": []any{"acme.tenant_tier"}},
+			map[string]any{"profiles": []any{"tool", "session", "content"}}, map[string]any{"facts": []any{"acme.gateway.tenant_tier"}},
 			map[string]any{"profiles": "tool"}, nil))
 	},
 	func(rng *rand.Rand, r map[string]any, _ []string) {
@@ -103,7 +105,7 @@ var mutations = []mutation{
 		r[k] = "someone"
 	},
 	func(rng *rand.Rand, r map[string]any, _ []string) {
-		setOrDelete(r, "transform", pick(rng, map[string]any{"action": "redact", "target": "acme.email_spans"},
+		setOrDelete(r, "transform", pick(rng, map[string]any{"action": "redact", "target": "acme.gateway.email_spans"},
 			map[string]any{"action": "shred", "target": "content"}, map[string]any{"action": "replace", "target": "content"}, nil))
 	},
 	func(rng *rand.Rand, r map[string]any, _ []string) {

@@ -83,7 +83,7 @@ func gatewaySpec() rulesv1alpha1.CapabilitySpec {
 		ActivityWindow:     ptr.To[int64](16),
 		SupportsTransform:  ptr.To(true),
 		ExpressionNodesMax: ptr.To[int64](1024),
-		HostFacts:          []rulesv1alpha1.HostFact{{Name: "acme.email_spans", Type: "list<map>"}, {Name: "acme.tenant_tier", Type: "string"}},
+		HostFacts:          []rulesv1alpha1.HostFact{{Name: "acme.gateway.email_spans", Type: "list<map>"}, {Name: "acme.gateway.tenant_tier", Type: "string"}},
 		Detectors:          []string{"detector://presidio"},
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-const benchCapability = `{"oar_capability_version":"1.0","host":"bench.host",
+const benchCapability = `{"oar_capability_version":"1.0","host":"bench",
  "anchors":{"core":{"tool.pre_invoke":"tool.pre_invoke","model.output":"model.output"},
   "unsupported":["tool.handler","tool.post_invoke","agent.post_turn","agent.finalize","model.input","model.tool_result"]},
  "profiles":["tool","session","content"],"activity_window":8,"supports_transform":true,"expression_nodes_max":1024,

@@ -135,20 +135,21 @@ func (c *Capability) loadAnchors(l *diag.List, obj map[string]any) {
 				l.Add(fieldErr("OAR-PROF-2", path, nil, "%q is not a core anchor; anchors.core maps the eight core anchors of section 8.1 to local anchors", k))
 				continue
 			}
+			// Declared, even when its local anchor is refused below: the error says
+			// what is wrong with the entry, not that the entry is missing.
+			seen[k] = "anchors.core"
+			// A local anchor is the host's own word ([OAR-CONF-29]): any non-empty
+			// string, a core anchor's spelling included, which redefines nothing
+			// ([OAR-PROF-1]) because rules resolve through this map.
 			local, isStr := core[k].(string)
 			if !isStr || local == "" {
 				l.Add(fieldErr("OAR-PROF-2", path, core[k], "the local anchor for %s must be a non-empty string", k))
 				continue
 			}
-			if isCoreAnchor(local) && local != k {
-				l.Add(fieldErr("OAR-PROF-1", path, local, "core anchor %s cannot be implemented by %q, the identifier of another core anchor", k, local))
-				continue
-			}
 			if other, dup := c.localToCore[local]; dup {
-				l.Add(fieldErr("OAR-DOC-12", path, local, "local anchor %q implements both %s and %s; an anchor names exactly one lifecycle moment", local, other, k))
+				l.Add(fieldErr("OAR-PROF-2", path, local, "local anchor %q implements both %s and %s; each core anchor has its own local anchor", local, other, k))
 				continue
 			}
-			seen[k] = "anchors.core"
 			c.coreToLocal[k] = local
 			c.localToCore[local] = k
 		}
@@ -306,6 +307,10 @@ func (c *Capability) loadHostFacts(l *diag.List, obj map[string]any) {
 			l.Add(fieldErr("OAR-FACT-18", path+".name", name, "host fact %q %s", name, msg))
 			continue
 		}
+		if ns := name[:strings.LastIndex(name, ".")]; c.Host != "" && !ownsNamespace(c.Host, ns) {
+			l.Add(fieldErr("OAR-FACT-18", path+".name", name, "host fact %q is published under %q, a namespace host %q does not own: it must be %q or a namespace beneath it", name, ns, c.Host, c.Host))
+			continue
+		}
 		if _, dup := c.byName[name]; dup {
 			l.Add(fieldErr("OAR-FACT-27", path+".name", name, "%q already occupies an entry of the symbol environment; every fact and function occupies exactly one", name))
 			continue
@@ -349,6 +354,14 @@ func checkHostFactName(s string) string {
 	return ""
 }
 
+// ownsNamespace reports whether host owns namespace ns ([OAR-FACT-18]): ns is host
+// itself or beneath it, compared by whole dot-separated labels, so acme.gwx is not
+// under acme.gw. A parent of host is not owned: sibling hosts share it and could
+// publish the same name (see testdata/conformance/README.md).
+func ownsNamespace(host, ns string) bool {
+	return ns == host || strings.HasPrefix(ns, host+".")
+}
+
 // Lookup implements types.Symbols over the capability's environment.
 func (c *Capability) Lookup(name string) (types.Symbol, bool) {
 	id, ok := c.byName[name]
@@ -373,6 +386,13 @@ func (c *Capability) LocalAnchor(core string) (string, bool) {
 func (c *Capability) CoreAnchorOf(local string) (string, bool) {
 	core, ok := c.localToCore[local]
 	return core, ok
+}
+
+// DeclaresAnchor reports whether local is an anchor the capability declares: the local
+// anchor of a supported core anchor, or a host-native anchor of its catalogue.
+func (c *Capability) DeclaresAnchor(local string) bool {
+	_, isCore := c.localToCore[local]
+	return isCore || c.hostAnchors[local]
 }
 
 // Document returns the capability document as it was loaded.

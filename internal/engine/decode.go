@@ -1,13 +1,13 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 
@@ -23,7 +23,14 @@ const maxDecodeDepth = strictjson.MaxDepth
 // Duplicate keys are not a lossless mapping ([OAR-DOC-1]): two parsers would keep
 // different members. Well-formed input takes a one-pass decoder (strictjson); anything
 // else is judged by encoding/json, whose messages the errors carry.
+//
+// A document is UTF-8 text: a byte that is not UTF-8 is refused, naming its offset,
+// never replaced. A lone surrogate escape is kept as that code point (package
+// codepoint), never made U+FFFD ([OAR-FACT-23], [OAR-FACT-26]).
 func DecodeJSON(data []byte) (any, error) {
+	if !utf8.Valid(data) {
+		return nil, NotUTF8(data)
+	}
 	if v, ok := strictjson.Decode(data); ok {
 		return v, nil
 	}
@@ -46,6 +53,20 @@ func decodeReference(data []byte) (any, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// NotUTF8 names the first byte of data that is not UTF-8, which must not be silently
+// replaced ([OAR-FACT-23], [OAR-FACT-26]).
+func NotUTF8(data []byte) error {
+	off := 0
+	for off < len(data) {
+		r, n := utf8.DecodeRune(data[off:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		off += n
+	}
+	return fmt.Errorf("byte 0x%02x at offset %d is not UTF-8: a document is UTF-8 text, and this engine refuses bytes that are not rather than replace them [OAR-FACT-23]", data[off], off)
 }
 
 func jsonError(err error) error {
@@ -262,12 +283,14 @@ func DecodeDocuments(data []byte) ([]any, error) {
 			return nil, fmt.Errorf("JSON: %w", err)
 		}
 	}
-	docs, err := splitYAML(data)
-	if err != nil {
-		return nil, err
-	}
+	docs, starts := splitYAML(data)
 	var out []any
 	for i, doc := range docs {
+		// The YAML parser stops at the end of a flow node and ignores what follows, so
+		// `{...} }{` would pass as one document: refuse it, naming the offset.
+		if off := trailingAfterFlow(doc); off >= 0 {
+			return nil, fmt.Errorf("unexpected data at offset %d, after the document that ends before it: a file holds one JSON document or one YAML stream", starts[i]+off)
+		}
 		v, err := DecodeYAML(doc)
 		if err != nil {
 			if len(docs) > 1 {
@@ -313,40 +336,112 @@ func members(v any) []any {
 }
 
 // splitYAML splits a stream on "---" separator lines, the way kubectl does, skipping
-// documents that hold only whitespace and comments.
-func splitYAML(data []byte) ([][]byte, error) {
-	var docs [][]byte
-	var cur bytes.Buffer
-	flush := func() {
-		if hasYAMLContent(cur.Bytes()) {
-			docs = append(docs, append([]byte(nil), cur.Bytes()...))
+// documents that hold only whitespace and comments. It returns each document's bytes,
+// unchanged, and the offset in data where each starts.
+func splitYAML(data []byte) (docs [][]byte, starts []int) {
+	start, pos := 0, 0
+	flush := func(end int) {
+		if hasYAMLContent(data[start:end]) {
+			docs = append(docs, data[start:end])
+			starts = append(starts, start)
 		}
-		cur.Reset()
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), len(data)+1)
-	for sc.Scan() {
-		line := sc.Text()
+	for _, raw := range bytes.SplitAfter(data, []byte("\n")) {
+		line := strings.TrimRight(string(raw), "\r\n")
+		next := pos + len(raw)
+		separator := strings.TrimRight(line, " \t") == "..."
 		if strings.HasPrefix(line, "---") {
 			rest := strings.TrimSpace(line[3:])
-			if rest == "" || strings.HasPrefix(rest, "#") {
-				flush()
-				continue
+			separator = separator || rest == "" || strings.HasPrefix(rest, "#")
+		}
+		if separator {
+			flush(pos)
+			start = next
+		}
+		pos = next
+	}
+	flush(len(data))
+	return docs, starts
+}
+
+// trailingAfterFlow returns, for a document whose content is a flow node (a JSON
+// document, or YAML in flow style), the offset of the first byte after that node that
+// is neither white space nor a comment; -1 when there is none, or when the document
+// is not a flow node (the parser then judges it).
+func trailingAfterFlow(doc []byte) int {
+	i := skipSpaceAndComments(doc, 0)
+	if i >= len(doc) || doc[i] != '{' && doc[i] != '[' {
+		return -1
+	}
+	depth := 0
+	var prev byte // the last byte outside quotes that is not white space
+	for ; i < len(doc); i++ {
+		c := doc[i]
+		switch {
+		case c == '#' && isYAMLSpace(doc[i-1]):
+			for i < len(doc) && doc[i] != '\n' {
+				i++
+			}
+			continue
+		case (c == '"' || c == '\'') && strings.IndexByte("{[,:", prev) >= 0:
+			// A quote opens a quoted scalar only where a scalar starts; inside a plain
+			// scalar (it's) it is text.
+			if i = skipQuoted(doc, i); i < 0 {
+				return -1
+			}
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+			if depth == 0 {
+				if j := skipSpaceAndComments(doc, i+1); j < len(doc) {
+					return j
+				}
+				return -1
 			}
 		}
-		if strings.TrimRight(line, " \t") == "..." {
-			flush()
-			continue
+		if !isYAMLSpace(c) {
+			prev = c
 		}
-		cur.WriteString(line)
-		cur.WriteByte('\n')
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	flush()
-	return docs, nil
+	return -1
 }
+
+// skipQuoted returns the offset of the quote closing the scalar opened at i, or -1.
+func skipQuoted(doc []byte, i int) int {
+	q := doc[i]
+	for i++; i < len(doc); i++ {
+		switch {
+		case q == '"' && doc[i] == '\\':
+			i++
+		case doc[i] == q && q == '\'' && i+1 < len(doc) && doc[i+1] == '\'':
+			i++
+		case doc[i] == q:
+			return i
+		}
+	}
+	return -1
+}
+
+// skipSpaceAndComments returns the offset of the first byte from i on that is neither
+// white space nor inside a comment (a # at the start or after white space).
+func skipSpaceAndComments(doc []byte, i int) int {
+	for i < len(doc) {
+		switch {
+		case isYAMLSpace(doc[i]):
+			i++
+		case doc[i] == '#' && (i == 0 || isYAMLSpace(doc[i-1])):
+			for i < len(doc) && doc[i] != '\n' {
+				i++
+			}
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+func isYAMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func hasYAMLContent(b []byte) bool {
 	for _, line := range strings.Split(string(b), "\n") {

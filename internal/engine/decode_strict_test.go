@@ -4,7 +4,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 	"github.com/oar-operator/oar-operator/internal/engine/strictjson"
 )
 
@@ -74,18 +76,91 @@ func TestDecodeFastAgrees(t *testing.T) {
 
 // agrees checks DecodeJSON against the reference path, and strictjson never accepting
 // what the reference path refuses or decoding it differently.
+// Two departures from the reference path are deliberate: bytes that are not UTF-8 are
+// refused, and a lone surrogate escape is that code point where encoding/json writes
+// U+FFFD; the results are compared with every surrogate read as U+FFFD.
 func agrees(t *testing.T, data []byte) {
 	t.Helper()
-	want, wantErr := decodeReference(data)
 	got, err := DecodeJSON(data)
+	if !utf8.Valid(data) {
+		if err == nil || !strings.Contains(err.Error(), "is not UTF-8") {
+			t.Fatalf("%q: DecodeJSON = %#v, %v; want a refusal of the bytes that are not UTF-8", data, got, err)
+		}
+		return
+	}
+	want, wantErr := decodeReference(data)
 	if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
 		t.Fatalf("%q: DecodeJSON error %v, reference %v", data, err, wantErr)
 	}
-	if !reflect.DeepEqual(got, want) {
+	if !reflect.DeepEqual(asReplacement(got), want) {
 		t.Fatalf("%q: DecodeJSON = %#v, reference %#v", data, got, want)
 	}
-	if fast, ok := strictjson.Decode(data); ok && (wantErr != nil || !reflect.DeepEqual(fast, want)) {
+	if fast, ok := strictjson.Decode(data); ok && (wantErr != nil || !reflect.DeepEqual(asReplacement(fast), want)) {
 		t.Fatalf("%q: strictjson.Decode = %#v, reference %#v, %v", data, fast, want, wantErr)
+	}
+}
+
+// asReplacement returns v with every surrogate code point in its strings, keys
+// included, replaced by U+FFFD, as encoding/json decodes a lone surrogate escape.
+func asReplacement(v any) any {
+	switch x := v.(type) {
+	case string:
+		var b []byte
+		for i := 0; i < len(x); {
+			r, n := codepoint.Decode(x[i:])
+			if codepoint.IsSurrogate(r) {
+				r = utf8.RuneError
+			}
+			b = utf8.AppendRune(b, r)
+			i += n
+		}
+		return string(b)
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[asReplacement(k).(string)] = asReplacement(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = asReplacement(e)
+		}
+		return a
+	}
+	return v
+}
+
+// TestLoneSurrogateEscapesAreKept: a lone surrogate escape is that code point, a valid
+// pair is one supplementary code point, and raw bytes that are not UTF-8 are refused.
+func TestLoneSurrogateEscapesAreKept(t *testing.T) {
+	hi, lo := string(codepoint.Append(nil, 0xD83D)), string(codepoint.Append(nil, 0xDE00))
+	for in, want := range map[string]string{
+		`"\ud83d"`:              hi,
+		`"a\ude00b"`:            "a" + lo + "b",
+		`"\ude00\ud83d"`:        lo + hi,
+		`"\ud83d\u0041"`:        hi + "A",
+		`"\ud83d\ude00"`:        "😀",
+		`"é\ud83d\ud83d\ude00"`: "é" + hi + "😀",
+	} {
+		got, err := DecodeJSON([]byte(in))
+		if err != nil || got != want {
+			t.Errorf("%s: got %q, %v; want %q", in, got, err, want)
+		}
+		if fast, ok := strictjson.Decode([]byte(in)); !ok || fast != want {
+			t.Errorf("%s: strictjson got %q, %v; want %q", in, fast, ok, want)
+		}
+	}
+	// YAML refuses a surrogate escape and raw bytes that are not UTF-8; neither is coerced.
+	for _, in := range []string{"a: \"\\ud800\"\n", "a: \"x\xffy\"\n"} {
+		if v, err := DecodeDocuments([]byte(in)); err == nil {
+			t.Errorf("%q: YAML decoded to %q, want a refusal", in, v)
+		}
+	}
+	for in, off := range map[string]string{"\"\xff\"": "offset 1", "{\"a\": \"\xed\xa0\x80\"}": "offset 7", "[\"\\n\xc3\"]": "offset 4"} {
+		if _, err := DecodeJSON([]byte(in)); err == nil || !strings.Contains(err.Error(), "is not UTF-8") || !strings.Contains(err.Error(), off) {
+			t.Errorf("%q: want a refusal naming %s, got %v", in, off, err)
+		}
 	}
 }
 

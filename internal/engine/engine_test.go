@@ -202,11 +202,16 @@ func TestEVAL18_OrderIsDeterministic(t *testing.T) {
 	}
 }
 
-func TestUnknownAnchorIsAnError(t *testing.T) {
+// TestSEL7_UndeclaredAnchorSelectsNothing: the core identifier is not what occurrences
+// carry when the map renames it; such an occurrence selects nothing and is no error.
+func TestSEL7_UndeclaredAnchorSelectsNothing(t *testing.T) {
 	p := mustProgram(t, `{"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"warn"}`)
-	// The core identifier is not what occurrences carry when the map renames it.
-	if _, err := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "tool.pre_invoke"}); err == nil {
-		t.Fatal("an occurrence at an undeclared anchor must be refused")
+	if p.Capability().DeclaresAnchor("tool.pre_invoke") {
+		t.Fatal("tool.pre_invoke is the core identifier, not the declared local anchor")
+	}
+	d, err := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "tool.pre_invoke"})
+	if err != nil || d.Decision != "none" || len(d.Applied) != 0 {
+		t.Fatalf("want decision none with an empty trace, got %+v, %v", d, err)
 	}
 }
 
@@ -439,5 +444,22 @@ func TestDOC1_DuplicateKeysAreFoundWherever(t *testing.T) {
 	}
 	if _, err := DecodeJSON([]byte(strings.Repeat("[", 300) + strings.Repeat("]", 300))); err == nil {
 		t.Error("nesting beyond the bound was accepted")
+	}
+}
+
+// TestPROF2_RefusedEntryIsStillDeclared: a core anchor whose local anchor is refused was
+// declared; the refusal names the entry and nothing claims the anchor is missing.
+func TestPROF2_RefusedEntryIsStillDeclared(t *testing.T) {
+	for name, local := range map[string]string{"empty": `""`, "not a string": `7`, "shared": `"gw.pre"`} {
+		t.Run(name, func(t *testing.T) {
+			doc, err := DecodeJSON([]byte(`{"oar_capability_version":"1.0","host":"h","anchors":{"core":{"tool.pre_invoke":"gw.pre","tool.post_invoke":` + local + `},"unsupported":["tool.handler","agent.post_turn","agent.finalize","model.input","model.output","model.tool_result"]}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, errs := LoadCapability(doc)
+			if len(errs) != 1 || !strings.HasPrefix(errs[0].Field, "anchors.core.") {
+				t.Fatalf("want exactly one error, on an entry of anchors.core; got %v", errs)
+			}
+		})
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"unicode/utf8"
 
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 	"github.com/oar-operator/oar-operator/internal/engine/toolobs"
 	"github.com/oar-operator/oar-operator/internal/engine/transform"
 	"github.com/oar-operator/oar-operator/internal/engine/types"
@@ -55,7 +55,8 @@ func NewMemoryRuntime() *Runtime {
 	}
 }
 
-// Decision is what an occurrence resolved to, in the shapes of section 10.2.
+// Decision is what an occurrence resolved to, in the shapes of section 10.2. OnFire
+// names the applied side-effects by action, in application order ([OAR-CONF-21]).
 type Decision struct {
 	Decision          string            `json:"decision"`
 	Code              string            `json:"code,omitempty"`
@@ -122,13 +123,6 @@ func (e *ProviderError) Error() string {
 
 func (e *ProviderError) Unwrap() error { return e.Err }
 
-// UnknownAnchorError reports an occurrence at an anchor the capability does not declare.
-type UnknownAnchorError struct{ Anchor string }
-
-func (e *UnknownAnchorError) Error() string {
-	return fmt.Sprintf("anchor %q is neither the local anchor of a supported core anchor nor a host-native anchor of the capability [OAR-DOC-12]", e.Anchor)
-}
-
 // slot caches one fact's value for the occurrence; gen tells a fresh value from a stale one.
 type slot struct {
 	gen uint64
@@ -159,11 +153,10 @@ type evalState struct {
 var statePool = sync.Pool{New: func() any { return &evalState{} }}
 
 // Evaluate resolves one occurrence (sections 4, 6, 7 and the runner algorithm of 10.1).
+// An occurrence at an anchor no rule resolves to, declared or not, selects nothing
+// ([OAR-SEL-7]): the occurrence's anchor is the host's own word, never resolved.
 func (p *Program) Evaluate(rt *Runtime, occ *Occurrence) (*Decision, error) {
 	core, isCore := p.cap.CoreAnchorOf(occ.Anchor)
-	if !isCore && !p.cap.hostAnchors[occ.Anchor] {
-		return nil, &UnknownAnchorError{Anchor: occ.Anchor}
-	}
 	s := statePool.Get().(*evalState)
 	defer s.release()
 	s.reset(p, rt, occ)
@@ -530,7 +523,7 @@ func (s *evalState) resolveTransform(r *Rule) (*transform.Transform, error) {
 
 func (s *evalState) contentLen() int {
 	if s.content < 0 {
-		s.content = utf8.RuneCountInString(s.occ.Content)
+		s.content = codepoint.Count(s.occ.Content)
 	}
 	return s.content
 }
@@ -564,7 +557,7 @@ func (s *evalState) renderCopyOrOmit(r *Rule) map[string]string {
 // ([OAR-FIRE-2], [OAR-FIRE-8]); one that cannot be applied makes the rule one that
 // cannot be evaluated ([OAR-FIRE-9]).
 func (s *evalState) applyOnFire(r *Rule, d *Decision) error {
-	for i, a := range r.OnFire {
+	for _, a := range r.OnFire {
 		if a == ActionPublishEvent {
 			e := Event{Rule: r.QID, Anchor: s.anchor, Effect: r.Effect.String(), Session: s.occ.SessionID}
 			if s.rt.Events != nil {
@@ -582,7 +575,7 @@ func (s *evalState) applyOnFire(r *Rule, d *Decision) error {
 				return &ProviderError{Clause: "OAR-FIRE-9", Fact: a.String(), Err: err}
 			}
 		}
-		d.OnFire = append(d.OnFire, r.onFireTrace[i])
+		d.OnFire = append(d.OnFire, a.String())
 	}
 	return nil
 }

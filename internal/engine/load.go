@@ -657,10 +657,6 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 	for o := range r.trace {
 		r.trace[o] = r.QID + ":" + Outcome(o).String()
 	}
-	r.onFireTrace = make([]string, len(r.OnFire))
-	for i, a := range r.OnFire {
-		r.onFireTrace[i] = r.QID + ":" + a.String()
-	}
 }
 
 func (rs *RuleSet) resolveAnchor(l *diag.List, r *Rule) {

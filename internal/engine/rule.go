@@ -137,9 +137,7 @@ type Rule struct {
 	refs []types.Symbol
 	// trace holds the rule's trace entries, one per outcome, built once.
 	trace [7]string
-	// onFireTrace holds the on_fire entry of each OnFire action, built once.
-	onFireTrace []string
-	doc         map[string]any
+	doc   map[string]any
 }
 
 type selectorClause struct {

@@ -6,14 +6,34 @@ import (
 	"unicode/utf8"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 )
 
-// appendAnswer appends the JSON of Answer{d, bundle} and a newline: byte for byte what
+// appendAnswer appends the JSON of a and a newline: byte for byte what
 // encoding/json's Encoder with HTML escaping off writes (answer_test.go holds it to
 // that over the conformance corpus), without its reflection, which cost a quarter of a
 // request. The shape is the fixed one of section 10.2; a field added to
 // engine.Decision must be added here, and the test fails until it is.
-func appendAnswer(b []byte, d *engine.Decision, bundle string) []byte {
+func appendAnswer(b []byte, a Answer) []byte {
+	b = appendDecision(b, a.Decision)
+	if len(a.Warnings) > 0 {
+		b = append(b, `,"warnings":`...)
+		b = appendList(b, a.Warnings, appendWarning)
+	}
+	b = append(b, `,"bundle":`...)
+	b = appendString(b, a.Bundle)
+	return append(b, "}\n"...)
+}
+
+// AppendDecision appends the JSON of d, byte for byte what encoding/json writes for it
+// with HTML escaping off, except that a lone surrogate code point is written as its
+// escape (appendString); oarctl eval prints a decision with it.
+func AppendDecision(b []byte, d *engine.Decision) []byte {
+	return append(appendDecision(b, d), '}')
+}
+
+// appendDecision appends the members of d, leaving the object open.
+func appendDecision(b []byte, d *engine.Decision) []byte {
 	b = append(b, `{"decision":`...)
 	b = appendString(b, d.Decision)
 	if d.Code != "" {
@@ -52,9 +72,19 @@ func appendAnswer(b []byte, d *engine.Decision, bundle string) []byte {
 		b = append(b, `,"failures":`...)
 		b = appendList(b, d.Failures, appendFailure)
 	}
-	b = append(b, `,"bundle":`...)
-	b = appendString(b, bundle)
-	return append(b, "}\n"...)
+	return b
+}
+
+func appendWarning(b []byte, w Warning) []byte {
+	b = append(b, `{"clause":`...)
+	b = appendString(b, w.Clause)
+	b = append(b, `,"field":`...)
+	b = appendString(b, w.Field)
+	b = append(b, `,"value":`...)
+	b = appendString(b, w.Value)
+	b = append(b, `,"message":`...)
+	b = appendString(b, w.Message)
+	return append(b, '}')
 }
 
 // appendList writes a slice as encoding/json does: null when nil.
@@ -174,7 +204,9 @@ const hexDigits = "0123456789abcdef"
 
 // appendString quotes s as encoding/json does with HTML escaping off: \b \f \n \r \t
 // and \" \\ by name, other control bytes as \u00XX, invalid UTF-8 as \ufffd, and
-// U+2028 and U+2029 escaped.
+// U+2028 and U+2029 escaped; it departs from it for a lone surrogate code point
+// (package codepoint), which it writes as its \udXXX escape where encoding/json would
+// write U+FFFD ([OAR-FACT-26]).
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
@@ -207,6 +239,14 @@ func appendString(b []byte, s string) []byte {
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 			}
 			i++
+			start = i
+			continue
+		}
+		if r, ok := codepoint.Surrogate(s[i:]); ok {
+			// A lone surrogate code point: JSON can name it only by escape.
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', 'd', hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
+			i += 3
 			start = i
 			continue
 		}

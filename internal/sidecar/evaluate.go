@@ -16,10 +16,29 @@ import (
 // Answer is the body of a successful POST /v1/evaluate: the decision in the shapes of
 // section 10.2 (decision, code, rule, copy, advisories, transforms, content, applied,
 // on_fire, events, skipped_transforms, and counters and failures when there are any)
-// and the digest of the bundle that answered.
+// warnings when there are any, and the digest of the bundle that answered.
 type Answer struct {
 	*engine.Decision
-	Bundle string `json:"bundle"`
+	// Warnings name what the answer is right about but the host probably did not mean.
+	Warnings []Warning `json:"warnings,omitempty"`
+	Bundle   string    `json:"bundle"`
+}
+
+// Warning is one warning of an answer: the clause that makes the answer right, the
+// occurrence member concerned, its value, and what is probably wrong.
+type Warning struct {
+	Clause  string `json:"clause"`
+	Field   string `json:"field"`
+	Value   string `json:"value"`
+	Message string `json:"message"`
+}
+
+// undeclaredAnchor warns of an occurrence at an anchor the served capability does not
+// declare: it selects nothing ([OAR-SEL-7]), as it must, but in an agent host it is
+// usually a misspelling that would otherwise pass silently.
+func undeclaredAnchor(anchor string) Warning {
+	return Warning{Clause: "OAR-SEL-7", Field: "anchor", Value: diag.Truncate(anchor),
+		Message: "the served capability does not declare this anchor (neither the local anchor of a supported core anchor nor a host-native anchor); no rule selects it"}
 }
 
 // evaluate answers one occurrence with the bundle served when the request arrived.
@@ -63,19 +82,18 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := s.evaluateInSession(sv, occ)
 	if err != nil {
-		var unknown *engine.UnknownAnchorError
-		if errors.As(err, &unknown) {
-			s.metrics.Rejected(metrics.RejectUnknownAnchor)
-			e := diag.New("OAR-DOC-12", "anchor", "anchor %q is neither the local anchor of a supported core anchor nor a host-native anchor of the capability", unknown.Anchor)
-			e.Value = diag.Truncate(unknown.Anchor)
-			writeProblem(w, http.StatusBadRequest, problemOf(diag.List{e}, digest))
-			return
-		}
 		s.internalError(w, digest, err)
 		return
 	}
-	writeAnswer(w, d, digest)
-	s.metrics.Evaluated(occ.Anchor, d.Decision, time.Since(start))
+	a := Answer{Decision: d, Bundle: digest}
+	anchor := occ.Anchor
+	if !sv.Loaded.Capability.DeclaresAnchor(anchor) {
+		a.Warnings = []Warning{undeclaredAnchor(anchor)}
+		s.metrics.UndeclaredAnchor(anchor)
+		anchor = metrics.UndeclaredAnchorLabel
+	}
+	writeAnswer(w, a)
+	s.metrics.Evaluated(anchor, d.Decision, time.Since(start))
 }
 
 // servedDigest is the DigestHeader value of one served bundle, made once per bundle and

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/sidecar/metrics"
 	"github.com/oar-operator/oar-operator/internal/sidecar/session"
 )
 
@@ -120,7 +121,7 @@ func TestAnswerShape(t *testing.T) {
 	}
 	a := ts.evaluate(t, occ("tool.pre_invoke", "s", `"tool_call": {"name": "shell"}`))
 	if a.Rule != "acme.ops/COUNT_SHELL" || a.Code != "COUNT_SHELL" || len(a.Events) != 1 ||
-		strings.Join(a.OnFire, ",") != "acme.ops/COUNT_SHELL:increment_counter,acme.ops/COUNT_SHELL:publish_event" {
+		strings.Join(a.OnFire, ",") != "increment_counter,publish_event" {
 		t.Errorf("got %+v", a.Decision)
 	}
 }
@@ -130,11 +131,11 @@ func TestAnswerShape(t *testing.T) {
 // malformed request and never a 500.
 func TestWrongFactTypeIsOnError(t *testing.T) {
 	ts := serve(t, sealed(t, testCapability, testRules), Options{})
-	a := ts.evaluate(t, occ("content.output", "s", `"content": "hi", "facts": {"acme.tenant_tier": 5}`))
+	a := ts.evaluate(t, occ("content.output", "s", `"content": "hi", "facts": {"acme.gateway.tenant_tier": 5}`))
 	if a.Decision.Decision != "block" || a.Rule != "acme.tenant/FREE_TIER" || len(a.Failures) != 1 || a.Failures[0].Clause != "OAR-FACT-26" {
 		t.Errorf("got %+v", a.Decision)
 	}
-	if a := ts.evaluate(t, occ("content.output", "s", `"content": "hi", "facts": {"acme.tenant_tier": "free"}`)); a.Decision.Decision != "warn" {
+	if a := ts.evaluate(t, occ("content.output", "s", `"content": "hi", "facts": {"acme.gateway.tenant_tier": "free"}`)); a.Decision.Decision != "warn" {
 		t.Errorf("the right type: %s, want warn", a.Decision.Decision)
 	}
 }
@@ -186,9 +187,8 @@ func TestMalformedRequests(t *testing.T) {
 		{"tool name", occ("tool.pre_invoke", "s", `"tool_call": {"name": 1}`), "tool_call.name", "OAR-CONF-40", "non-empty string"},
 		{"window step", occ("tool.pre_invoke", "s", `"recent_activity": [1]`), "recent_activity[0]", "OAR-CONF-40", "tool name"},
 		{"duplicate member", `{"anchor": "tool.pre_invoke", "anchor": "x"}`, "", "", "OAR-DOC-1"},
-		{"unknown anchor", occ("tool.handler", "s", ""), "anchor", "OAR-DOC-12", `anchor "tool.handler"`},
-		// [OAR-CONF-29]: the host-local spelling, not the core identifier it maps.
-		{"core spelling of a mapped anchor", occ("model.output", "s", ""), "anchor", "OAR-DOC-12", `anchor "model.output"`},
+		// [OAR-FACT-26]: refused, never replaced by U+FFFD.
+		{"bytes that are not UTF-8", occ("tool.pre_invoke", "s", "\"content\": \"a\xed\xa0\x80\""), "", "", "byte 0xed at offset 62 is not UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -204,11 +204,8 @@ func TestMalformedRequests(t *testing.T) {
 			}
 		})
 	}
-	if got := ts.metric(t, "oar_engine_requests_rejected_total", map[string]string{"reason": "unknown_anchor"}); got != 2 {
-		t.Errorf("unknown_anchor rejections %v, want 2", got)
-	}
-	if got := ts.metric(t, "oar_engine_requests_rejected_total", map[string]string{"reason": "malformed"}); got != 8 {
-		t.Errorf("malformed rejections %v, want 8", got)
+	if got := ts.metric(t, "oar_engine_requests_rejected_total", map[string]string{"reason": "malformed"}); got != 9 {
+		t.Errorf("malformed rejections %v, want 9", got)
 	}
 
 	big := occ("tool.pre_invoke", "s", `"content": "`+strings.Repeat("x", 600)+`"`)
@@ -277,13 +274,52 @@ func TestBundleAndCapability(t *testing.T) {
 		t.Errorf("/v1/capability: %s", r.body)
 	}
 	// The configuration applies: FREE_TIER runs in monitor mode.
-	if a := ts.evaluate(t, occ("content.output", "s", `"facts": {"acme.tenant_tier": "free"}`)); a.Decision.Decision != "none" ||
+	if a := ts.evaluate(t, occ("content.output", "s", `"facts": {"acme.gateway.tenant_tier": "free"}`)); a.Decision.Decision != "none" ||
 		strings.Join(a.Applied, ",") != "acme.tenant/FREE_TIER:monitored_fired" {
 		t.Errorf("monitored rule: %+v", a.Decision)
 	}
 }
 
 // TestMetrics reads the exposition.
+// TestUndeclaredAnchorIsAnsweredWithAWarning: an occurrence at an anchor the served
+// capability does not declare selects nothing ([OAR-SEL-7]) and is answered, with a
+// warning naming the anchor and a metric counting it by anchor, bounded.
+func TestUndeclaredAnchorIsAnsweredWithAWarning(t *testing.T) {
+	b := sealed(t, testCapability, testRules)
+	ts := serve(t, b, Options{})
+	// tool.handler is unsupported; model.output is the core spelling of content.output
+	// ([OAR-CONF-29]); tool.pre_invok is a misspelling.
+	for _, anchor := range []string{"tool.handler", "model.output", "tool.pre_invok", "tool.pre_invok"} {
+		a := ts.evaluate(t, occ(anchor, "u", `"tool_call": {"name": "shell"}`))
+		if a.Decision.Decision != "none" || len(a.Applied) != 0 {
+			t.Errorf("%s: want decision none with an empty trace, got %+v", anchor, a.Decision)
+		}
+		if len(a.Warnings) != 1 || a.Warnings[0].Clause != "OAR-SEL-7" || a.Warnings[0].Field != "anchor" || a.Warnings[0].Value != anchor {
+			t.Errorf("%s: want one OAR-SEL-7 warning naming the anchor, got %+v", anchor, a.Warnings)
+		}
+	}
+	if a := ts.evaluate(t, occ("content.output", "u", "")); len(a.Warnings) != 0 {
+		t.Errorf("a declared anchor carries warnings %+v", a.Warnings)
+	}
+	for anchor, want := range map[string]float64{"tool.handler": 1, "model.output": 1, "tool.pre_invok": 2} {
+		if got := ts.metric(t, "oar_engine_undeclared_anchor_occurrences_total", map[string]string{"anchor": anchor}); got != want {
+			t.Errorf("undeclared %s: %v, want %v", anchor, got, want)
+		}
+	}
+	if got := ts.metric(t, "oar_engine_evaluations_total", map[string]string{"anchor": metrics.UndeclaredAnchorLabel}); got != 4 {
+		t.Errorf("evaluations at undeclared anchors %v, want 4 under one label", got)
+	}
+	for i := range metrics.MaxUndeclaredAnchors {
+		ts.evaluate(t, occ(fmt.Sprintf("x.%d", i), "u", ""))
+	}
+	if got := ts.metric(t, "oar_engine_undeclared_anchor_occurrences_total", map[string]string{"anchor": metrics.OtherUndeclaredAnchor}); got != 3 {
+		t.Errorf("undeclared anchors past the bound %v, want 3 counted as %s", got, metrics.OtherUndeclaredAnchor)
+	}
+	if got := ts.metric(t, "oar_engine_undeclared_anchor_occurrences_total", nil); got != 4+metrics.MaxUndeclaredAnchors {
+		t.Errorf("undeclared occurrences %v, want %d", got, 4+metrics.MaxUndeclaredAnchors)
+	}
+}
+
 func TestMetrics(t *testing.T) {
 	b := sealed(t, testCapability, testRules)
 	ts := serve(t, b, Options{})

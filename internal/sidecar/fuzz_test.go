@@ -40,8 +40,8 @@ func FuzzEvaluate(f *testing.F) {
 		occ("tool.pre_invoke", "s1", `"tool_call": {"name": "web_fetch"}`) + "\n" +
 			occ("tool.pre_invoke", "s1", `"tool_call": {"name": "deploy"}`),
 		occ("tool.pre_invoke", "s1", `"tool_call": {"name": "deploy"}, "recent_activity": ["web_fetch"]`),
-		occ("content.output", "s2", `"facts": {"acme.tenant_tier": "free"}, "content": "hello"`),
-		occ("content.output", "s2", `"facts": {"acme.tenant_tier": 7}`),
+		occ("content.output", "s2", `"facts": {"acme.gateway.tenant_tier": "free"}, "content": "hello"`),
+		occ("content.output", "s2", `"facts": {"acme.gateway.tenant_tier": 7}`),
 		occ("gateway.pre_render", "", ""),
 		`{"anchor": "tool.pre_invoke", "session_id": "s", "facts": {"tool": ["not", "a", "string"]}}`,
 		`{"anchor": "agent.finalize"}`, `{}`, `[]`, `null`, `{"anchor": 1}`, `{"anchor": "tool.pre_invoke", "x": 1}`, ``,

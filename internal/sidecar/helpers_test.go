@@ -30,7 +30,7 @@ profiles: [tool, content]
 activity_window: 4
 supports_transform: true
 host_facts:
-- {name: acme.tenant_tier, type: string}
+- {name: acme.gateway.tenant_tier, type: string}
 `
 
 // testRules count shell calls (publishing an event each time) and block the third,
@@ -73,8 +73,8 @@ namespace: acme.tenant
 id: FREE_TIER
 kind: policy
 anchor: model.output
-requires: {facts: [acme.tenant_tier]}
-when: acme.tenant_tier == "free"
+requires: {facts: [acme.gateway.tenant_tier]}
+when: acme.gateway.tenant_tier == "free"
 effect: warn
 `
 

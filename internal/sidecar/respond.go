@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
 
@@ -73,10 +72,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // answerPool recycles the byte slices answers are encoded into.
 var answerPool = sync.Pool{New: func() any { return new([]byte) }}
 
-// writeAnswer writes a decision with status 200, encoded by appendAnswer.
-func writeAnswer(w http.ResponseWriter, d *engine.Decision, bundle string) {
+// writeAnswer writes an answer with status 200, encoded by appendAnswer.
+func writeAnswer(w http.ResponseWriter, a Answer) {
 	p := answerPool.Get().(*[]byte)
-	b := appendAnswer((*p)[:0], d, bundle)
+	b := appendAnswer((*p)[:0], a)
 	writeBody(w, http.StatusOK, b)
 	if cap(b) <= maxPooled {
 		*p = b

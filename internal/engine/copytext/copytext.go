@@ -26,6 +26,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
@@ -439,7 +440,7 @@ func (c *compiler) fail(clause string, at int, format string, args ...any) {
 }
 
 // offset converts a byte offset into src to a code-point offset.
-func (c *compiler) offset(at int) int { return utf8.RuneCountInString(c.src[:at]) }
+func (c *compiler) offset(at int) int { return codepoint.Count(c.src[:at]) }
 
 // quote names a construct in a message, shortened when it is long.
 func quote(s string) string {

@@ -122,6 +122,8 @@ func checkRejections(t *testing.T, cases []rejection) {
 func TestCOPY2_UndeclaredAndFunctions(t *testing.T) {
 	checkRejections(t, []rejection{
 		{src: "{{ tol }}", clause: "OAR-COPY-2", offset: 3, names: []string{`"tol"`, "not a declared fact", "at offset 3"}},
+		// A surrogate (from a JSON escape) before the binding is one code point.
+		{src: "\xed\xa0\x80{{ tol }}", clause: "OAR-COPY-2", offset: 4, names: []string{`"tol"`, "at offset 4"}},
 		{src: "ab {% if polcy_denied %}x{% endif %}", clause: "OAR-COPY-2", offset: 9, names: []string{`"polcy_denied"`}},
 		{src: "{% if not polcy %}x{% endif %}", clause: "OAR-COPY-2", offset: 10, names: []string{`"polcy"`}},
 		{src: "{{ tool_arg_string }}", clause: "OAR-FACT-27", offset: 3, names: []string{`"tool_arg_string"`, "observation function"}},

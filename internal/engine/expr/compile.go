@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
@@ -283,7 +283,7 @@ func convertRaising[T any](f fn[T], at int, op func(v T, at int) (T, error)) fn[
 func compileSize(n node) fn[int64] {
 	switch n.kind() {
 	case types.String:
-		return convert(compileString(n), func(s string) int64 { return int64(utf8.RuneCountInString(s)) })
+		return convert(compileString(n), func(s string) int64 { return int64(codepoint.Count(s)) })
 	case types.ListString:
 		return sizeOfList(compileStrList(n))
 	case types.ListMap:

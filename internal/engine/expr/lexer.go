@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
 
@@ -39,7 +40,7 @@ func (s *scanner) scan() (tok token, pos int, lit string) {
 	if tok, ok := s.scanOperator(pos, c); ok {
 		return tok, pos, ""
 	}
-	r, size := utf8.DecodeRuneInString(s.src[s.off:])
+	r, size := codepoint.Decode(s.src[s.off:])
 	if r == utf8.RuneError && size == 1 {
 		return s.invalidUTF8()
 	}
@@ -163,11 +164,12 @@ func (s *scanner) scanString(pos int, quote byte) (token, int, string) {
 			b.WriteByte(c)
 			s.advance(1)
 		default:
-			r, size := utf8.DecodeRuneInString(s.src[s.off:])
+			// A surrogate the document carried as a JSON escape is one code point.
+			r, size := codepoint.Decode(s.src[s.off:])
 			if r == utf8.RuneError && size == 1 {
 				return s.invalidUTF8()
 			}
-			b.WriteRune(r)
+			b.WriteString(s.src[s.off : s.off+size])
 			s.advance(size)
 		}
 	}
@@ -219,11 +221,10 @@ func (s *scanner) scanUnicodeEscape(b *strings.Builder, at int) bool {
 		r = r<<4 | rune(hexValue(s.src[s.off]))
 		s.advance(1)
 	}
-	if r >= 0xd800 && r <= 0xdfff {
-		s.fail("OAR-FACT-23", at, "escape \\u%04X at offset %d names a surrogate, which is not a Unicode code point a string may hold", r, at)
-		return false
-	}
-	b.WriteRune(r)
+	// Any four hex digits name a code point, a surrogate included ([OAR-FACT-23]);
+	// adjacent escapes are never combined into one.
+	var buf [4]byte
+	b.Write(codepoint.Append(buf[:0], r))
 	return true
 }
 

@@ -129,18 +129,26 @@ func TestEXPR3_StringEscapes(t *testing.T) {
 	})
 }
 
+// TestFACT23_StringIsCodePoints: a \u escape names any code point, a surrogate
+// included, and two escapes are never combined ([OAR-EXPR-3], [OAR-FACT-23]). A
+// surrogate reaches a condition's source only from a document's JSON escape, in the
+// generalized form of package codepoint, and is then the same code point.
 func TestFACT23_StringIsCodePoints(t *testing.T) {
 	runRejects(t, testOptions, []rejectCase{
-		reject(`"\uD800" == ""`, "OAR-FACT-23", 1, `escape \uD800 at offset 1 names a surrogate`),
-		reject(`"\udfff" == ""`, "OAR-FACT-23", 1, `escape \uDFFF at offset 1`),
-		reject(`"\uD83D\uDE00" == "😀"`, "OAR-FACT-23", 1, "surrogate"),
 		reject("tool == \"\xff\"", "OAR-EXPR-1", 9, "invalid UTF-8 byte 0xff at offset 9"),
 		reject("\xc3 == 1", "OAR-EXPR-1", 0, "invalid UTF-8 byte 0xc3 at offset 0"),
-		reject("\"é\" == \"\xed\xa0\x80\"", "OAR-EXPR-1", 8, "invalid UTF-8"),
+		reject("\"\xed\xa0\" == \"\"", "OAR-EXPR-1", 1, "invalid UTF-8 byte 0xed at offset 1"),
+		reject("\"\xed\xa0\x80\" == 1 + \"", "OAR-EXPR-1", 11, "offset 11"),
+		reject("tool == \xed\xa0\x80", "OAR-EXPR-1", 8, "unexpected character U+D800 at offset 8"),
 	})
 	runEvals(t, []evalCase{
 		{`"\uD7FF" < "\uE000"`, true},
 		{`"\uFFFF" == "￿"`, true},
+		{`"\uD800" == "\ud800"`, true},
+		{`"\uD800" != "\uFFFD" && "\uD800" != "\uDC00" && "\uD800" != ""`, true},
+		{`size("\uD83D\uDE00") == 2 && "\uD83D\uDE00" != "😀" && size("😀") == 1`, true},
+		{`!contains("😀", "\uD83D") && contains("\uD83D\uDE00", "\uDE00")`, true},
+		{"\"\xed\xa0\x80\" == \"\\ud800\" && size(\"a\xed\xa0\x80b\") == 3", true},
 	})
 }
 

@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 )
 
 // MaxDepth bounds nesting so no document can exhaust the stack: a value deeper than
@@ -299,7 +301,9 @@ func (d *Decoder) escaped(start, i int) ([]byte, bool) {
 		c := t[i]
 		switch {
 		case c == '"':
-			if !utf8.Valid(b) {
+			// Escapes are ASCII, so the raw text is UTF-8 exactly when every byte
+			// copied as it is was; what escapes wrote is UTF-8 or a surrogate.
+			if !utf8.Valid(t[start:i]) {
 				return nil, false
 			}
 			d.pos, d.scratch = i+1, b
@@ -334,8 +338,10 @@ func (d *Decoder) escaped(start, i int) ([]byte, bool) {
 			}
 			i += 6
 			if utf16.IsSurrogate(r) {
-				// A valid pair is one rune; anything else is U+FFFD and the next
-				// escape is read on its own, as encoding/json does.
+				// A valid pair is one code point (RFC 8259 section 7); any other
+				// surrogate is a lone one, kept as that code point ([OAR-FACT-23])
+				// where encoding/json makes it U+FFFD, and the next escape is read on
+				// its own.
 				if i+1 < len(t) && t[i] == '\\' && t[i+1] == 'u' {
 					if r2, ok := hex4(t, i+2); ok {
 						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
@@ -345,9 +351,8 @@ func (d *Decoder) escaped(start, i int) ([]byte, bool) {
 						}
 					}
 				}
-				r = utf8.RuneError
 			}
-			b = utf8.AppendRune(b, r)
+			b = codepoint.Append(b, r)
 			continue
 		default:
 			return nil, false

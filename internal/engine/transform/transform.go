@@ -41,6 +41,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
@@ -136,11 +137,11 @@ type editor struct {
 // Apply applies ts to content in order ([OAR-OPS-16]) and returns the result and the
 // spans skipped for overlap, in accumulated transform order and then descending span
 // start and end ([OAR-OPS-23]). The caller does not call it when the decision is block
-// ([OAR-OPS-17]). Content is expected to be valid UTF-8; should it not be, each
-// invalid byte counts as one code point, as utf8.RuneCountInString counts it, and is
+// ([OAR-OPS-17]). Offsets count code points, a surrogate in its generalized form
+// (package codepoint) as one; any other byte that is not UTF-8 counts as one and is
 // kept as it is.
 func Apply(content string, ts []Transform) (string, []Skip) {
-	n := utf8.RuneCountInString(content)
+	n := codepoint.Count(content)
 	// Size the working slices once: no transform yields more spans than it carries.
 	total, most := 0, 1
 	for i := range ts {
@@ -312,7 +313,7 @@ func (c *cursor) skipTo(p int) {
 		if c.s[c.byte] < utf8.RuneSelf {
 			c.byte++
 		} else {
-			_, size := utf8.DecodeRuneInString(c.s[c.byte:])
+			_, size := codepoint.Decode(c.s[c.byte:])
 			c.byte += size
 		}
 		c.rune++

@@ -9,6 +9,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 )
 
 // Kind is one of the eight fact types of [OAR-FACT-22].
@@ -161,7 +163,7 @@ func (v Value) IsZero() bool {
 func (v Value) Size() int64 {
 	switch v.Kind {
 	case String:
-		return int64(len([]rune(v.str)))
+		return int64(codepoint.Count(v.str))
 	case ListString:
 		return int64(len(v.List()))
 	case MapStringString:

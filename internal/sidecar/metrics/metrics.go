@@ -1,7 +1,8 @@
 // Package metrics is the engine sidecar's Prometheus instrumentation (DESIGN.md "The
 // engine sidecar": /metrics): evaluations by anchor and decision and their latency,
 // requests refused before evaluation, bundle reloads and refused bundles, the served
-// bundle's digest as an info metric, the sessions held and evicted, the event stream's
+// bundle's digest as an info metric, occurrences at anchors the served capability does
+// not declare (by anchor, bounded), the sessions held and evicted, the event stream's
 // subscribers, and the Go runtime and process collectors (resident memory included).
 // Every series lives in the sidecar's own registry, so several sidecars in one process
 // (tests) never collide.
@@ -10,9 +11,11 @@ package metrics
 import (
 	"maps"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -25,10 +28,21 @@ const namespace = "oar_engine"
 
 // Reasons a request is refused before evaluation, the values of the reason label.
 const (
-	RejectMalformed     = "malformed"
-	RejectUnknownAnchor = "unknown_anchor"
-	RejectTooLarge      = "too_large"
-	RejectNotReady      = "not_ready"
+	RejectMalformed = "malformed"
+	RejectTooLarge  = "too_large"
+	RejectNotReady  = "not_ready"
+)
+
+// Undeclared anchors come from requests, not from the served capability, so their
+// label values are bounded: the first MaxUndeclaredAnchors distinct anchors (each cut
+// to maxAnchorLabel bytes) get their own series, any later one counts under
+// OtherUndeclaredAnchor, and evaluations_total counts all of them under
+// UndeclaredAnchorLabel.
+const (
+	MaxUndeclaredAnchors  = 32
+	OtherUndeclaredAnchor = "_other"
+	UndeclaredAnchorLabel = "_undeclared"
+	maxAnchorLabel        = 64
 )
 
 // Sources read the gauges other components own.
@@ -55,6 +69,11 @@ type Metrics struct {
 	info           *prometheus.GaugeVec
 	rules          prometheus.Gauge
 	lastReload     prometheus.Gauge
+	undeclared     *prometheus.CounterVec
+
+	// undeclaredSeen holds the undeclared anchors that have their own series.
+	undeclaredSeen map[string]bool
+	undeclaredMu   sync.Mutex
 
 	// counted holds the evaluations child of every (anchor, decision) seen, copied on
 	// write, so a request reads it without hashing its labels or taking the vector's
@@ -105,10 +124,15 @@ func New(src Sources) *Metrics {
 			Namespace: namespace, Name: "bundle_last_reload_timestamp_seconds",
 			Help: "When the served bundle was swapped in, in seconds since the epoch.",
 		}),
+		undeclared: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "undeclared_anchor_occurrences_total",
+			Help: "Occurrences at an anchor the served capability does not declare (answered, selecting no rule), by anchor; at most 32 anchors, later ones as _other.",
+		}, []string{"anchor"}),
+		undeclaredSeen: map[string]bool{},
 	}
 	m.counted.Store(&map[evaluationKey]prometheus.Counter{})
 	m.registry.MustRegister(m.evaluations, m.latency, m.rejected, m.reloads, m.reloadFailures,
-		m.info, m.rules, m.lastReload,
+		m.info, m.rules, m.lastReload, m.undeclared,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registerSources(src)
@@ -156,9 +180,33 @@ func (m *Metrics) evaluated(anchor, decision string) prometheus.Counter {
 		return c
 	}
 	next := maps.Clone(old)
-	next[k] = m.evaluations.WithLabelValues(anchor, decision)
+	// A label value must be UTF-8; a local anchor may hold a surrogate ([OAR-FACT-23]).
+	next[k] = m.evaluations.WithLabelValues(strings.ToValidUTF8(anchor, "\uFFFD"), decision)
 	m.counted.Store(&next)
 	return next[k]
+}
+
+// UndeclaredAnchor records an occurrence at an anchor the served capability does not
+// declare, under a bounded set of label values.
+func (m *Metrics) UndeclaredAnchor(anchor string) {
+	label := strings.ToValidUTF8(anchor, "\uFFFD")
+	if len(label) > maxAnchorLabel {
+		cut := maxAnchorLabel
+		for cut > 0 && !utf8.RuneStart(label[cut]) {
+			cut--
+		}
+		label = label[:cut]
+	}
+	m.undeclaredMu.Lock()
+	if !m.undeclaredSeen[label] {
+		if len(m.undeclaredSeen) >= MaxUndeclaredAnchors {
+			label = OtherUndeclaredAnchor
+		} else {
+			m.undeclaredSeen[label] = true
+		}
+	}
+	m.undeclaredMu.Unlock()
+	m.undeclared.WithLabelValues(label).Inc()
 }
 
 // Rejected records a request refused before evaluation.

@@ -125,3 +125,16 @@ func expose(t *testing.T, m *Metrics, want string) {
 		t.Errorf("more than one bundle_info series:\n%s", got)
 	}
 }
+
+// TestAnchorLabelsAreUTF8: a label value must be UTF-8, and an anchor may hold a
+// surrogate in its generalized form or arrive cut; neither panics.
+func TestAnchorLabelsAreUTF8(t *testing.T) {
+	m := New(Sources{})
+	surrogate := "gw.\xed\xa0\x80"
+	m.Evaluated(surrogate, "none", time.Microsecond)
+	m.UndeclaredAnchor(surrogate)
+	m.UndeclaredAnchor(strings.Repeat("é", 40))
+	if _, err := m.Registry().Gather(); err != nil {
+		t.Fatal(err)
+	}
+}

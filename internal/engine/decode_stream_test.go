@@ -1,0 +1,49 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestDecodeDocumentsReadsExactlyOneStream: a file is one JSON document or one YAML
+// stream; bytes after a complete document are refused, naming their offset, whatever
+// the YAML parser would make of them.
+func TestDecodeDocumentsReadsExactlyOneStream(t *testing.T) {
+	refused := map[string]int{
+		`[{"a":1}] }{`:                    10,
+		`{"a":1} }{`:                      8,
+		`{"a":1}{"b":2}`:                  7,
+		"  {\"a\":1}\n x":                 11,
+		`[1] [2]`:                         4,
+		`{a: 1, b: [x, "y]"]} z`:          21,
+		`{a: it's, b: 'q''}'} }`:          21,
+		"a: 1\n---\n{b: 2} # c\n{c: 3}\n": 20,
+		"{\"a\":1}\r\n---\r\n[1]]\r\n":    17,
+		`{"a":1}#c`:                       7,
+	}
+	for in, off := range refused {
+		_, err := DecodeDocuments([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), "unexpected data at offset ") {
+			t.Errorf("%q: want refusal naming an offset, got %v", in, err)
+			continue
+		}
+		if want := "offset " + strconv.Itoa(off) + ","; !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", in, err, want)
+		}
+	}
+	for in, n := range map[string]int{
+		`{"a":1} # a comment`:             1,
+		"{\"a\":1}\n---\n{\"b\":2}\n":     2,
+		"[{\"a\":1}, {\"b\":\"}{\"}]\n\n": 2,
+		"a: 1\nb: '}{'\n":                 1,
+		"{a: it's}":                       1,
+		"--- {a: 1}\n":                    1,
+		"# lead\n{\"a\": \"x # y\"}\n":    1,
+	} {
+		docs, err := DecodeDocuments([]byte(in))
+		if err != nil || len(docs) != n {
+			t.Errorf("%q: want %d documents, got %v, %v", in, n, docs, err)
+		}
+	}
+}
