@@ -5,16 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 )
 
-const benchSynopsis = "oarctl bench --capability FILE --rules FILE [--rules FILE]... [--config FILE]... --occurrences FILE [-n N] [--json]"
+const benchSynopsis = "oarctl bench --capability FILE --rules FILE [--rules FILE]... [--config FILE]... --occurrences FILE [-n N] [--json] [--shape]"
 
 // warmup is the most evaluations run, unmeasured, before measuring.
 const warmup = 1000
@@ -45,6 +47,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	occFile := flags.String("occurrences", "", "a JSON Lines `FILE`, one occurrence object per line (required)")
 	n := flags.Int("n", 100000, "the number `N` of measured evaluations")
 	asJSON := flags.Bool("json", false, "print the result as one JSON object")
+	shape := flags.Bool("shape", false, "first print, per occurrence on average, how many rules each occurrence reached (selected and evaluated or suppressed) and how many fired, and the decisions")
 	rest, code, ok := parseFlags(flags, benchSynopsis, args, stdout, stderr)
 	if !ok {
 		return code
@@ -65,6 +68,14 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	occs := l.readOccurrences(*occFile)
 	if p == nil || l.failed {
 		return exitFail
+	}
+	if *shape {
+		ws, failed := workloadShape(p, occs)
+		if failed != nil {
+			l.evaluationFailed(failed.at, failed.err)
+			return exitFail
+		}
+		fmt.Fprintln(stdout, ws)
 	}
 	res, failed := measure(p, occs, *n)
 	if failed != nil {
@@ -159,4 +170,34 @@ func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailu
 func percentile(sorted []time.Duration, q float64) time.Duration {
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return sorted[max(i, 0)]
+}
+
+// workloadShape evaluates every recorded occurrence once, in order, against a fresh
+// runtime and describes what the workload exercises: the mean number of trace entries
+// (rules selected and reached before any block stopped evaluation) and of fired rules
+// per occurrence, and how often each decision came out.
+func workloadShape(p *engine.Program, occs []recorded) (string, *evalFailure) {
+	rt := engine.NewMemoryRuntime()
+	var reached, fired int
+	decisions := map[string]int{}
+	for _, o := range occs {
+		d, err := p.Evaluate(rt, o.occ)
+		if err != nil {
+			return "", &evalFailure{o.at, err}
+		}
+		reached += len(d.Applied)
+		for _, a := range d.Applied {
+			if strings.HasSuffix(a, ":fired") {
+				fired++
+			}
+		}
+		decisions[d.Decision]++
+	}
+	n := float64(len(occs))
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(decisions)) {
+		parts = append(parts, fmt.Sprintf("%s %.1f%%", k, 100*float64(decisions[k])/n))
+	}
+	return fmt.Sprintf("workload: %d rules, %d occurrences; per occurrence %.1f rules reached, %.2f fired; decisions %s",
+		len(p.RuleSet().Rules), len(occs), float64(reached)/n, float64(fired)/n, strings.Join(parts, ", ")), nil
 }

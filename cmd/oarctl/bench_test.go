@@ -147,3 +147,17 @@ func TestPercentile(t *testing.T) {
 		t.Errorf("percentile of one sample = %d, want 7", got)
 	}
 }
+
+func TestBenchShape(t *testing.T) {
+	stdout, stderr, code := oarctl(t, benchArgs("testdata/bench/occurrences.jsonl", "-n", "20", "--shape")...)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit code %d, stderr:\n%s", code, stderr)
+	}
+	shape := regexp.MustCompile(`^workload: 100 rules, [0-9]+ occurrences; per occurrence [0-9.]+ rules reached, [0-9.]+ fired; decisions ([a-z]+ [0-9.]+%(, )?)+\n20 evaluations in `)
+	if !shape.MatchString(stdout) {
+		t.Errorf("stdout %q does not match %s", stdout, shape)
+	}
+	if strings.Contains(stdout, " 0.0 rules reached") {
+		t.Errorf("no rule reached: %q", stdout)
+	}
+}
