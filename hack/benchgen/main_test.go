@@ -173,3 +173,19 @@ func TestGenerateIsDeterministic(t *testing.T) {
 		t.Error("seeds 7 and 8 wrote the same occurrences")
 	}
 }
+
+// benchmarkWorkload evaluates the generated occurrences in order, cycling, against one
+// runtime — what oarctl bench measures, for go test's profiles.
+func benchmarkWorkload(b *testing.B, tenants int) {
+	p, occs := load(b, generate(1, 100, tenants, 10000, 100))
+	rt := engine.NewMemoryRuntime()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := p.Evaluate(rt, occs[i%len(occs)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkWorkload100Rules(b *testing.B)  { benchmarkWorkload(b, 1) }
+func BenchmarkWorkload1000Rules(b *testing.B) { benchmarkWorkload(b, 10) }
