@@ -148,13 +148,16 @@ type evalState struct {
 	window  []string
 	cur     *Rule
 	finding *Findings
-	snap    map[CounterKey]Counts
-	changed map[CounterKey]Counts
-	order   []int
-	orderSc orderScratch
-	sel     []int
-	selErr  map[int]error
-	content int // code-point length, or -1 before first use
+	// findings holds what the detector of the rule being evaluated reported; finding
+	// points here while that rule is evaluated.
+	findings Findings
+	snap     map[CounterKey]Counts
+	changed  map[CounterKey]Counts
+	order    []int
+	orderSc  orderScratch
+	sel      []int
+	selErr   map[int]error
+	content  int // code-point length, or -1 before first use
 	// copyBuf holds the copy of every rule rendered at this occurrence, one member
 	// after the other; copyMembers locates each member in it. copyText is copyBuf as
 	// one string, made once when a decision carries copy, so every rendered member is
@@ -220,6 +223,7 @@ func (s *evalState) reset(p *Program, rt *Runtime, occ *Occurrence) {
 
 func (s *evalState) release() {
 	s.p, s.rt, s.occ, s.cur, s.finding, s.window = nil, nil, nil, nil, nil, nil
+	s.findings = Findings{}
 	s.snap, s.changed = reuseMap(s.snap), reuseMap(s.changed)
 	s.selErr = nil
 	s.order, s.sel = s.order[:0], s.sel[:0]
@@ -264,20 +268,22 @@ type decisionBlock struct {
 	onFire     [4]string
 	events     [2]Event
 	advisories [2]Advisory
+	content    string
 }
 
-func newDecision() *Decision {
+func newDecision() *decisionBlock {
 	b := &decisionBlock{}
 	d := &b.d
 	d.Decision = EffectNone.String()
 	d.Applied, d.OnFire, d.Events, d.Advisories = b.applied[:0], b.onFire[:0], b.events[:0], b.advisories[:0]
-	return d
+	return b
 }
 
 func (s *evalState) run() *Decision {
 	p := s.p
 	rules := p.rs.Rules
-	d := newDecision()
+	blk := newDecision()
+	d := &blk.d
 	// Selection ([OAR-SEL-7], [OAR-CONF-8]).
 	if sel := p.byAnchor[s.occ.Anchor]; sel != nil {
 		s.selectRules(sel)
@@ -378,7 +384,7 @@ func (s *evalState) run() *Decision {
 			d.Applied = append(d.Applied, rules[i].trace[Suppressed])
 		}
 	}
-	s.decide(d, block, transforms, nudges, warns)
+	s.decide(blk, block, transforms, nudges, warns)
 	if len(s.changed) > 0 {
 		d.Counters = make(map[string]Counts, len(s.changed))
 		for k, v := range s.changed {
@@ -390,10 +396,11 @@ func (s *evalState) run() *Decision {
 
 // decide applies precedence ([OAR-EVAL-6], [OAR-EVAL-19], [OAR-EVAL-20]) and the
 // transforms ([OAR-OPS-16], [OAR-OPS-17]).
-func (s *evalState) decide(d *Decision, block *contribution, transforms, nudges, warns []contribution) {
+func (s *evalState) decide(blk *decisionBlock, block *contribution, transforms, nudges, warns []contribution) {
+	d := &blk.d
 	if s.occ.HasContent {
-		content := s.occ.Content
-		d.Content = &content
+		blk.content = s.occ.Content
+		d.Content = &blk.content
 	}
 	var win *contribution
 	switch {
@@ -414,7 +421,7 @@ func (s *evalState) decide(d *Decision, block *contribution, transforms, nudges,
 		}
 		out, skips := transform.Apply(s.occ.Content, list)
 		if s.occ.HasContent {
-			d.Content = &out
+			blk.content = out
 		}
 		for _, sk := range skips {
 			d.SkippedTransforms = append(d.SkippedTransforms, SkippedSpan{Rule: sk.Rule, Start: sk.Start, End: sk.End, Reason: sk.Reason})
@@ -545,7 +552,8 @@ func (s *evalState) evalRule(r *Rule, selErr error) (bool, copySpan, *transform.
 		if err != nil {
 			return false, copySpan{}, nil, &ProviderError{Clause: "OAR-OPS-3", Fact: r.Detector, Err: err}
 		}
-		s.finding = &f
+		s.findings = f
+		s.finding = &s.findings
 	}
 	if r.when != nil {
 		ok, err := r.when.Eval(s)
@@ -805,7 +813,8 @@ func (s *evalState) fingerprint() (types.Value, error) {
 	if err != nil {
 		return types.Value{}, err
 	}
-	fp, err := toolobs.Fingerprint(tool.Str(), args.Map())
+	fp, buf, err := toolobs.FingerprintWith(s.fpBuf, tool.Str(), args.Map())
+	s.fpBuf = buf
 	if err != nil {
 		return types.Value{}, &ProviderError{Clause: "OAR-FACT-28", Fact: factToolFingerprint, Err: err}
 	}
