@@ -29,6 +29,9 @@ type benchResult struct {
 	P50           int64   `json:"p50_ns"`
 	P99           int64   `json:"p99_ns"`
 	AllocsPerEval float64 `json:"allocs_per_eval"`
+	// CPUPerEval is the process CPU time of the measured loop per evaluation, the
+	// garbage collector's included; 0 where it is not measured.
+	CPUPerEval int64 `json:"cpu_ns_per_eval"`
 }
 
 // recorded is one occurrence of the --occurrences file and the line it came from.
@@ -89,8 +92,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "%d evaluations in %.3g s: %.0f evals/s, p50 %d ns, p99 %d ns, %.1f allocs/eval\n",
-		res.Evaluations, res.Seconds, res.PerSecond, res.P50, res.P99, res.AllocsPerEval)
+	fmt.Fprintf(stdout, "%d evaluations in %.3g s: %.0f evals/s, p50 %d ns, p99 %d ns, %.1f allocs/eval, %d CPU ns/eval\n",
+		res.Evaluations, res.Seconds, res.PerSecond, res.P50, res.P99, res.AllocsPerEval, res.CPUPerEval)
 	return exitOK
 }
 
@@ -142,6 +145,7 @@ func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailu
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	cpu0, cpuOK := processCPU()
 	start := time.Now()
 	for i := range n {
 		o := occs[i%len(occs)]
@@ -153,7 +157,12 @@ func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailu
 		}
 	}
 	wall := time.Since(start)
+	cpu1, _ := processCPU()
 	runtime.ReadMemStats(&after)
+	var cpuPerEval int64
+	if cpuOK {
+		cpuPerEval = (cpu1 - cpu0).Nanoseconds() / int64(n)
+	}
 
 	slices.Sort(latencies)
 	return benchResult{
@@ -163,6 +172,7 @@ func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailu
 		P50:           percentile(latencies, 0.50).Nanoseconds(),
 		P99:           percentile(latencies, 0.99).Nanoseconds(),
 		AllocsPerEval: float64(after.Mallocs-before.Mallocs) / float64(n),
+		CPUPerEval:    cpuPerEval,
 	}, nil
 }
 
