@@ -21,6 +21,17 @@ type RuleSet struct {
 	Warnings diag.List
 
 	byQID map[string]int
+	// compiled keeps, while the set loads, the conditions and copy templates compiled
+	// without error, so a source repeated across rules (tenant packs share their copy
+	// and many conditions) compiles once. Both are immutable once compiled.
+	compiled *compileCache
+}
+
+type compileCache struct {
+	// when is keyed by namespace and source: a bare rule reference in
+	// fire_count_of resolves in the rule's own namespace ([OAR-FIRE-11]).
+	when map[[2]string]*expr.Program
+	copy map[string]*copytext.Template
 }
 
 var ruleMembers = setOf("oar", "id", "namespace", "kind", "anchor", "selector", "when", "flow", "effect",
@@ -31,7 +42,9 @@ var ruleMembers = setOf("oar", "id", "namespace", "kind", "anchor", "selector", 
 // every error of every member ([OAR-CONF-1]). The set loads only when no member is
 // refused; a refused set returns a nil RuleSet.
 func LoadRules(c *Capability, docs []any) (*RuleSet, diag.List) {
-	rs := &RuleSet{Capability: c, byQID: map[string]int{}}
+	rs := &RuleSet{Capability: c, byQID: map[string]int{},
+		compiled: &compileCache{when: map[[2]string]*expr.Program{}, copy: map[string]*copytext.Template{}}}
+	defer func() { rs.compiled = nil }()
 	var all diag.List
 	type pending struct {
 		r   *Rule
@@ -480,6 +493,42 @@ func (rs *RuleSet) resolve(ref, ns string) (int, bool) {
 	return i, ok
 }
 
+// compileWhen compiles a condition of a rule in namespace, once per set for a source
+// that compiles.
+func (rs *RuleSet) compileWhen(src, namespace string) (*expr.Program, diag.List) {
+	key := [2]string{namespace, src}
+	if prog := rs.compiled.when[key]; prog != nil {
+		return prog, nil
+	}
+	c := rs.Capability
+	prog, errs := expr.Compile(src, expr.Options{
+		Symbols:  c,
+		MaxNodes: c.ExpressionNodesMax,
+		ResolveRule: func(ref string) (int, bool) {
+			if !validRuleRef(ref) {
+				return 0, false
+			}
+			return rs.resolve(ref, namespace)
+		},
+	})
+	if prog != nil && len(errs) == 0 {
+		rs.compiled.when[key] = prog
+	}
+	return prog, errs
+}
+
+// compileCopy compiles a copy member, once per set for a source that compiles.
+func (rs *RuleSet) compileCopy(src string) (*copytext.Template, diag.List) {
+	if tmpl := rs.compiled.copy[src]; tmpl != nil {
+		return tmpl, nil
+	}
+	tmpl, errs := copytext.Compile(src, rs.Capability)
+	if tmpl != nil && len(errs) == 0 {
+		rs.compiled.copy[src] = tmpl
+	}
+	return tmpl, errs
+}
+
 // resolveRule checks a well-formed rule against the capability and the set.
 func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex map[int]*Rule) {
 	c := rs.Capability
@@ -555,16 +604,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 		}
 	}
 	if req.hasWhen {
-		prog, errs := expr.Compile(req.when, expr.Options{
-			Symbols:  c,
-			MaxNodes: c.ExpressionNodesMax,
-			ResolveRule: func(ref string) (int, bool) {
-				if !validRuleRef(ref) {
-					return 0, false
-				}
-				return rs.resolve(ref, r.Namespace)
-			},
-		})
+		prog, errs := rs.compileWhen(req.when, r.Namespace)
 		for _, e := range errs {
 			e.Field = diag.JoinPath("when", e.Field)
 			l.Add(e)
@@ -582,7 +622,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 		if !ok {
 			continue
 		}
-		tmpl, errs := copytext.Compile(src, c)
+		tmpl, errs := rs.compileCopy(src)
 		for _, e := range errs {
 			e.Field = diag.JoinPath("copy."+name, e.Field)
 			l.Add(e)
