@@ -534,7 +534,9 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 	c := rs.Capability
 	rs.resolveAnchor(l, r)
 	rs.checkRequires(l, r, req)
-	reach := func(sym types.Symbol, field string) {
+	// reach checks that the rule's requires reaches sym, used in the field named by
+	// field and suffix (joined only for a diagnostic).
+	reach := func(sym types.Symbol, field, suffix string) {
 		info := c.symbol(sym.ID)
 		switch info.Tier {
 		case TierCore:
@@ -543,12 +545,12 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 			if req.profiles[info.Profile] || req.facts[sym.Name] {
 				return
 			}
-			l.Add(fieldErr("OAR-FACT-20", field, sym.Name, "%q belongs to profile %s, which the rule does not name in requires.profiles", sym.Name, info.Profile))
+			l.Add(fieldErr("OAR-FACT-20", field+suffix, sym.Name, "%q belongs to profile %s, which the rule does not name in requires.profiles", sym.Name, info.Profile))
 		case TierHost:
 			if req.facts[sym.Name] {
 				return
 			}
-			l.Add(fieldErr("OAR-FACT-20", field, sym.Name, "host fact %q is not named in requires.facts", sym.Name))
+			l.Add(fieldErr("OAR-FACT-20", field+suffix, sym.Name, "host fact %q is not named in requires.facts", sym.Name))
 		}
 	}
 	seen := map[string]bool{}
@@ -572,7 +574,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 			l.Add(fieldErr("OAR-SEL-3", path, k, "selector clause %q names a fact of type %s; a clause names a string or list<string> fact", k, sym.Type))
 			continue
 		}
-		reach(sym, path)
+		reach(sym, path, "")
 		addRef(sym)
 		vals := make(map[string]struct{}, len(req.selector[k]))
 		for _, v := range req.selector[k] {
@@ -611,7 +613,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 		}
 		if prog != nil {
 			for _, sym := range prog.Refs() {
-				reach(sym, "when")
+				reach(sym, "when", "")
 				addRef(sym)
 			}
 			r.when = prog
@@ -629,7 +631,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 		}
 		if tmpl != nil {
 			for _, sym := range tmpl.Refs() {
-				reach(sym, "copy."+name)
+				reach(sym, "copy.", name)
 				addRef(sym)
 			}
 			r.copy = append(r.copy, copyMember{name: name, tmpl: tmpl})
@@ -651,7 +653,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 			case sym.Type != types.ListMap:
 				l.Add(fieldErr("OAR-OPS-14", "transform.target", t, "transform target %q has type %s; it must be content or a list<map> fact", t, sym.Type))
 			default:
-				reach(sym, "transform.target")
+				reach(sym, "transform.target", "")
 				addRef(sym)
 				r.transform.target = sym
 			}
@@ -694,8 +696,19 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 			r.OnErrorRule = j
 		}
 	}
+	// The seven trace entries share one string.
+	var all strings.Builder
+	all.Grow(len(r.trace)*(len(r.QID)+1) + outcomeNamesLen)
+	var ends [len(r.trace)]int
 	for o := range r.trace {
-		r.trace[o] = r.QID + ":" + Outcome(o).String()
+		all.WriteString(r.QID)
+		all.WriteByte(':')
+		all.WriteString(Outcome(o).String())
+		ends[o] = all.Len()
+	}
+	entries, start := all.String(), 0
+	for o := range r.trace {
+		r.trace[o], start = entries[start:ends[o]], ends[o]
 	}
 	r.onFireTrace = make([]string, len(r.OnFire))
 	for i, a := range r.OnFire {
