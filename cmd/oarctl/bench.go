@@ -5,16 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 )
 
-const benchSynopsis = "oarctl bench --capability FILE --rules FILE [--rules FILE]... [--config FILE]... --occurrences FILE [-n N] [--json]"
+const benchSynopsis = "oarctl bench --capability FILE --rules FILE [--rules FILE]... [--config FILE]... --occurrences FILE [-n N] [--json] [--shape]"
 
 // warmup is the most evaluations run, unmeasured, before measuring.
 const warmup = 1000
@@ -27,6 +29,9 @@ type benchResult struct {
 	P50           int64   `json:"p50_ns"`
 	P99           int64   `json:"p99_ns"`
 	AllocsPerEval float64 `json:"allocs_per_eval"`
+	// CPUPerEval is the process CPU time of the measured loop per evaluation, the
+	// garbage collector's included; 0 where it is not measured.
+	CPUPerEval int64 `json:"cpu_ns_per_eval"`
 }
 
 // recorded is one occurrence of the --occurrences file and the line it came from.
@@ -45,6 +50,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	occFile := flags.String("occurrences", "", "a JSON Lines `FILE`, one occurrence object per line (required)")
 	n := flags.Int("n", 100000, "the number `N` of measured evaluations")
 	asJSON := flags.Bool("json", false, "print the result as one JSON object")
+	shape := flags.Bool("shape", false, "first print, per occurrence on average, how many rules each occurrence reached (selected and evaluated or suppressed) and how many fired, and the decisions")
 	rest, code, ok := parseFlags(flags, benchSynopsis, args, stdout, stderr)
 	if !ok {
 		return code
@@ -71,6 +77,14 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			l.warn(r.at, undeclaredAnchor(r.occ.Anchor))
 		}
 	}
+	if *shape {
+		ws, failed := workloadShape(p, occs)
+		if failed != nil {
+			l.evaluationFailed(failed.at, failed.err)
+			return exitFail
+		}
+		fmt.Fprintln(stdout, ws)
+	}
 	res, failed := measure(p, occs, *n)
 	if failed != nil {
 		l.evaluationFailed(failed.at, failed.err)
@@ -83,8 +97,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "%d evaluations in %.3g s: %.0f evals/s, p50 %d ns, p99 %d ns, %.1f allocs/eval\n",
-		res.Evaluations, res.Seconds, res.PerSecond, res.P50, res.P99, res.AllocsPerEval)
+	fmt.Fprintf(stdout, "%d evaluations in %.3g s: %.0f evals/s, p50 %d ns, p99 %d ns, %.1f allocs/eval, %d CPU ns/eval\n",
+		res.Evaluations, res.Seconds, res.PerSecond, res.P50, res.P99, res.AllocsPerEval, res.CPUPerEval)
 	return exitOK
 }
 
@@ -136,6 +150,7 @@ func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailu
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	cpu0, cpuOK := processCPU()
 	start := time.Now()
 	for i := range n {
 		o := occs[i%len(occs)]
@@ -147,7 +162,12 @@ func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailu
 		}
 	}
 	wall := time.Since(start)
+	cpu1, _ := processCPU()
 	runtime.ReadMemStats(&after)
+	var cpuPerEval int64
+	if cpuOK {
+		cpuPerEval = (cpu1 - cpu0).Nanoseconds() / int64(n)
+	}
 
 	slices.Sort(latencies)
 	return benchResult{
@@ -157,6 +177,7 @@ func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailu
 		P50:           percentile(latencies, 0.50).Nanoseconds(),
 		P99:           percentile(latencies, 0.99).Nanoseconds(),
 		AllocsPerEval: float64(after.Mallocs-before.Mallocs) / float64(n),
+		CPUPerEval:    cpuPerEval,
 	}, nil
 }
 
@@ -164,4 +185,34 @@ func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailu
 func percentile(sorted []time.Duration, q float64) time.Duration {
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return sorted[max(i, 0)]
+}
+
+// workloadShape evaluates every recorded occurrence once, in order, against a fresh
+// runtime and describes what the workload exercises: the mean number of trace entries
+// (rules selected and reached before any block stopped evaluation) and of fired rules
+// per occurrence, and how often each decision came out.
+func workloadShape(p *engine.Program, occs []recorded) (string, *evalFailure) {
+	rt := engine.NewMemoryRuntime()
+	var reached, fired int
+	decisions := map[string]int{}
+	for _, o := range occs {
+		d, err := p.Evaluate(rt, o.occ)
+		if err != nil {
+			return "", &evalFailure{o.at, err}
+		}
+		reached += len(d.Applied)
+		for _, a := range d.Applied {
+			if strings.HasSuffix(a, ":fired") {
+				fired++
+			}
+		}
+		decisions[d.Decision]++
+	}
+	n := float64(len(occs))
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(decisions)) {
+		parts = append(parts, fmt.Sprintf("%s %.1f%%", k, 100*float64(decisions[k])/n))
+	}
+	return fmt.Sprintf("workload: %d rules, %d occurrences; per occurrence %.1f rules reached, %.2f fired; decisions %s",
+		len(p.RuleSet().Rules), len(occs), float64(reached)/n, float64(fired)/n, strings.Join(parts, ", ")), nil
 }

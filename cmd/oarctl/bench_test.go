@@ -28,13 +28,13 @@ func TestBenchJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &members); err != nil {
 		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
 	}
-	for _, k := range []string{"evaluations", "seconds", "per_second", "p50_ns", "p99_ns", "allocs_per_eval"} {
+	for _, k := range []string{"evaluations", "seconds", "per_second", "p50_ns", "p99_ns", "allocs_per_eval", "cpu_ns_per_eval"} {
 		if _, ok := members[k]; !ok {
 			t.Errorf("member %q missing from %s", k, stdout)
 		}
 	}
-	if len(members) != 6 {
-		t.Errorf("want exactly six members, got %s", stdout)
+	if len(members) != 7 {
+		t.Errorf("want exactly seven members, got %s", stdout)
 	}
 	var r benchResult
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
@@ -58,7 +58,7 @@ func TestBenchText(t *testing.T) {
 	if code != exitOK || stderr != "" {
 		t.Fatalf("exit code %d, stderr:\n%s", code, stderr)
 	}
-	line := regexp.MustCompile(`^50 evaluations in [0-9.e+-]+ s: [0-9]+ evals/s, p50 [0-9]+ ns, p99 [0-9]+ ns, [0-9]+\.[0-9] allocs/eval\n$`)
+	line := regexp.MustCompile(`^50 evaluations in [0-9.e+-]+ s: [0-9]+ evals/s, p50 [0-9]+ ns, p99 [0-9]+ ns, [0-9]+\.[0-9] allocs/eval, [0-9]+ CPU ns/eval\n$`)
 	if !line.MatchString(stdout) {
 		t.Errorf("stdout %q does not match %s", stdout, line)
 	}
@@ -154,5 +154,19 @@ func TestPercentile(t *testing.T) {
 	}
 	if got := percentile([]time.Duration{7}, 0.99); got != 7 {
 		t.Errorf("percentile of one sample = %d, want 7", got)
+	}
+}
+
+func TestBenchShape(t *testing.T) {
+	stdout, stderr, code := oarctl(t, benchArgs("testdata/bench/occurrences.jsonl", "-n", "20", "--shape")...)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit code %d, stderr:\n%s", code, stderr)
+	}
+	shape := regexp.MustCompile(`^workload: 100 rules, [0-9]+ occurrences; per occurrence [0-9.]+ rules reached, [0-9.]+ fired; decisions ([a-z]+ [0-9.]+%(, )?)+\n20 evaluations in `)
+	if !shape.MatchString(stdout) {
+		t.Errorf("stdout %q does not match %s", stdout, shape)
+	}
+	if strings.Contains(stdout, " 0.0 rules reached") {
+		t.Errorf("no rule reached: %q", stdout)
 	}
 }

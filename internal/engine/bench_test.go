@@ -133,3 +133,45 @@ func BenchmarkEvaluateTransform50Spans(b *testing.B) {
 		}
 	}
 }
+
+// nothingFires is an occurrence at which every rule benchProgram selects is evaluated
+// and none fires: size 1000 is above every threshold, but /srv is not under /etc and
+// the principal is no admin, so each condition reads the arguments and the roles.
+func nothingFires() *Occurrence {
+	return &Occurrence{
+		Anchor: "tool.pre_invoke", SessionID: "bench",
+		ToolCall: &ToolCall{Name: "read", Arguments: map[string]any{"path": "/srv/data", "size": jsonInt(1000)}},
+		Facts:    map[string]any{"principal": "ana", "principal_roles": []any{"dev"}},
+	}
+}
+
+// An evaluation at which nothing fires allocates at most three times (issue #14): the
+// Decision, which carries room for a trace of 16 rules, and the list<string> fact
+// principal_roles converted from decoded JSON once for the occurrence. A longer trace
+// costs one allocation more, whatever its length. The activity store's amortised
+// growth is kept out by a window of zero steps.
+func TestNothingFiresAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops pooled evaluation state at random")
+	}
+	for _, tt := range []struct{ selected, max int }{{1, 3}, {10, 3}, {16, 3}, {40, 4}, {100, 4}} {
+		p := benchProgram(t, 100, tt.selected)
+		p.cap.ActivityWindow = 0
+		rt := NewMemoryRuntime()
+		occ := nothingFires()
+		var d *Decision
+		allocs := testing.AllocsPerRun(200, func() {
+			var err error
+			if d, err = p.Evaluate(rt, occ); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if len(d.Applied) != tt.selected || d.Decision != "none" {
+			t.Fatalf("%d selected: decision %s, applied %v", tt.selected, d.Decision, d.Applied)
+		}
+		t.Logf("%d selected: %.1f allocations per evaluation", tt.selected, allocs)
+		if allocs > float64(tt.max) {
+			t.Errorf("%d selected rules, nothing fires: %.1f allocations per evaluation, want at most %d", tt.selected, allocs, tt.max)
+		}
+	}
+}

@@ -142,13 +142,36 @@ type evalState struct {
 	window  []string
 	cur     *Rule
 	finding *Findings
-	snap    map[CounterKey]Counts
-	changed map[CounterKey]Counts
-	order   []int
-	sel     []int
-	selErr  map[int]error
-	content int // code-point length, or -1 before first use
+	// findings holds what the detector of the rule being evaluated reported; finding
+	// points here while that rule is evaluated.
+	findings Findings
+	snap     map[CounterKey]Counts
+	changed  map[CounterKey]Counts
+	order    []int
+	orderSc  orderScratch
+	sel      []int
+	selErr   map[int]error
+	content  int // code-point length, or -1 before first use
+	// copyBuf holds the copy of every rule rendered at this occurrence, one member
+	// after the other; copyMembers locates each member in it. copyText is copyBuf as
+	// one string, made once when a decision carries copy, so every rendered member is
+	// a substring of it.
+	copyBuf     []byte
+	copyMembers []renderedMember
+	copyText    string
+	fpBuf       []byte
 }
+
+// renderedMember is one rendered member of a rule's copy: its name and its bytes in
+// evalState.copyBuf.
+type renderedMember struct {
+	name       string
+	start, end int
+}
+
+// copySpan is a rule's rendered copy: members [from, to) of evalState.copyMembers,
+// empty when the rule has no copy or its copy was omitted.
+type copySpan struct{ from, to int }
 
 var statePool = sync.Pool{New: func() any { return &evalState{} }}
 
@@ -193,9 +216,13 @@ func (s *evalState) reset(p *Program, rt *Runtime, occ *Occurrence) {
 
 func (s *evalState) release() {
 	s.p, s.rt, s.occ, s.cur, s.finding, s.window = nil, nil, nil, nil, nil, nil
+	s.findings = Findings{}
 	s.snap, s.changed = reuseMap(s.snap), reuseMap(s.changed)
 	s.selErr = nil
 	s.order, s.sel = s.order[:0], s.sel[:0]
+	s.copyText = ""
+	s.copyBuf, s.copyMembers = reuseSlice(s.copyBuf, 1<<16), reuseSlice(s.copyMembers, 256)
+	s.fpBuf = reuseSlice(s.fpBuf, 1<<16)
 	statePool.Put(s)
 }
 
@@ -209,27 +236,57 @@ func reuseMap[K comparable, V any](m map[K]V) map[K]V {
 	return m
 }
 
+// reuseSlice empties a pooled buffer for the next evaluation, or drops one grown past
+// limit so the pool does not pin its memory.
+func reuseSlice[T any](b []T, limit int) []T {
+	if cap(b) > limit {
+		return nil
+	}
+	return b[:0]
+}
+
 // contribution is an enforced, fired, unsuppressed rule's part in the decision.
 type contribution struct {
 	rule *Rule
-	copy map[string]string
+	copy copySpan
 	tr   *transform.Transform
+}
+
+// decisionBlock is a Decision allocated together with room for the lists a typical
+// occurrence fills, so that the Decision is the one allocation of an evaluation whose
+// lists fit; a longer list grows out of its room like any slice.
+type decisionBlock struct {
+	d          Decision
+	applied    [16]string
+	onFire     [4]string
+	events     [2]Event
+	advisories [2]Advisory
+	content    string
+}
+
+func newDecision() *decisionBlock {
+	b := &decisionBlock{}
+	d := &b.d
+	d.Decision = EffectNone.String()
+	d.Applied, d.OnFire, d.Events, d.Advisories = b.applied[:0], b.onFire[:0], b.events[:0], b.advisories[:0]
+	return b
 }
 
 func (s *evalState) run() *Decision {
 	p := s.p
 	rules := p.rs.Rules
-	d := &Decision{Decision: EffectNone.String()}
+	blk := newDecision()
+	d := &blk.d
 	// Selection ([OAR-SEL-7], [OAR-CONF-8]).
 	if sel := p.byAnchor[s.occ.Anchor]; sel != nil {
 		s.selectRules(sel)
 	}
 	order := s.sel
 	if p.suppressing[s.occ.Anchor] && len(s.sel) > 1 {
-		s.order = p.order(s.sel, s.order[:0])
+		s.order = p.order(s.sel, s.order[:0], &s.orderSc)
 		order = s.order
 	}
-	if len(order) > 0 {
+	if len(order) > cap(d.Applied) {
 		d.Applied = make([]string, 0, len(order))
 	}
 	// The contributions live in this frame: a few of each fit the arrays, so a
@@ -320,7 +377,7 @@ func (s *evalState) run() *Decision {
 			d.Applied = append(d.Applied, rules[i].trace[Suppressed])
 		}
 	}
-	s.decide(d, block, transforms, nudges, warns)
+	s.decide(blk, block, transforms, nudges, warns)
 	if len(s.changed) > 0 {
 		d.Counters = make(map[string]Counts, len(s.changed))
 		for k, v := range s.changed {
@@ -332,10 +389,11 @@ func (s *evalState) run() *Decision {
 
 // decide applies precedence ([OAR-EVAL-6], [OAR-EVAL-19], [OAR-EVAL-20]) and the
 // transforms ([OAR-OPS-16], [OAR-OPS-17]).
-func (s *evalState) decide(d *Decision, block *contribution, transforms, nudges, warns []contribution) {
+func (s *evalState) decide(blk *decisionBlock, block *contribution, transforms, nudges, warns []contribution) {
+	d := &blk.d
 	if s.occ.HasContent {
-		content := s.occ.Content
-		d.Content = &content
+		blk.content = s.occ.Content
+		d.Content = &blk.content
 	}
 	var win *contribution
 	switch {
@@ -356,22 +414,43 @@ func (s *evalState) decide(d *Decision, block *contribution, transforms, nudges,
 		}
 		out, skips := transform.Apply(s.occ.Content, list)
 		if s.occ.HasContent {
-			d.Content = &out
+			blk.content = out
 		}
 		for _, sk := range skips {
 			d.SkippedTransforms = append(d.SkippedTransforms, SkippedSpan{Rule: sk.Rule, Start: sk.Start, End: sk.End, Reason: sk.Reason})
 		}
 	case len(nudges) > 0:
 		d.Decision, win = EffectNudge.String(), &nudges[0]
-		d.Advisories = advisories(nudges)
+		d.Advisories = s.advisories(d.Advisories, nudges)
 	case len(warns) > 0:
 		d.Decision, win = EffectWarn.String(), &warns[0]
-		d.Advisories = advisories(warns)
+		d.Advisories = s.advisories(d.Advisories, warns)
 	}
 	if win != nil {
-		d.Code, d.Rule, d.Copy = win.rule.ID, win.rule.QID, win.copy
+		d.Code, d.Rule = win.rule.ID, win.rule.QID
+		if len(d.Advisories) > 0 {
+			d.Copy = d.Advisories[0].Copy
+		} else {
+			d.Copy = s.copyMap(win.copy)
+		}
 	}
 	d.fillEmptyLists()
+}
+
+// copyMap builds the copy object of a rendered span; nil for an empty span. Its values
+// are substrings of one string holding all the copy rendered at the occurrence.
+func (s *evalState) copyMap(span copySpan) map[string]string {
+	if span.from == span.to {
+		return nil
+	}
+	if s.copyText == "" {
+		s.copyText = string(s.copyBuf)
+	}
+	out := make(map[string]string, span.to-span.from)
+	for _, m := range s.copyMembers[span.from:span.to] {
+		out[m.name] = s.copyText[m.start:m.end]
+	}
+	return out
 }
 
 // fillEmptyLists makes every list member marshal as [] rather than null, so a consumer
@@ -397,10 +476,10 @@ func (d *Decision) fillEmptyLists() {
 	}
 }
 
-func advisories(cs []contribution) []Advisory {
-	out := make([]Advisory, len(cs))
-	for i, c := range cs {
-		out[i] = Advisory{Code: c.rule.ID, Rule: c.rule.QID, Copy: c.copy}
+// advisories appends the advisory of each contribution to out.
+func (s *evalState) advisories(out []Advisory, cs []contribution) []Advisory {
+	for _, c := range cs {
+		out = append(out, Advisory{Code: c.rule.ID, Rule: c.rule.QID, Copy: s.copyMap(c.copy)})
 	}
 	return out
 }
@@ -449,44 +528,42 @@ func clauseMatches(c selectorClause, v types.Value) bool {
 // evalRule decides whether r fires: flow before when ([OAR-EVAL-3]), the detector for a
 // detector rule, then when; a firing rule's transform target and copy are resolved in
 // its own environment ([OAR-FACT-11]).
-func (s *evalState) evalRule(r *Rule, selErr error) (bool, map[string]string, *transform.Transform, error) {
+func (s *evalState) evalRule(r *Rule, selErr error) (bool, copySpan, *transform.Transform, error) {
 	s.cur, s.finding = r, nil
 	if selErr != nil {
-		return false, nil, nil, selErr
+		return false, copySpan{}, nil, selErr
 	}
 	if len(r.Flow) > 0 && !flowMatches(r.Flow, s.window) {
-		return false, nil, nil, nil
+		return false, copySpan{}, nil, nil
 	}
 	if r.Detector != "" {
 		det := s.rt.Detectors[r.Detector]
 		if det == nil {
-			return false, nil, nil, &ProviderError{Clause: "OAR-OPS-3", Fact: r.Detector, Err: errors.New("detector is unreachable: no implementation is registered")}
+			return false, copySpan{}, nil, &ProviderError{Clause: "OAR-OPS-3", Fact: r.Detector, Err: errors.New("detector is unreachable: no implementation is registered")}
 		}
 		f, err := det.Detect(s.occ)
 		if err != nil {
-			return false, nil, nil, &ProviderError{Clause: "OAR-OPS-3", Fact: r.Detector, Err: err}
+			return false, copySpan{}, nil, &ProviderError{Clause: "OAR-OPS-3", Fact: r.Detector, Err: err}
 		}
-		s.finding = &f
+		s.findings = f
+		s.finding = &s.findings
 	}
 	if r.when != nil {
 		ok, err := r.when.Eval(s)
 		if err != nil || !ok {
-			return false, nil, nil, err
+			return false, copySpan{}, nil, err
 		}
 	}
 	var tr *transform.Transform
 	if r.transform != nil {
 		var err error
 		if tr, err = s.resolveTransform(r); err != nil {
-			return false, nil, nil, err
+			return false, copySpan{}, nil, err
 		}
 	}
-	var out map[string]string
-	if len(r.copy) > 0 {
-		var err error
-		if out, err = s.renderCopy(r); err != nil {
-			return false, nil, nil, err
-		}
+	out, err := s.renderCopy(r)
+	if err != nil {
+		return false, copySpan{}, nil, err
 	}
 	return true, out, tr, nil
 }
@@ -528,27 +605,30 @@ func (s *evalState) contentLen() int {
 	return s.content
 }
 
-func (s *evalState) renderCopy(r *Rule) (map[string]string, error) {
-	out := make(map[string]string, len(r.copy))
+// renderCopy renders every member of r's copy into the occurrence's copy buffer. On
+// failure nothing of r's copy stays in the buffer.
+func (s *evalState) renderCopy(r *Rule) (copySpan, error) {
+	span := copySpan{from: len(s.copyMembers)}
+	bufLen := len(s.copyBuf)
 	for _, m := range r.copy {
-		text, err := m.tmpl.Render(s)
-		if err != nil {
-			return nil, err
+		start := len(s.copyBuf)
+		var err error
+		if s.copyBuf, err = m.tmpl.AppendRender(s.copyBuf, s); err != nil {
+			s.copyBuf, s.copyMembers = s.copyBuf[:bufLen], s.copyMembers[:span.from]
+			return copySpan{}, err
 		}
-		out[m.name] = text
+		s.copyMembers = append(s.copyMembers, renderedMember{name: m.name, start: start, end: len(s.copyBuf)})
 	}
-	return out, nil
+	span.to = len(s.copyMembers)
+	return span, nil
 }
 
 // renderCopyOrOmit renders the copy of an on_error block; when that fails the copy is
 // omitted and nothing else happens ([OAR-COPY-11]).
-func (s *evalState) renderCopyOrOmit(r *Rule) map[string]string {
-	if len(r.copy) == 0 {
-		return nil
-	}
+func (s *evalState) renderCopyOrOmit(r *Rule) copySpan {
 	out, err := s.renderCopy(r)
 	if err != nil {
-		return nil
+		return copySpan{}
 	}
 	return out
 }
@@ -726,7 +806,8 @@ func (s *evalState) fingerprint() (types.Value, error) {
 	if err != nil {
 		return types.Value{}, err
 	}
-	fp, err := toolobs.Fingerprint(tool.Str(), args.Map())
+	fp, buf, err := toolobs.FingerprintWith(s.fpBuf, tool.Str(), args.Map())
+	s.fpBuf = buf
 	if err != nil {
 		return types.Value{}, &ProviderError{Clause: "OAR-FACT-28", Fact: factToolFingerprint, Err: err}
 	}

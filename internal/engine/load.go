@@ -21,6 +21,17 @@ type RuleSet struct {
 	Warnings diag.List
 
 	byQID map[string]int
+	// compiled keeps, while the set loads, the conditions and copy templates compiled
+	// without error, so a source repeated across rules (tenant packs share their copy
+	// and many conditions) compiles once. Both are immutable once compiled.
+	compiled *compileCache
+}
+
+type compileCache struct {
+	// when is keyed by namespace and source: a bare rule reference in
+	// fire_count_of resolves in the rule's own namespace ([OAR-FIRE-11]).
+	when map[[2]string]*expr.Program
+	copy map[string]*copytext.Template
 }
 
 var ruleMembers = setOf("oar", "id", "namespace", "kind", "anchor", "selector", "when", "flow", "effect",
@@ -31,7 +42,9 @@ var ruleMembers = setOf("oar", "id", "namespace", "kind", "anchor", "selector", 
 // every error of every member ([OAR-CONF-1]). The set loads only when no member is
 // refused; a refused set returns a nil RuleSet.
 func LoadRules(c *Capability, docs []any) (*RuleSet, diag.List) {
-	rs := &RuleSet{Capability: c, byQID: map[string]int{}}
+	rs := &RuleSet{Capability: c, byQID: map[string]int{},
+		compiled: &compileCache{when: map[[2]string]*expr.Program{}, copy: map[string]*copytext.Template{}}}
+	defer func() { rs.compiled = nil }()
 	var all diag.List
 	type pending struct {
 		r   *Rule
@@ -480,12 +493,50 @@ func (rs *RuleSet) resolve(ref, ns string) (int, bool) {
 	return i, ok
 }
 
+// compileWhen compiles a condition of a rule in namespace, once per set for a source
+// that compiles.
+func (rs *RuleSet) compileWhen(src, namespace string) (*expr.Program, diag.List) {
+	key := [2]string{namespace, src}
+	if prog := rs.compiled.when[key]; prog != nil {
+		return prog, nil
+	}
+	c := rs.Capability
+	prog, errs := expr.Compile(src, expr.Options{
+		Symbols:  c,
+		MaxNodes: c.ExpressionNodesMax,
+		ResolveRule: func(ref string) (int, bool) {
+			if !validRuleRef(ref) {
+				return 0, false
+			}
+			return rs.resolve(ref, namespace)
+		},
+	})
+	if prog != nil && len(errs) == 0 {
+		rs.compiled.when[key] = prog
+	}
+	return prog, errs
+}
+
+// compileCopy compiles a copy member, once per set for a source that compiles.
+func (rs *RuleSet) compileCopy(src string) (*copytext.Template, diag.List) {
+	if tmpl := rs.compiled.copy[src]; tmpl != nil {
+		return tmpl, nil
+	}
+	tmpl, errs := copytext.Compile(src, rs.Capability)
+	if tmpl != nil && len(errs) == 0 {
+		rs.compiled.copy[src] = tmpl
+	}
+	return tmpl, errs
+}
+
 // resolveRule checks a well-formed rule against the capability and the set.
 func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex map[int]*Rule) {
 	c := rs.Capability
 	rs.resolveAnchor(l, r)
 	rs.checkRequires(l, r, req)
-	reach := func(sym types.Symbol, field string) {
+	// reach checks that the rule's requires reaches sym, used in the field named by
+	// field and suffix (joined only for a diagnostic).
+	reach := func(sym types.Symbol, field, suffix string) {
 		info := c.symbol(sym.ID)
 		switch info.Tier {
 		case TierCore:
@@ -494,12 +545,12 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 			if req.profiles[info.Profile] || req.facts[sym.Name] {
 				return
 			}
-			l.Add(fieldErr("OAR-FACT-20", field, sym.Name, "%q belongs to profile %s, which the rule does not name in requires.profiles", sym.Name, info.Profile))
+			l.Add(fieldErr("OAR-FACT-20", field+suffix, sym.Name, "%q belongs to profile %s, which the rule does not name in requires.profiles", sym.Name, info.Profile))
 		case TierHost:
 			if req.facts[sym.Name] {
 				return
 			}
-			l.Add(fieldErr("OAR-FACT-20", field, sym.Name, "host fact %q is not named in requires.facts", sym.Name))
+			l.Add(fieldErr("OAR-FACT-20", field+suffix, sym.Name, "host fact %q is not named in requires.facts", sym.Name))
 		}
 	}
 	seen := map[string]bool{}
@@ -523,7 +574,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 			l.Add(fieldErr("OAR-SEL-3", path, k, "selector clause %q names a fact of type %s; a clause names a string or list<string> fact", k, sym.Type))
 			continue
 		}
-		reach(sym, path)
+		reach(sym, path, "")
 		addRef(sym)
 		vals := make(map[string]struct{}, len(req.selector[k]))
 		for _, v := range req.selector[k] {
@@ -555,23 +606,14 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 		}
 	}
 	if req.hasWhen {
-		prog, errs := expr.Compile(req.when, expr.Options{
-			Symbols:  c,
-			MaxNodes: c.ExpressionNodesMax,
-			ResolveRule: func(ref string) (int, bool) {
-				if !validRuleRef(ref) {
-					return 0, false
-				}
-				return rs.resolve(ref, r.Namespace)
-			},
-		})
+		prog, errs := rs.compileWhen(req.when, r.Namespace)
 		for _, e := range errs {
 			e.Field = diag.JoinPath("when", e.Field)
 			l.Add(e)
 		}
 		if prog != nil {
 			for _, sym := range prog.Refs() {
-				reach(sym, "when")
+				reach(sym, "when", "")
 				addRef(sym)
 			}
 			r.when = prog
@@ -582,14 +624,14 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 		if !ok {
 			continue
 		}
-		tmpl, errs := copytext.Compile(src, c)
+		tmpl, errs := rs.compileCopy(src)
 		for _, e := range errs {
 			e.Field = diag.JoinPath("copy."+name, e.Field)
 			l.Add(e)
 		}
 		if tmpl != nil {
 			for _, sym := range tmpl.Refs() {
-				reach(sym, "copy."+name)
+				reach(sym, "copy.", name)
 				addRef(sym)
 			}
 			r.copy = append(r.copy, copyMember{name: name, tmpl: tmpl})
@@ -611,7 +653,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 			case sym.Type != types.ListMap:
 				l.Add(fieldErr("OAR-OPS-14", "transform.target", t, "transform target %q has type %s; it must be content or a list<map> fact", t, sym.Type))
 			default:
-				reach(sym, "transform.target")
+				reach(sym, "transform.target", "")
 				addRef(sym)
 				r.transform.target = sym
 			}
@@ -654,8 +696,19 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 			r.OnErrorRule = j
 		}
 	}
+	// The seven trace entries share one string.
+	var all strings.Builder
+	all.Grow(len(r.trace)*(len(r.QID)+1) + outcomeNamesLen)
+	var ends [len(r.trace)]int
 	for o := range r.trace {
-		r.trace[o] = r.QID + ":" + Outcome(o).String()
+		all.WriteString(r.QID)
+		all.WriteByte(':')
+		all.WriteString(Outcome(o).String())
+		ends[o] = all.Len()
+	}
+	entries, start := all.String(), 0
+	for o := range r.trace {
+		r.trace[o], start = entries[start:ends[o]], ends[o]
 	}
 }
 

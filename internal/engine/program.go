@@ -77,23 +77,36 @@ func (p *Program) Capability() *Capability { return p.cap }
 // Enforcement returns a rule's enforcement after configuration ([OAR-CFG-3]).
 func (p *Program) Enforcement(rule int) Enforcement { return p.enforcement[rule] }
 
+// orderScratch is the working memory of order, kept with the pooled evaluation state
+// so ordering allocates nothing once warm.
+type orderScratch struct {
+	// pos maps a rule index to its position among the selected rules plus one; zero
+	// for a rule not selected. Every entry is zero between calls.
+	pos       []int32
+	remaining []int
+	done      []bool
+}
+
 // order applies [OAR-EVAL-18] to the selected rules, which arrive in [OAR-EVAL-1]
 // order: repeatedly take the first rule none of whose selected suppressors is still
 // unevaluated.
-func (p *Program) order(selected []int, out []int) []int {
-	remaining := make([]int, len(selected))
-	pos := make(map[int]int, len(selected))
+func (p *Program) order(selected []int, out []int, sc *orderScratch) []int {
+	if n := len(p.rs.Rules); len(sc.pos) < n {
+		sc.pos = make([]int32, n)
+	}
+	sc.remaining = append(sc.remaining[:0], make([]int, len(selected))...)
+	sc.done = append(sc.done[:0], make([]bool, len(selected))...)
+	pos, remaining, done := sc.pos, sc.remaining, sc.done
 	for i, r := range selected {
-		pos[r] = i
+		pos[r] = int32(i) + 1
 	}
 	for i, r := range selected {
 		for _, s := range p.suppressors[r] {
-			if _, ok := pos[s]; ok {
+			if pos[s] > 0 {
 				remaining[i]++
 			}
 		}
 	}
-	done := make([]bool, len(selected))
 	for range selected {
 		for i, r := range selected {
 			if done[i] || remaining[i] > 0 {
@@ -102,12 +115,15 @@ func (p *Program) order(selected []int, out []int) []int {
 			done[i] = true
 			out = append(out, r)
 			for _, t := range p.rs.Rules[r].Overrides {
-				if j, ok := pos[t]; ok {
-					remaining[j]--
+				if j := pos[t]; j > 0 {
+					remaining[j-1]--
 				}
 			}
 			break
 		}
+	}
+	for _, r := range selected {
+		pos[r] = 0
 	}
 	return out
 }

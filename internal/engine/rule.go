@@ -96,6 +96,10 @@ const (
 
 var outcomeNames = []string{"fired", "passed", "errored", "suppressed", "monitored_fired", "monitored_passed", "monitored_errored"}
 
+// outcomeNamesLen is the total length of outcomeNames.
+const outcomeNamesLen = len("fired") + len("passed") + len("errored") + len("suppressed") +
+	len("monitored_fired") + len("monitored_passed") + len("monitored_errored")
+
 func (o Outcome) String() string { return outcomeNames[o] }
 
 // copyMemberNames is the closed member set of copy, in presentation order ([OAR-DOC-24]).

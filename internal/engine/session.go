@@ -116,8 +116,11 @@ func (s *MemoryActivity) Window(session string) []string {
 	return s.m[session]
 }
 
-// Append implements ActivityStore. It builds a new slice so a window handed out
-// earlier never changes under its reader.
+// Append implements ActivityStore. A window handed out earlier never changes under its
+// reader: the step is written past the end of every window handed out so far, into
+// spare capacity, and the oldest step is dropped by moving the start forward. Only when
+// the capacity runs out is the window copied, into room for max more steps, so a
+// session's appends allocate about once per max steps.
 func (s *MemoryActivity) Append(session, step string, max int) {
 	if max <= 0 {
 		return
@@ -128,9 +131,12 @@ func (s *MemoryActivity) Append(session, step string, max int) {
 	if len(old) >= max {
 		old = old[len(old)-max+1:]
 	}
-	w := make([]string, len(old), len(old)+1)
-	copy(w, old)
-	s.m[session] = append(w, step)
+	if len(old) == cap(old) {
+		w := make([]string, len(old), len(old)+max)
+		copy(w, old)
+		old = w
+	}
+	s.m[session] = append(old, step)
 }
 
 // EventLog is an EventSink that keeps every record in memory.

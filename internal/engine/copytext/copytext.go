@@ -73,23 +73,33 @@ func (t *Template) Refs() []types.Symbol { return slices.Clone(t.refs) }
 // Render substitutes the bindings of t against env ([OAR-COPY-1], [OAR-COPY-4]).
 // A failure of env is returned wrapped and nothing is rendered ([OAR-COPY-11]).
 func (t *Template) Render(env FactEnv) (string, error) {
-	var b strings.Builder
-	b.Grow(t.sizeHint)
+	b, err := t.AppendRender(make([]byte, 0, t.sizeHint), env)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// AppendRender is Render appending the text to dst, so a caller rendering many
+// templates can reuse one buffer. On failure it returns dst unchanged in length.
+func (t *Template) AppendRender(dst []byte, env FactEnv) ([]byte, error) {
+	start := len(dst)
+	b := dst
 	for pc := 0; pc < len(t.prog); {
 		in := &t.prog[pc]
 		switch in.op {
 		case opText:
-			b.WriteString(in.text)
+			b = append(b, in.text...)
 		case opBind:
 			v, err := t.fact(env, in.ref)
 			if err != nil {
-				return "", err
+				return b[:start], err
 			}
-			writeValue(&b, v)
+			b = appendValue(b, v)
 		case opBranch:
 			v, err := t.fact(env, in.ref)
 			if err != nil {
-				return "", err
+				return b[:start], err
 			}
 			if v.IsZero() != in.negate {
 				pc = in.target
@@ -101,7 +111,7 @@ func (t *Template) Render(env FactEnv) (string, error) {
 		}
 		pc++
 	}
-	return b.String(), nil
+	return b, nil
 }
 
 // fact reads refs[i] from env and refuses a value of another type rather than
@@ -118,26 +128,26 @@ func (t *Template) fact(env FactEnv, i int) (types.Value, error) {
 	return v, nil
 }
 
-// writeValue interpolates v as [OAR-COPY-4] prescribes.
-func writeValue(b *strings.Builder, v types.Value) {
-	var buf [24]byte
+// appendValue interpolates v as [OAR-COPY-4] prescribes.
+func appendValue(b []byte, v types.Value) []byte {
 	switch v.Kind {
 	case types.String:
-		b.WriteString(v.Str())
+		b = append(b, v.Str()...)
 	case types.Bool:
-		b.Write(strconv.AppendBool(buf[:0], v.Bool()))
+		b = strconv.AppendBool(b, v.Bool())
 	case types.Int:
-		b.Write(strconv.AppendInt(buf[:0], v.Int(), 10))
+		b = strconv.AppendInt(b, v.Int(), 10)
 	case types.Double:
-		b.WriteString(types.FormatDouble(v.Double()))
+		b = types.AppendDouble(b, v.Double())
 	case types.ListString:
 		for i, s := range v.List() {
 			if i > 0 {
-				b.WriteString(", ")
+				b = append(b, ", "...)
 			}
-			b.WriteString(s)
+			b = append(b, s...)
 		}
 	}
+	return b
 }
 
 // interpolable reports whether a binding may name a fact of type k ([OAR-COPY-4]).

@@ -39,18 +39,31 @@ var ErrNotCanonical = errors.New("no canonical JSON form")
 // array [tool, args]. An empty tool name means there is no tool call, whose
 // fingerprint is empty. A nil args is the empty object.
 func Fingerprint(tool string, args map[string]any) (string, error) {
+	fp, _, err := FingerprintWith(nil, tool, args)
+	return fp, err
+}
+
+// FingerprintWith is Fingerprint writing the hashed bytes into scratch, which it
+// returns grown for the caller to reuse, so the digest string is its one allocation.
+func FingerprintWith(scratch []byte, tool string, args map[string]any) (string, []byte, error) {
 	if tool == "" {
-		return "", nil
+		return "", scratch, nil
 	}
-	buf := make([]byte, 0, 128)
-	buf = append(buf, FingerprintDomain...)
-	buf = append(buf, 0)
-	buf, err := appendCanonical(buf, []any{tool, args})
+	buf := append(scratch[:0], FingerprintDomain...)
+	buf = append(buf, 0, '[')
+	buf, err := appendString(buf, tool)
+	if err == nil {
+		buf = append(buf, ',')
+		buf, err = appendObject(buf, args)
+	}
 	if err != nil {
-		return "", fmt.Errorf("tool_args_fingerprint: %w", err)
+		return "", scratch, fmt.Errorf("tool_args_fingerprint: %w", err)
 	}
+	buf = append(buf, ']')
 	sum := sha256.Sum256(buf)
-	return hex.EncodeToString(sum[:]), nil
+	var digest [2 * sha256.Size]byte
+	hex.Encode(digest[:], sum[:])
+	return string(digest[:]), buf, nil
 }
 
 // CanonicalJSON encodes v as [OAR-FACT-28] defines canonical JSON: no insignificant
@@ -83,12 +96,12 @@ func appendCanonical(buf []byte, v any) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return append(buf, types.FormatDouble(d)...), nil
+		return types.AppendDouble(buf, d), nil
 	case float64:
 		if math.IsInf(x, 0) || math.IsNaN(x) {
 			return nil, fmt.Errorf("%w: non-finite number %v", ErrNotCanonical, x)
 		}
-		return append(buf, types.FormatDouble(x)...), nil
+		return types.AppendDouble(buf, x), nil
 	case int:
 		return appendInt(buf, int64(x))
 	case int64:
@@ -140,7 +153,9 @@ func appendCanonical(buf []byte, v any) ([]byte, error) {
 // appendObject writes m with its keys in code-point order. Byte order of valid UTF-8
 // is code-point order, and appendString rejects a key that is not valid UTF-8.
 func appendObject[V any](buf []byte, m map[string]V) ([]byte, error) {
-	keys := make([]string, 0, len(m))
+	// An object of a tool call has a few keys: sort them in this frame.
+	var room [16]string
+	keys := room[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -194,7 +209,7 @@ func appendInt(buf []byte, i int64) ([]byte, error) {
 	if !exactInt(i) {
 		return nil, fmt.Errorf("%w: integer %d has no exact binary64 value", ErrNotCanonical, i)
 	}
-	return append(buf, types.FormatDouble(float64(i))...), nil
+	return types.AppendDouble(buf, float64(i)), nil
 }
 
 // exactInt reports whether float64(i) is i. The conversion rounds; it is exact when

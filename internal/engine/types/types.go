@@ -4,6 +4,7 @@
 package types
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -215,14 +216,21 @@ func (v Value) Interface() any {
 // round-trips, never in exponent notation, with a leading zero, ".0" when there is
 // no fractional part, and 0.0 for both zeroes.
 func FormatDouble(d float64) string {
+	var buf [32]byte
+	return string(AppendDouble(buf[:0], d))
+}
+
+// AppendDouble appends FormatDouble(d) to b.
+func AppendDouble(b []byte, d float64) []byte {
 	if d == 0 {
-		return "0.0"
+		return append(b, "0.0"...)
 	}
-	s := strconv.FormatFloat(d, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
+	start := len(b)
+	b = strconv.AppendFloat(b, d, 'f', -1, 64)
+	if bytes.IndexByte(b[start:], '.') < 0 {
+		b = append(b, ".0"...)
 	}
-	return s
+	return b
 }
 
 // TypeError describes a provider value of the wrong run-time type ([OAR-FACT-26]).

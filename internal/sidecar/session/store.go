@@ -178,7 +178,11 @@ func (s *Store) Window(session string) []string {
 	return nil
 }
 
-// Append implements engine.ActivityStore, keeping the newest max steps.
+// Append implements engine.ActivityStore, keeping the newest max steps. A window
+// handed out earlier never changes: the step goes past the end of every window handed
+// out so far, into spare capacity, and the oldest step is dropped by moving the start
+// forward; the window is copied, into room for max more steps, only when the capacity
+// runs out, so a session's appends allocate about once per max steps.
 func (s *Store) Append(session, step string, max int) {
 	if max <= 0 {
 		return
@@ -191,9 +195,12 @@ func (s *Store) Append(session, step string, max int) {
 	if len(old) >= max {
 		old = old[len(old)-max+1:]
 	}
-	w := make([]string, len(old), len(old)+1)
-	copy(w, old)
-	st.window = append(w, step)
+	if len(old) == cap(old) {
+		w := make([]string, len(old), len(old)+max)
+		copy(w, old)
+		old = w
+	}
+	st.window = append(old, step)
 }
 
 // Len returns the number of sessions held.
