@@ -15,6 +15,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/sidecar/events"
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
 	"github.com/oar-operator/oar-operator/internal/sidecar/session"
+	"github.com/oar-operator/oar-operator/internal/sidecar/standalone"
 )
 
 const usageHead = `Usage: oar-engine [flags]
@@ -54,24 +55,35 @@ that need a sub-millisecond tail, run them on nodes tuned for latency, whose CPU
 instead of halting when idle (a PM QoS wake-up latency of 0, as tuned's
 latency-performance profile sets).
 
+Standalone mode (--capability FILE --rules FILE|DIR [--rules ...] [--config FILE ...],
+exclusive with --bundle-dir) serves plain OAR documents instead of a bundle: one pack
+per rule file, configurations in the order given, reloaded when a file changes, with
+a bad edit refused as a bad bundle is. It is how a developer runs the engine on a
+laptop and how hosts outside Kubernetes use it; --probe-address "" disables the probe
+listener.
+
 Flags:
 `
 
 // options are the command's flags.
 type options struct {
-	address        string
-	port           int
-	probeAddress   string
-	bundleDir      string
-	reloadInterval time.Duration
-	maxSessions    int
-	sessionIdleTTL time.Duration
-	maxCounters    int
-	maxTotal       int
-	maxBodyBytes   int64
-	eventBuffer    int
-	shutdown       time.Duration
-	logLevel       slog.Level
+	address      string
+	port         int
+	probeAddress string
+	bundleDir    string
+	documents    standalone.Files
+	// standalone is set when any of --capability, --rules, --config is given;
+	// bundleDirSet when --bundle-dir is.
+	standalone, bundleDirSet bool
+	reloadInterval           time.Duration
+	maxSessions              int
+	sessionIdleTTL           time.Duration
+	maxCounters              int
+	maxTotal                 int
+	maxBodyBytes             int64
+	eventBuffer              int
+	shutdown                 time.Duration
+	logLevel                 slog.Level
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -86,7 +98,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.port, "port", 8181, "`port` the API listens on (0: any free port)")
 	fs.StringVar(&o.probeAddress, "probe-address", ":8182", "`host:port` serving /healthz, /readyz and /metrics for the kubelet and Prometheus (empty: none)")
 	fs.StringVar(&o.bundleDir, "bundle-dir", "/etc/oar/bundle", "`directory` where the bundle ConfigMap is mounted")
-	fs.DurationVar(&o.reloadInterval, "reload-interval", reload.DefaultInterval, "how often to check --bundle-dir for a new bundle")
+	fs.StringVar(&o.documents.Capability, "capability", "", "standalone mode: the capability document's `file`; serves plain OAR documents instead of --bundle-dir")
+	fs.Func("rules", "standalone mode: a rule `file`, or a directory of .yaml/.yml/.json rule files; repeat for more", func(v string) error {
+		o.documents.Rules = append(o.documents.Rules, v)
+		return nil
+	})
+	fs.Func("config", "standalone mode: a configuration document's `file`, applied in the order given; repeat for more", func(v string) error {
+		o.documents.Configs = append(o.documents.Configs, v)
+		return nil
+	})
+	fs.DurationVar(&o.reloadInterval, "reload-interval", reload.DefaultInterval, "how often to check --bundle-dir (or the standalone documents) for a change")
 	fs.IntVar(&o.maxSessions, "max-sessions", session.DefaultMaxSessions, "most sessions whose counters and activity are held; the least recently used is forgotten first")
 	fs.DurationVar(&o.sessionIdleTTL, "session-idle-ttl", session.DefaultIdleTTL, "forget a session idle for this long (0: only --max-sessions bounds them)")
 	fs.IntVar(&o.maxCounters, "max-counters-per-session", session.DefaultMaxCounters, "most counters one session holds; a rule that needs another one is handled by its on_error")
@@ -98,6 +119,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "capability", "rules", "config":
+			o.standalone = true
+		case "bundle-dir":
+			o.bundleDirSet = true
+		}
+	})
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q; oar-engine takes flags only", fs.Arg(0))
 	}
@@ -113,7 +142,12 @@ func (o options) check() error {
 	if o.port < 0 || o.port > 65535 {
 		errs = append(errs, fmt.Sprintf("--port %d is not a TCP port", o.port))
 	}
-	if o.bundleDir == "" {
+	switch {
+	case o.standalone && o.bundleDirSet:
+		errs = append(errs, "--bundle-dir and --capability/--rules/--config are exclusive: serve a bundle directory or plain documents")
+	case o.standalone && (o.documents.Capability == "" || len(o.documents.Rules) == 0):
+		errs = append(errs, "standalone mode needs --capability and at least one --rules")
+	case !o.standalone && o.bundleDir == "":
 		errs = append(errs, "--bundle-dir is required")
 	}
 	positive := []struct {
@@ -143,8 +177,13 @@ func (o options) check() error {
 }
 
 func (o options) sidecarOptions(events io.Writer, log logr.Logger) sidecar.Options {
+	bundleDir, documents := o.bundleDir, (*standalone.Files)(nil)
+	if o.standalone {
+		bundleDir, documents = "", &o.documents
+	}
 	return sidecar.Options{
-		BundleDir:       o.bundleDir,
+		BundleDir:       bundleDir,
+		Documents:       documents,
 		ReloadInterval:  o.reloadInterval,
 		MaxBodyBytes:    o.maxBodyBytes,
 		Sessions:        session.Options{MaxSessions: o.maxSessions, IdleTTL: o.sessionIdleTTL, MaxCounters: o.maxCounters, MaxTotalCounters: o.maxTotal},

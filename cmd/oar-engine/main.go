@@ -64,8 +64,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	sc := sidecar.New(o.sidecarOptions(stdout, log))
-	log.Info("starting", "bundleDir", o.bundleDir, "reloadInterval", o.reloadInterval.String(),
-		"maxSessions", o.maxSessions, "sessionIdleTTL", o.sessionIdleTTL.String())
+	source := []any{"bundleDir", o.bundleDir}
+	if o.standalone {
+		source = []any{"capability", o.documents.Capability, "rules", o.documents.Rules, "configs", o.documents.Configs}
+	}
+	log.Info("starting", append(source, "reloadInterval", o.reloadInterval.String(),
+		"maxSessions", o.maxSessions, "sessionIdleTTL", o.sessionIdleTTL.String())...)
 	if err := sc.Run(ctx, api, probes); err != nil {
 		log.Error(err, "stopped")
 		return exitFail

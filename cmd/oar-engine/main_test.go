@@ -25,7 +25,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	for _, want := range []string{"POST /v1/evaluate", "/readyz", "subPath",
 		"-address", "-port", "-probe-address", "-bundle-dir", "-reload-interval", "-max-sessions",
 		"-session-idle-ttl", "-max-counters-per-session", "-max-counters", "-max-body-bytes", "-event-buffer",
-		"-shutdown-timeout", "-log-level"} {
+		"-shutdown-timeout", "-log-level", "-capability", "-rules", "-config"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -42,6 +42,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--session-idle-ttl", "-1s"}, "--session-idle-ttl must not be negative"},
 		{[]string{"--log-level", "loud"}, `--log-level: "loud" is not one of`},
 		{[]string{"--bundle-dir", ""}, "--bundle-dir is required"},
+		{[]string{"--bundle-dir", "/b", "--capability", "c.yaml", "--rules", "r.yaml"}, "--bundle-dir and --capability/--rules/--config are exclusive"},
+		{[]string{"--rules", "r.yaml"}, "standalone mode needs --capability and at least one --rules"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, "flag provided but not defined"},
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/sidecar/metrics"
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
 	"github.com/oar-operator/oar-operator/internal/sidecar/session"
+	"github.com/oar-operator/oar-operator/internal/sidecar/standalone"
 )
 
 // Defaults for Options' zero fields.
@@ -54,7 +55,11 @@ type Options struct {
 	// BundleDir is the mounted bundle ConfigMap; Run watches it. Empty: bundles are
 	// installed through Source().Install only.
 	BundleDir string
-	// ReloadInterval is how often BundleDir is polled (reload.DefaultInterval).
+	// Documents, when set instead of BundleDir, are plain OAR documents Run watches
+	// (standalone mode).
+	Documents *standalone.Files
+	// ReloadInterval is how often BundleDir or Documents are polled
+	// (reload.DefaultInterval).
 	ReloadInterval time.Duration
 	// MaxBodyBytes bounds a POST /v1/evaluate body.
 	MaxBodyBytes int64
