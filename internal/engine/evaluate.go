@@ -154,6 +154,9 @@ type evalState struct {
 	sel     []int
 	selErr  map[int]error
 	content int // code-point length, or -1 before first use
+
+	// windowErr is why the session's window could not be read (FallibleActivity).
+	windowErr error
 }
 
 var statePool = sync.Pool{New: func() any { return &evalState{} }}
@@ -176,7 +179,11 @@ func (p *Program) Evaluate(rt *Runtime, occ *Occurrence) (*Decision, error) {
 	case occ.HasRecentActivity:
 		s.window = occ.RecentActivity
 	case rt.Activity != nil:
-		s.window = rt.Activity.Window(occ.SessionID)
+		if fa, ok := rt.Activity.(FallibleActivity); ok {
+			s.window, s.windowErr = fa.WindowErr(occ.SessionID)
+		} else {
+			s.window = rt.Activity.Window(occ.SessionID)
+		}
 	}
 	d := s.run()
 	if isCore && core == AnchorToolPreInvoke && d.Decision != EffectBlock.String() && rt.Activity != nil {
@@ -199,7 +206,7 @@ func (s *evalState) reset(p *Program, rt *Runtime, occ *Occurrence) {
 }
 
 func (s *evalState) release() {
-	s.p, s.rt, s.occ, s.cur, s.finding, s.window = nil, nil, nil, nil, nil, nil
+	s.p, s.rt, s.occ, s.cur, s.finding, s.window, s.windowErr = nil, nil, nil, nil, nil, nil, nil
 	s.snap, s.changed = reuseMap(s.snap), reuseMap(s.changed)
 	s.selErr = nil
 	s.order, s.sel = s.order[:0], s.sel[:0]
@@ -461,8 +468,13 @@ func (s *evalState) evalRule(r *Rule, selErr error) (bool, map[string]string, *t
 	if selErr != nil {
 		return false, nil, nil, selErr
 	}
-	if len(r.Flow) > 0 && !flowMatches(r.Flow, s.window) {
-		return false, nil, nil, nil
+	if len(r.Flow) > 0 {
+		if s.windowErr != nil {
+			return false, nil, nil, &ProviderError{Clause: "OAR-OPS-3", Fact: "recent activity", Err: s.windowErr}
+		}
+		if !flowMatches(r.Flow, s.window) {
+			return false, nil, nil, nil
+		}
 	}
 	if r.Detector != "" {
 		det := s.rt.Detectors[r.Detector]
