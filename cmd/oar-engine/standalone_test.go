@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
 )
 
 // engineProcess is one run of the command in this process, on a free port.
@@ -137,4 +138,27 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		}
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// TestTwoEnginesShareSessionsInRedis runs the command twice on one Redis: a breaker
+// tripped through one is open on the other at the next call.
+func TestTwoEnginesShareSessionsInRedis(t *testing.T) {
+	srv := redistest.StartT(t)
+	dir := t.TempDir()
+	capPath, rulesPath := filepath.Join(dir, "capability.yaml"), filepath.Join(dir, "rules.yaml")
+	writeFile(t, capPath, laptopCapability)
+	writeFile(t, rulesPath, `{"oar": "1.0", "namespace": "acme.ops", "id": "TRIP", "kind": "policy", "anchor": "tool.pre_invoke", "selector": {"tool": ["deploy"]}, "requires": {"profiles": ["tool"]}, "on_fire": ["increment_breaker"], "effect": "warn"}
+---
+{"oar": "1.0", "namespace": "acme.ops", "id": "OPEN", "kind": "invariant", "anchor": "tool.pre_invoke", "when": "breaker_count_of(\"acme.ops/TRIP\") >= 1", "effect": "block"}`)
+	args := []string{"--probe-address", "", "--capability", capPath, "--rules", rulesPath, "--session-store", srv.URL, "--session-store-prefix", "two:"}
+	a, b := startEngine(t, args...), startEngine(t, args...)
+	if d := a.evaluate(t, `{"anchor": "tool.pre_invoke", "session_id": "s1", "tool_call": {"name": "deploy", "arguments": {}}}`); d.Decision != "warn" {
+		t.Fatalf("the trip: %+v", d)
+	}
+	if d := b.evaluate(t, `{"anchor": "tool.pre_invoke", "session_id": "s1", "tool_call": {"name": "read", "arguments": {}}}`); d.Decision != "block" || d.Rule != "acme.ops/OPEN" {
+		t.Errorf("the other engine after the trip: %+v", d)
+	}
+	if !strings.Contains(b.stderr.String(), `"sessionStore":"`+srv.URL+`"`) {
+		t.Errorf("the start log does not name the session store:\n%s", b.stderr)
+	}
 }
