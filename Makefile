@@ -163,7 +163,7 @@ fuzz: redis-server ## Every fuzz target for FUZZTIME (default 5m each); fails if
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz targets that failed:$$failed"; exit 1; fi
 
-bench: build ## Go benchmarks and an oarctl bench run.
+bench: build redis-server ## Go benchmarks (the session-store ones on a real redis-server) and an oarctl bench run.
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./internal/...
 	$(OARCTL) bench --capability cmd/oarctl/testdata/bench/capability.yaml \
 		--rules cmd/oarctl/testdata/bench/rules.yaml \
@@ -227,6 +227,10 @@ load: ## Load run of oar-engine from a second process: achieved rate, p50/p99, e
 	$(BIN)/loadgen --engine $(BIN)/oar-engine --bench cmd/oarctl/testdata/bench \
 		--rates $(LOAD_RATES) --duration $(LOAD_DURATION) --runs $(LOAD_RUNS) $(LOAD_ARGS)
 
-bench-sidecar: ## The sidecar's handler benchmarks (in memory), then the load run.
+.PHONY: bench-sessions
+bench-sessions: redis-server ## Sessions in memory vs in Redis: p50/p99 of an occurrence that reads and writes state and of one that does not, and two replicas' throughput.
+	$(GO) test -run='^$$' -bench='^BenchmarkSession' -benchmem -benchtime=$(BENCHTIME) ./internal/sidecar/
+
+bench-sidecar: redis-server ## The sidecar's handler benchmarks (sessions in memory and in Redis), then the load run.
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./internal/sidecar/...
 	@$(MAKE) --no-print-directory load
