@@ -411,3 +411,36 @@ func withoutTimes(t *testing.T, lines string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestEventRefusedAfterCommit: with shared sessions an event is written once the
+// session's changes are committed; one the stream then refuses is dropped from the
+// answer's events and on_fire and reported in its failures, and the committed counter
+// stays.
+func TestEventRefusedAfterCommit(t *testing.T) {
+	b := sealed(t, testCapability, testRules)
+	r := serve(t, b, Options{Events: failingWriter{}, SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{})})
+	d := r.evaluate(t, shellCall("s1"))
+	if d.Decision.Decision != "warn" || len(d.Events) != 0 || slices.Contains(d.OnFire, "acme.ops/COUNT_SHELL:publish_event") ||
+		!slices.Contains(d.OnFire, "acme.ops/COUNT_SHELL:increment_counter") || len(d.Failures) != 1 ||
+		d.Failures[0].Clause != "OAR-FIRE-9" || !strings.Contains(d.Failures[0].Error, "disk full") {
+		t.Errorf("answer %+v", d.Decision)
+	}
+	if d := r.evaluate(t, shellCall("s1")); d.Counters["acme.ops/COUNT_SHELL"].Fire != 2 {
+		t.Errorf("the next call counts %+v; the first call's increment was committed", d.Counters)
+	}
+}
+
+// TestReloadKeepsSharedCounters: a new bundle serving the same rule continues from its
+// counters, as with the memory store.
+func TestReloadKeepsSharedCounters(t *testing.T) {
+	r := serve(t, sealed(t, testCapability, testRules), Options{SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{})})
+	for range 2 {
+		r.evaluate(t, shellCall("s1"))
+	}
+	if _, err := r.Source().Install(sealed(t, testCapability, outageRules)); err != nil {
+		t.Fatal(err)
+	}
+	if d := r.evaluate(t, shellCall("s1")); d.Decision.Decision != "block" || d.Counters["acme.ops/COUNT_SHELL"].Fire != 3 {
+		t.Errorf("the third call after a reload: %+v", d.Decision)
+	}
+}
