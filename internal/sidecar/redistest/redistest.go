@@ -186,3 +186,29 @@ func Main(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// CPU returns the CPU time the server has used, user and system, from /proc (Linux).
+func (s *Server) CPU() (time.Duration, error) {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0, errors.New("redistest: the server is not running")
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which ends with the last ')': state is field 3,
+	// utime and stime are fields 14 and 15, in clock ticks of 1/100 s.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("redistest: unexpected /proc stat %q", stat)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
