@@ -47,7 +47,7 @@ FUZZ_TARGETS := \
 	./cmd/oarctl:FuzzValidate
 
 .PHONY: all build test fmt-check vet lint tidy-check unit conformance fuzz fuzz-smoke bench bench-workload run clean help \
-	envtest-binaries stop-envtest manifests generate manifests-check
+	redis-server envtest-binaries stop-envtest manifests generate manifests-check
 
 all: build
 
@@ -74,7 +74,7 @@ tidy-check: ## Fail when go.mod or go.sum (the root's or a hack/ tools module's)
 		(cd $$d && $(GO) mod tidy -diff) || { echo "go.mod in $$d is not tidy: run go mod tidy there"; exit 1; }; \
 	done
 
-unit: envtest-binaries ## Unit, integration, envtest and seed-corpus fuzz tests.
+unit: envtest-binaries redis-server ## Unit, integration, envtest and seed-corpus fuzz tests.
 	@mkdir -p $(CURDIR)/tmp; run=$$(mktemp -d $(CURDIR)/tmp/test.XXXXXX); \
 	trap '$(STOP_ENVTEST); rm -rf "$$run"' EXIT; \
 	echo "TMPDIR=$$run KUBEBUILDER_ASSETS=$(BIN) $(GO) test -count=1 ./..."; \
@@ -84,6 +84,11 @@ stop-envtest: ## Stop leftover etcd/kube-apiserver processes of this checkout's 
 	@$(STOP_ENVTEST)
 
 envtest-binaries: bin/kube-apiserver bin/etcd ## Build the envtest control plane into bin/ (once).
+
+# The shared session store's tests start a real redis-server (internal/sidecar/redistest);
+# hack/install-redis.sh installs Debian's package with apt-get when it is missing.
+redis-server: ## Install redis-server for the tests when it is missing (needs root and apt).
+	@hack/install-redis.sh
 
 # The two big builds never run at the same time (the link of kube-apiserver alone peaks
 # near 2.4 GB): kube-apiserver waits for etcd.
@@ -141,7 +146,7 @@ manifests-check: bin/controller-gen ## Fail when generated CRDs (also the chart'
 conformance: build ## Run the conformance corpus through oarctl.
 	$(OARCTL) test --json $(BIN)/conformance.json $(CORPUS)
 
-fuzz-smoke: ## A short run of every fuzz target (SMOKETIME inputs each).
+fuzz-smoke: redis-server ## A short run of every fuzz target (SMOKETIME inputs each).
 	@log=$$(mktemp); trap 'rm -f $$log' EXIT; \
 	for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
@@ -150,7 +155,7 @@ fuzz-smoke: ## A short run of every fuzz target (SMOKETIME inputs each).
 			{ echo "fuzzing $$pkg $$name failed:"; grep -v '^fuzz: elapsed' $$log; exit 1; }; \
 	done
 
-fuzz: ## Every fuzz target for FUZZTIME (default 5m each); fails if any target failed.
+fuzz: redis-server ## Every fuzz target for FUZZTIME (default 5m each); fails if any target failed.
 	@failed=; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
@@ -158,7 +163,7 @@ fuzz: ## Every fuzz target for FUZZTIME (default 5m each); fails if any target f
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz targets that failed:$$failed"; exit 1; fi
 
-bench: build ## Go benchmarks, an oarctl bench run, and the generated workloads (bench-workload).
+bench: build redis-server ## Go benchmarks (the session-store ones on a real redis-server), an oarctl bench run, and the generated workloads (bench-workload).
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./internal/...
 	$(OARCTL) bench --capability cmd/oarctl/testdata/bench/capability.yaml \
 		--rules cmd/oarctl/testdata/bench/rules.yaml \
@@ -246,6 +251,10 @@ load: ## Load run of oar-engine from a second process: achieved rate, p50/p99, e
 	$(BIN)/loadgen --engine $(BIN)/oar-engine --bench cmd/oarctl/testdata/bench \
 		--rates $(LOAD_RATES) --duration $(LOAD_DURATION) --runs $(LOAD_RUNS) $(LOAD_ARGS)
 
-bench-sidecar: ## The sidecar's handler benchmarks (in memory), then the load run.
+.PHONY: bench-sessions
+bench-sessions: redis-server ## Sessions in memory vs in Redis: p50/p99 of an occurrence that reads and writes state and of one that does not, and two replicas' throughput.
+	$(GO) test -run='^$$' -bench='^BenchmarkSession' -benchmem -benchtime=$(BENCHTIME) ./internal/sidecar/
+
+bench-sidecar: redis-server ## The sidecar's handler benchmarks (sessions in memory and in Redis), then the load run.
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./internal/sidecar/...
 	@$(MAKE) --no-print-directory load

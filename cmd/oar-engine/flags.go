@@ -13,8 +13,10 @@ import (
 
 	"github.com/oar-operator/oar-operator/internal/sidecar"
 	"github.com/oar-operator/oar-operator/internal/sidecar/events"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
 	"github.com/oar-operator/oar-operator/internal/sidecar/session"
+	"github.com/oar-operator/oar-operator/internal/sidecar/standalone"
 )
 
 const usageHead = `Usage: oar-engine [flags]
@@ -33,7 +35,11 @@ load is refused and the previous one keeps serving), and answers on --address:--
   GET  /healthz, /readyz (ready once a bundle is loaded), /metrics (Prometheus)
 
 --probe-address serves /healthz, /readyz and /metrics on the pod's IP for the
-kubelet and Prometheus. Counters and activity windows are kept per session in memory,
+kubelet and Prometheus. With --session-store=redis://… every replica shares each
+session's counters, breakers and activity window in Redis (one hash per session, its
+TTL --session-idle-ttl, refreshed on write); a rule needing session state while Redis
+is unreachable follows its on_error, and /readyz reports the store without failing on
+it. By default, counters and activity windows are kept per session in memory,
 bounded by --max-sessions, --session-idle-ttl and --max-counters, across reloads; size
 --max-counters to the container's memory (a counter, one per distinct counter_scope
 value of a scoped rule, takes about 150 bytes). A session_id is at most 1,024 bytes.
@@ -54,24 +60,41 @@ that need a sub-millisecond tail, run them on nodes tuned for latency, whose CPU
 instead of halting when idle (a PM QoS wake-up latency of 0, as tuned's
 latency-performance profile sets).
 
+Standalone mode (--capability FILE --rules FILE|DIR [--rules ...] [--config FILE ...],
+exclusive with --bundle-dir) serves plain OAR documents instead of a bundle: one pack
+per rule file, configurations in the order given, reloaded when a file changes, with
+a bad edit refused as a bad bundle is. It is how a developer runs the engine on a
+laptop and how hosts outside Kubernetes use it; --probe-address "" disables the probe
+listener.
+
 Flags:
 `
 
 // options are the command's flags.
 type options struct {
-	address        string
-	port           int
-	probeAddress   string
-	bundleDir      string
-	reloadInterval time.Duration
-	maxSessions    int
-	sessionIdleTTL time.Duration
-	maxCounters    int
-	maxTotal       int
-	maxBodyBytes   int64
-	eventBuffer    int
-	shutdown       time.Duration
-	logLevel       slog.Level
+	address      string
+	port         int
+	probeAddress string
+	bundleDir    string
+	documents    standalone.Files
+	// standalone is set when any of --capability, --rules, --config is given;
+	// bundleDirSet when --bundle-dir is.
+	standalone, bundleDirSet bool
+	reloadInterval           time.Duration
+	maxSessions              int
+	sessionIdleTTL           time.Duration
+	maxCounters              int
+	maxTotal                 int
+	maxBodyBytes             int64
+	sessionStore             string
+	storePassword            string
+	storeCA                  string
+	storePrefix              string
+	storeTimeout             time.Duration
+	storeRetries             int
+	eventBuffer              int
+	shutdown                 time.Duration
+	logLevel                 slog.Level
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -86,11 +109,26 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.port, "port", 8181, "`port` the API listens on (0: any free port)")
 	fs.StringVar(&o.probeAddress, "probe-address", ":8182", "`host:port` serving /healthz, /readyz and /metrics for the kubelet and Prometheus (empty: none)")
 	fs.StringVar(&o.bundleDir, "bundle-dir", "/etc/oar/bundle", "`directory` where the bundle ConfigMap is mounted")
-	fs.DurationVar(&o.reloadInterval, "reload-interval", reload.DefaultInterval, "how often to check --bundle-dir for a new bundle")
+	fs.StringVar(&o.documents.Capability, "capability", "", "standalone mode: the capability document's `file`; serves plain OAR documents instead of --bundle-dir")
+	fs.Func("rules", "standalone mode: a rule `file`, or a directory of .yaml/.yml/.json rule files; repeat for more", func(v string) error {
+		o.documents.Rules = append(o.documents.Rules, v)
+		return nil
+	})
+	fs.Func("config", "standalone mode: a configuration document's `file`, applied in the order given; repeat for more", func(v string) error {
+		o.documents.Configs = append(o.documents.Configs, v)
+		return nil
+	})
+	fs.DurationVar(&o.reloadInterval, "reload-interval", reload.DefaultInterval, "how often to check --bundle-dir (or the standalone documents) for a change")
 	fs.IntVar(&o.maxSessions, "max-sessions", session.DefaultMaxSessions, "most sessions whose counters and activity are held; the least recently used is forgotten first")
 	fs.DurationVar(&o.sessionIdleTTL, "session-idle-ttl", session.DefaultIdleTTL, "forget a session idle for this long (0: only --max-sessions bounds them)")
 	fs.IntVar(&o.maxCounters, "max-counters-per-session", session.DefaultMaxCounters, "most counters one session holds; a rule that needs another one is handled by its on_error")
 	fs.IntVar(&o.maxTotal, "max-counters", session.DefaultMaxTotalCounters, "most counters all sessions hold together; a new one forgets the least recently used sessions to make room")
+	fs.StringVar(&o.sessionStore, "session-store", "memory", "where sessions live: memory (this process), or redis://[user@]host:port[/db] or rediss://… (TLS) to share them with every replica; the password and CA come from files, never from this flag")
+	fs.StringVar(&o.storePassword, "session-store-password-file", "", "`file` holding the Redis password (a mounted Secret)")
+	fs.StringVar(&o.storeCA, "session-store-ca-file", "", "`file` of PEM certificates that verify a rediss:// server (default: the system's)")
+	fs.StringVar(&o.storePrefix, "session-store-prefix", redisstore.DefaultPrefix, "`prefix` of every session's Redis key")
+	fs.DurationVar(&o.storeTimeout, "session-store-timeout", redisstore.DefaultTimeout, "bound on each call to the Redis session store; past it, rules needing session state follow their on_error")
+	fs.IntVar(&o.storeRetries, "session-store-retries", sidecar.DefaultSessionRetries, "times an occurrence is read and evaluated again when another replica changed its session meanwhile; past them, its rules needing session state follow their on_error")
 	fs.Int64Var(&o.maxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest POST /v1/evaluate body, in `bytes`")
 	fs.IntVar(&o.eventBuffer, "event-buffer", events.DefaultBuffer, "records buffered per /v1/events subscriber before a slow one is dropped")
 	fs.DurationVar(&o.shutdown, "shutdown-timeout", sidecar.DefaultShutdownTimeout, "how long to let in-flight requests finish after SIGTERM")
@@ -98,6 +136,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "capability", "rules", "config":
+			o.standalone = true
+		case "bundle-dir":
+			o.bundleDirSet = true
+		}
+	})
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q; oar-engine takes flags only", fs.Arg(0))
 	}
@@ -113,7 +159,12 @@ func (o options) check() error {
 	if o.port < 0 || o.port > 65535 {
 		errs = append(errs, fmt.Sprintf("--port %d is not a TCP port", o.port))
 	}
-	if o.bundleDir == "" {
+	switch {
+	case o.standalone && o.bundleDirSet:
+		errs = append(errs, "--bundle-dir and --capability/--rules/--config are exclusive: serve a bundle directory or plain documents")
+	case o.standalone && (o.documents.Capability == "" || len(o.documents.Rules) == 0):
+		errs = append(errs, "standalone mode needs --capability and at least one --rules")
+	case !o.standalone && o.bundleDir == "":
 		errs = append(errs, "--bundle-dir is required")
 	}
 	positive := []struct {
@@ -127,11 +178,16 @@ func (o options) check() error {
 		{"--max-body-bytes", o.maxBodyBytes > 0},
 		{"--event-buffer", o.eventBuffer > 0},
 		{"--shutdown-timeout", o.shutdown > 0},
+		{"--session-store-timeout", o.storeTimeout > 0},
+		{"--session-store-retries", o.storeRetries > 0},
 	}
 	for _, p := range positive {
 		if !p.ok {
 			errs = append(errs, p.name+" must be positive")
 		}
+	}
+	if o.sessionStore != "memory" && !strings.HasPrefix(o.sessionStore, "redis://") && !strings.HasPrefix(o.sessionStore, "rediss://") {
+		errs = append(errs, fmt.Sprintf("--session-store %q is neither memory nor a redis:// or rediss:// URL", o.sessionStore))
 	}
 	if o.sessionIdleTTL < 0 {
 		errs = append(errs, "--session-idle-ttl must not be negative")
@@ -142,12 +198,28 @@ func (o options) check() error {
 	return nil
 }
 
-func (o options) sidecarOptions(events io.Writer, log logr.Logger) sidecar.Options {
+// sharedStore returns the Redis session store --session-store names, or nil for memory.
+func (o options) sharedStore() (*redisstore.Store, error) {
+	if o.sessionStore == "memory" {
+		return nil, nil
+	}
+	return redisstore.New(redisstore.Options{URL: o.sessionStore, PasswordFile: o.storePassword, CAFile: o.storeCA,
+		Prefix: o.storePrefix, IdleTTL: o.sessionIdleTTL, Timeout: o.storeTimeout, MaxCounters: o.maxCounters})
+}
+
+func (o options) sidecarOptions(events io.Writer, log logr.Logger, shared *redisstore.Store) sidecar.Options {
+	bundleDir, documents := o.bundleDir, (*standalone.Files)(nil)
+	if o.standalone {
+		bundleDir, documents = "", &o.documents
+	}
 	return sidecar.Options{
-		BundleDir:       o.bundleDir,
+		BundleDir:       bundleDir,
+		Documents:       documents,
 		ReloadInterval:  o.reloadInterval,
 		MaxBodyBytes:    o.maxBodyBytes,
 		Sessions:        session.Options{MaxSessions: o.maxSessions, IdleTTL: o.sessionIdleTTL, MaxCounters: o.maxCounters, MaxTotalCounters: o.maxTotal},
+		SharedSessions:  shared,
+		SessionRetries:  o.storeRetries,
 		Events:          events,
 		EventBuffer:     o.eventBuffer,
 		ShutdownTimeout: o.shutdown,

@@ -22,6 +22,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/oar-operator/oar-operator/internal/sidecar"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 )
 
 func main() {
@@ -50,6 +51,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log := logr.FromSlogHandler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
 
+	shared, err := o.sharedStore()
+	if err != nil {
+		fmt.Fprintf(stderr, "oar-engine: --session-store: %v\n", err)
+		return exitUsage
+	}
+	if shared != nil {
+		defer shared.Close()
+		redisstore.SetLogger(log.WithName("redis"))
+	}
+
 	api, err := net.Listen("tcp", net.JoinHostPort(o.address, strconv.Itoa(o.port)))
 	if err != nil {
 		log.Error(err, "cannot listen for the API")
@@ -63,13 +74,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitFail
 		}
 	}
-	sc := sidecar.New(o.sidecarOptions(stdout, log))
-	log.Info("starting", "bundleDir", o.bundleDir, "reloadInterval", o.reloadInterval.String(),
-		"maxSessions", o.maxSessions, "sessionIdleTTL", o.sessionIdleTTL.String())
+	sc := sidecar.New(o.sidecarOptions(stdout, log, shared))
+	source := []any{"bundleDir", o.bundleDir}
+	if o.standalone {
+		source = []any{"capability", o.documents.Capability, "rules", o.documents.Rules, "configs", o.documents.Configs}
+	}
+	log.Info("starting", append(source, "reloadInterval", o.reloadInterval.String(),
+		"maxSessions", o.maxSessions, "sessionIdleTTL", o.sessionIdleTTL.String(), "sessionStore", storeName(shared))...)
 	if err := sc.Run(ctx, api, probes); err != nil {
 		log.Error(err, "stopped")
 		return exitFail
 	}
 	log.Info("stopped")
 	return exitOK
+}
+
+// storeName names where sessions live, without credentials.
+func storeName(shared *redisstore.Store) string {
+	if shared == nil {
+		return "memory"
+	}
+	return shared.String()
 }

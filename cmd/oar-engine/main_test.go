@@ -25,7 +25,8 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	for _, want := range []string{"POST /v1/evaluate", "/readyz", "subPath",
 		"-address", "-port", "-probe-address", "-bundle-dir", "-reload-interval", "-max-sessions",
 		"-session-idle-ttl", "-max-counters-per-session", "-max-counters", "-max-body-bytes", "-event-buffer",
-		"-shutdown-timeout", "-log-level"} {
+		"-shutdown-timeout", "-log-level", "-capability", "-rules", "-config",
+		"-session-store", "-session-store-password-file", "-session-store-ca-file", "-session-store-prefix", "-session-store-timeout", "-session-store-retries"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -42,6 +43,11 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--session-idle-ttl", "-1s"}, "--session-idle-ttl must not be negative"},
 		{[]string{"--log-level", "loud"}, `--log-level: "loud" is not one of`},
 		{[]string{"--bundle-dir", ""}, "--bundle-dir is required"},
+		{[]string{"--bundle-dir", "/b", "--capability", "c.yaml", "--rules", "r.yaml"}, "--bundle-dir and --capability/--rules/--config are exclusive"},
+		{[]string{"--rules", "r.yaml"}, "standalone mode needs --capability and at least one --rules"},
+		{[]string{"--session-store", "memcached://x"}, `--session-store "memcached://x" is neither memory nor a redis:// or rediss:// URL`},
+		{[]string{"--session-store", "redis://u:pw@127.0.0.1:1"}, "carries a password: give it in a file"},
+		{[]string{"--session-store-retries", "0"}, "--session-store-retries must be positive"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, "flag provided but not defined"},
 	}

@@ -61,6 +61,32 @@ func TestAgentSample(t *testing.T) {
 		t.Error("the sidecar does not mount acme-gateway-oar-bundle")
 	}
 
+	// Shared sessions: the password file is a key of a mounted Secret.
+	if o.sessionStore == "memory" || o.storePassword == "" {
+		t.Errorf("the sample keeps sessions in %q (password file %q); it shows a shared Redis with a password", o.sessionStore, o.storePassword)
+	}
+	secrets := map[string]corev1.SecretVolumeSource{}
+	for _, v := range spec.Volumes {
+		if v.Secret != nil {
+			secrets[v.Name] = *v.Secret
+		}
+	}
+	fromSecret := false
+	for _, m := range sidecar.VolumeMounts {
+		sec, ok := secrets[m.Name]
+		if !ok {
+			continue
+		}
+		for _, item := range sec.Items {
+			if m.MountPath+"/"+item.Path == o.storePassword {
+				fromSecret = true
+			}
+		}
+	}
+	if !fromSecret {
+		t.Errorf("--session-store-password-file %s is no key of a mounted Secret", o.storePassword)
+	}
+
 	_, port, err := net.SplitHostPort(o.probeAddress)
 	if err != nil {
 		t.Fatal(err)

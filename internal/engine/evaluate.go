@@ -160,6 +160,9 @@ type evalState struct {
 	copyMembers []renderedMember
 	copyText    string
 	fpBuf       []byte
+
+	// windowErr is why the session's window could not be read (FallibleActivity).
+	windowErr error
 }
 
 // renderedMember is one rendered member of a rule's copy: its name and its bytes in
@@ -192,7 +195,11 @@ func (p *Program) Evaluate(rt *Runtime, occ *Occurrence) (*Decision, error) {
 	case occ.HasRecentActivity:
 		s.window = occ.RecentActivity
 	case rt.Activity != nil:
-		s.window = rt.Activity.Window(occ.SessionID)
+		if fa, ok := rt.Activity.(FallibleActivity); ok {
+			s.window, s.windowErr = fa.WindowErr(occ.SessionID)
+		} else {
+			s.window = rt.Activity.Window(occ.SessionID)
+		}
 	}
 	d := s.run()
 	if isCore && core == AnchorToolPreInvoke && d.Decision != EffectBlock.String() && rt.Activity != nil {
@@ -215,7 +222,7 @@ func (s *evalState) reset(p *Program, rt *Runtime, occ *Occurrence) {
 }
 
 func (s *evalState) release() {
-	s.p, s.rt, s.occ, s.cur, s.finding, s.window = nil, nil, nil, nil, nil, nil
+	s.p, s.rt, s.occ, s.cur, s.finding, s.window, s.windowErr = nil, nil, nil, nil, nil, nil, nil
 	s.findings = Findings{}
 	s.snap, s.changed = reuseMap(s.snap), reuseMap(s.changed)
 	s.selErr = nil
@@ -533,8 +540,13 @@ func (s *evalState) evalRule(r *Rule, selErr error) (bool, copySpan, *transform.
 	if selErr != nil {
 		return false, copySpan{}, nil, selErr
 	}
-	if len(r.Flow) > 0 && !flowMatches(r.Flow, s.window) {
-		return false, copySpan{}, nil, nil
+	if len(r.Flow) > 0 {
+		if s.windowErr != nil {
+			return false, copySpan{}, nil, &ProviderError{Clause: "OAR-OPS-3", Fact: "recent activity", Err: s.windowErr}
+		}
+		if !flowMatches(r.Flow, s.window) {
+			return false, copySpan{}, nil, nil
+		}
 	}
 	if r.Detector != "" {
 		det := s.rt.Detectors[r.Detector]

@@ -19,6 +19,9 @@ type Program struct {
 	// suppressing marks anchors where some candidate suppresses another candidate, the
 	// only case in which [OAR-EVAL-18] can change the order.
 	suppressing map[string]bool
+	// session marks the anchors whose occurrences may touch session state
+	// (UsesSession).
+	session map[string]bool
 }
 
 func newProgram(rs *RuleSet, enforcement []Enforcement) *Program {
@@ -55,6 +58,7 @@ func newProgram(rs *RuleSet, enforcement []Enforcement) *Program {
 		}
 		p.byAnchor[anchor] = newSelection(p.cap, rs.Rules, list)
 	}
+	p.session = sessionAnchors(p)
 	return p
 }
 

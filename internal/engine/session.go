@@ -59,6 +59,15 @@ type ActivityStore interface {
 	Append(session, step string, max int)
 }
 
+// FallibleActivity is an ActivityStore whose windows can be unreadable, as a remote
+// store's are while it is unreachable. The engine calls WindowErr instead of Window, and
+// a rule carrying flow cannot be evaluated when it fails ([OAR-OPS-3]); rules without
+// flow are unaffected.
+type FallibleActivity interface {
+	ActivityStore
+	WindowErr(session string) ([]string, error)
+}
+
 // MemoryCounters is an unbounded in-memory CounterStore.
 type MemoryCounters struct {
 	mu sync.Mutex

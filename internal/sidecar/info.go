@@ -75,6 +75,8 @@ type Probe struct {
 	Status string `json:"status"`
 	Bundle string `json:"bundle,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// SessionStore is the shared session store's state, when there is one.
+	SessionStore string `json:"session_store,omitempty"`
 }
 
 func healthz(w http.ResponseWriter, _ *http.Request) {
@@ -82,13 +84,24 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readyz is ready exactly when a bundle is loaded; a later refused bundle does not
-// make it unready, since the loaded one keeps serving.
-func (s *Sidecar) readyz(w http.ResponseWriter, _ *http.Request) {
+// make it unready, since the loaded one keeps serving. It reports the shared session
+// store's state but never fails on it: every replica shares the store, so an outage
+// would take all of them out of the Service at once, turning "rules needing session
+// state follow their on_error" (what the rules' authors chose) into "nothing is
+// decided at all", and a blip would flap every replica together.
+func (s *Sidecar) readyz(w http.ResponseWriter, r *http.Request) {
+	store := ""
+	if st := s.opt.SharedSessions; st != nil {
+		store = st.String() + ": reachable"
+		if err := st.Ping(r.Context()); err != nil {
+			store = st.String() + ": unreachable (rules needing session state follow their on_error): " + err.Error()
+		}
+	}
 	if sv := s.source.Current(); sv != nil {
-		writeJSON(w, http.StatusOK, Probe{Status: "ready", Bundle: sv.Digest()})
+		writeJSON(w, http.StatusOK, Probe{Status: "ready", Bundle: sv.Digest(), SessionStore: store})
 		return
 	}
-	p := Probe{Status: "not ready", Error: "no bundle is loaded yet"}
+	p := Probe{Status: "not ready", Error: "no bundle is loaded yet", SessionStore: store}
 	if f := s.source.Status().LastFailure; f != nil {
 		p.Error += ": " + f.Error
 	}

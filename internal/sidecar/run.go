@@ -14,10 +14,11 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
+	"github.com/oar-operator/oar-operator/internal/sidecar/standalone"
 )
 
 // Run serves the API on api and the probes and metrics on probes (nil: none), watches
-// the bundle directory, and sweeps idle sessions, until ctx ends or a listener fails.
+// the bundle directory (or the standalone documents), and sweeps idle sessions, until ctx ends or a listener fails.
 // Then it shuts down gracefully: the listeners close, the event streams end, and
 // in-flight requests finish within ShutdownTimeout.
 func (s *Sidecar) Run(ctx context.Context, api, probes net.Listener) error {
@@ -26,6 +27,10 @@ func (s *Sidecar) Run(ctx context.Context, api, probes net.Listener) error {
 	defer func() { stopBackground(); wg.Wait() }()
 	if s.opt.BundleDir != "" {
 		w := &reload.Watcher{Dir: s.opt.BundleDir, Interval: s.opt.ReloadInterval, Source: s.source}
+		wg.Go(func() { w.Run(bg) })
+	}
+	if s.opt.Documents != nil {
+		w := &standalone.Watcher{Files: *s.opt.Documents, Interval: s.opt.ReloadInterval, Source: s.source}
 		wg.Go(func() { w.Run(bg) })
 	}
 	if ttl := s.opt.Sessions.IdleTTL; ttl > 0 {

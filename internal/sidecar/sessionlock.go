@@ -30,5 +30,8 @@ func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence) (
 	m := &s.sessionLocks[maphash.String(sessionSeed, occ.SessionID)%sessionLockStripes]
 	m.Lock()
 	defer m.Unlock()
+	if s.opt.SharedSessions != nil && sv.Loaded.Program.UsesSession(occ.Anchor) {
+		return s.evaluateShared(sv, occ)
+	}
 	return sv.Loaded.Program.Evaluate(sv.Runtime, occ)
 }

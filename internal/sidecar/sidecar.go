@@ -34,8 +34,10 @@ import (
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/sidecar/events"
 	"github.com/oar-operator/oar-operator/internal/sidecar/metrics"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
 	"github.com/oar-operator/oar-operator/internal/sidecar/session"
+	"github.com/oar-operator/oar-operator/internal/sidecar/standalone"
 )
 
 // Defaults for Options' zero fields.
@@ -54,12 +56,21 @@ type Options struct {
 	// BundleDir is the mounted bundle ConfigMap; Run watches it. Empty: bundles are
 	// installed through Source().Install only.
 	BundleDir string
-	// ReloadInterval is how often BundleDir is polled (reload.DefaultInterval).
+	// Documents, when set instead of BundleDir, are plain OAR documents Run watches
+	// (standalone mode).
+	Documents *standalone.Files
+	// ReloadInterval is how often BundleDir or Documents are polled
+	// (reload.DefaultInterval).
 	ReloadInterval time.Duration
 	// MaxBodyBytes bounds a POST /v1/evaluate body.
 	MaxBodyBytes int64
-	// Sessions bound the session table.
+	// Sessions bound the in-memory session table.
 	Sessions session.Options
+	// SharedSessions, when set, keeps sessions in Redis instead, shared by every
+	// replica (shared.go); SessionRetries bounds the re-evaluations of an occurrence
+	// whose session another replica changed meanwhile (DefaultSessionRetries).
+	SharedSessions *redisstore.Store
+	SessionRetries int
 	// Events receives publish_event records as JSON lines (the process's stdout);
 	// EventBuffer is each /v1/events subscriber's buffer, in records.
 	Events      io.Writer
@@ -101,6 +112,9 @@ func New(opt Options) *Sidecar {
 	if opt.Events == nil {
 		opt.Events = io.Discard
 	}
+	if opt.SessionRetries <= 0 {
+		opt.SessionRetries = DefaultSessionRetries
+	}
 	s := &Sidecar{
 		opt:      opt,
 		sessions: session.New(opt.Sessions),
@@ -113,8 +127,16 @@ func New(opt Options) *Sidecar {
 		Dropped:     s.events.Dropped,
 	})
 	detectors := engine.ReservedDetectors()
+	if opt.SharedSessions != nil {
+		opt.SharedSessions.SetObserver(s.metrics)
+	}
 	s.source = reload.NewSource(reload.Options{
 		Runtime: func(digest string) *engine.Runtime {
+			if opt.SharedSessions != nil {
+				// Occurrences that touch session state get a runtime of their own
+				// (evaluateShared); the others need no store at all.
+				return &engine.Runtime{Events: s.events.Sink(digest), Detectors: detectors}
+			}
 			return &engine.Runtime{Counters: s.sessions, Activity: s.sessions, Events: s.events.Sink(digest), Detectors: detectors}
 		},
 		Observer: s.metrics,

@@ -75,6 +75,14 @@ type Metrics struct {
 	undeclaredSeen map[string]bool
 	undeclaredMu   sync.Mutex
 
+	// The shared session store's round trips, failures, conflicts, retries and
+	// occurrences given up on under contention.
+	storeLatency   *prometheus.HistogramVec
+	storeFailures  *prometheus.CounterVec
+	storeConflicts prometheus.Counter
+	storeRetries   prometheus.Counter
+	storeContended prometheus.Counter
+
 	// counted holds the evaluations child of every (anchor, decision) seen, copied on
 	// write, so a request reads it without hashing its labels or taking the vector's
 	// lock. Anchors are those of served capabilities, so it stays small; evaluations is
@@ -130,9 +138,31 @@ func New(src Sources) *Metrics {
 		}, []string{"anchor"}),
 		undeclaredSeen: map[string]bool{},
 	}
+	m.storeLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "session_store_duration_seconds",
+		Help:    "Round trips to the shared session store, by operation: load (read a session) or commit (write an occurrence's changes).",
+		Buckets: prometheus.ExponentialBuckets(25e-6, 2, 14),
+	}, []string{"op"})
+	m.storeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "session_store_failures_total",
+		Help: "Calls to the shared session store that failed (unreachable, timed out), by operation; the occurrence's rules needing session state went to their on_error.",
+	}, []string{"op"})
+	m.storeConflicts = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "session_store_conflicts_total",
+		Help: "Commits refused because another replica changed the session since it was read.",
+	})
+	m.storeRetries = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "session_store_retries_total",
+		Help: "Occurrences read and evaluated again after a conflict.",
+	})
+	m.storeContended = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "session_store_contention_exhausted_total",
+		Help: "Occurrences whose session stayed contended past the retry bound; their rules needing session state went to their on_error.",
+	})
 	m.counted.Store(&map[evaluationKey]prometheus.Counter{})
 	m.registry.MustRegister(m.evaluations, m.latency, m.rejected, m.reloads, m.reloadFailures,
 		m.info, m.rules, m.lastReload, m.undeclared,
+		m.storeLatency, m.storeFailures, m.storeConflicts, m.storeRetries, m.storeContended,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registerSources(src)
@@ -208,6 +238,23 @@ func (m *Metrics) UndeclaredAnchor(anchor string) {
 	m.undeclaredMu.Unlock()
 	m.undeclared.WithLabelValues(label).Inc()
 }
+
+// RoundTrip records one call to the shared session store (redisstore.Observer).
+func (m *Metrics) RoundTrip(op string, took time.Duration, err error) {
+	m.storeLatency.WithLabelValues(op).Observe(took.Seconds())
+	if err != nil {
+		m.storeFailures.WithLabelValues(op).Inc()
+	}
+}
+
+// Conflict records a commit another replica's change refused (redisstore.Observer).
+func (m *Metrics) Conflict() { m.storeConflicts.Inc() }
+
+// SessionRetried records an occurrence evaluated again after a conflict.
+func (m *Metrics) SessionRetried() { m.storeRetries.Inc() }
+
+// SessionContended records an occurrence given up on past the retry bound.
+func (m *Metrics) SessionContended() { m.storeContended.Inc() }
 
 // Rejected records a request refused before evaluation.
 func (m *Metrics) Rejected(reason string) { m.rejected.WithLabelValues(reason).Inc() }

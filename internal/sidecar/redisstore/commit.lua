@@ -1,0 +1,31 @@
+-- Commits one occurrence's changes to a session hash if no one changed it since it
+-- was read (redisstore.Store.Commit).
+-- KEYS[1]  the session's key
+-- ARGV[1]  the version read ("" when the key did not exist)
+-- ARGV[2]  the new version
+-- ARGV[3]  the TTL in milliseconds (0: none)
+-- ARGV[4]  "1" when the activity window changed, ARGV[5] the window
+-- ARGV[6…] counter field, value pairs
+-- Returns 1 when committed (or already committed by this same call, sent again after
+-- its answer was lost), 0 on a conflict.
+local v = redis.call('HGET', KEYS[1], 'v') or ''
+if v ~= ARGV[1] then
+  if v == ARGV[2] then
+    return 1
+  end
+  return 0
+end
+local fields = {'v', ARGV[2]}
+if ARGV[4] == '1' then
+  fields[#fields + 1] = 'w'
+  fields[#fields + 1] = ARGV[5]
+end
+for i = 6, #ARGV do
+  fields[#fields + 1] = ARGV[i]
+end
+redis.call('HSET', KEYS[1], unpack(fields))
+local ttl = tonumber(ARGV[3])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return 1

@@ -1,0 +1,144 @@
+package redisstore
+
+import (
+	"fmt"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+)
+
+// counts is one counter as read and as this occurrence left it.
+type counts struct {
+	base, now engine.Counts
+	// added marks a counter the session did not hold when read.
+	added bool
+}
+
+// Snapshot is one session's state as one Load read it, and the changes one
+// occurrence makes to it. It implements engine.CounterStore and
+// engine.FallibleActivity for that session only; an evaluation uses it from one
+// goroutine.
+type Snapshot struct {
+	session       string
+	version       string
+	counters      map[string]counts
+	window        []string
+	windowChanged bool
+	maxCounters   int
+	// err, when set, makes every read and write fail: the store could not be read, or
+	// the session stayed contended past the retry bound.
+	err error
+}
+
+var (
+	_ engine.CounterStore     = (*Snapshot)(nil)
+	_ engine.FallibleActivity = (*Snapshot)(nil)
+)
+
+// Unavailable returns a snapshot of a session whose state cannot be had: every read
+// and write fails with err, so each rule needing the state is handled by its own
+// on_error ([OAR-OPS-3], [OAR-FIRE-9]) and nothing is claimed as applied.
+func Unavailable(session string, err error) *Snapshot {
+	return &Snapshot{session: session, err: err}
+}
+
+// field is the hash field of a counter.
+func field(k engine.CounterKey) string {
+	if k.Scoped {
+		return "s" + k.Rule + "\x00" + k.Scope
+	}
+	return "c" + k.Rule
+}
+
+func (s *Snapshot) check(k engine.CounterKey) error {
+	if s.err != nil {
+		return s.err
+	}
+	if k.Session != s.session {
+		return fmt.Errorf("the snapshot of session %q was asked for session %q", s.session, k.Session)
+	}
+	return nil
+}
+
+// Get implements engine.CounterStore.
+func (s *Snapshot) Get(k engine.CounterKey) (engine.Counts, error) {
+	if err := s.check(k); err != nil {
+		return engine.Counts{}, err
+	}
+	return s.counters[field(k)].now, nil
+}
+
+// Apply implements engine.CounterStore: the change is kept until Commit.
+func (s *Snapshot) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, error) {
+	if err := s.check(k); err != nil {
+		return engine.Counts{}, err
+	}
+	f := field(k)
+	c, ok := s.counters[f]
+	if !ok {
+		if s.maxCounters > 0 && len(s.counters) >= s.maxCounters {
+			return engine.Counts{}, fmt.Errorf("session %q already holds %d counters, cannot add %s: %w", s.session, len(s.counters), k.ReportKey(), ErrCounterLimit)
+		}
+		c.added = true
+	}
+	c.now = apply(c.now, a)
+	s.counters[f] = c
+	return c.now, nil
+}
+
+// apply is one counter action ([OAR-FIRE-3], [OAR-FIRE-4]).
+func apply(c engine.Counts, a engine.Action) engine.Counts {
+	switch a {
+	case engine.ActionIncrementCounter:
+		c.Fire++
+	case engine.ActionResetCounter:
+		c.Fire = 0
+	case engine.ActionIncrementBreaker:
+		c.Breaker++
+	case engine.ActionResetBreaker:
+		c.Breaker = 0
+	}
+	return c
+}
+
+// Window implements engine.ActivityStore.
+func (s *Snapshot) Window(string) []string { return s.window }
+
+// WindowErr implements engine.FallibleActivity.
+func (s *Snapshot) WindowErr(string) ([]string, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	return s.window, nil
+}
+
+// Append implements engine.ActivityStore, keeping the newest max steps; the step is
+// kept until Commit. An unavailable snapshot drops it: the decision claims no step.
+func (s *Snapshot) Append(_, step string, max int) {
+	if max <= 0 || s.err != nil {
+		return
+	}
+	old := s.window
+	if len(old) >= max {
+		old = old[len(old)-max+1:]
+	}
+	w := make([]string, len(old), len(old)+1)
+	copy(w, old)
+	s.window = append(w, step)
+	s.windowChanged = true
+}
+
+// changed reports whether the occurrence changed anything.
+func (s *Snapshot) changed() bool {
+	if s.err != nil {
+		return false
+	}
+	if s.windowChanged {
+		return true
+	}
+	for _, c := range s.counters {
+		if c.added || c.now != c.base {
+			return true
+		}
+	}
+	return false
+}

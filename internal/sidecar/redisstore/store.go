@@ -1,0 +1,289 @@
+// Package redisstore keeps the engine sidecar's sessions in Redis (or Valkey, or a
+// managed Redis), so every replica of an agent host shares one session's counters,
+// breakers and activity window ([OAR-FIRE-3], [OAR-PROF-9]); DESIGN.md "The engine
+// sidecar", README "Several replicas".
+//
+// A session is one hash, <prefix><session_id>, whose TTL is the idle TTL, refreshed by
+// every write. Its fields are
+//
+//	v                        the version: a random token replaced by every commit
+//	w                        the activity window, a JSON array of steps, oldest first
+//	c<rule>                  a counter: "<fire_count> <breaker_count>"
+//	s<rule>\x00<scope>       a scoped counter ([OAR-FIRE-10])
+//
+// An occurrence reads the whole hash in one round trip (Load) and is evaluated against
+// that Snapshot, which implements the engine's CounterStore and ActivityStore for the
+// one session ([OAR-FIRE-6]). Its changes are then written by one Lua script that
+// applies them only if the version is still the one read (Commit); otherwise another
+// replica changed the session meanwhile, and the caller reads again and re-evaluates.
+// The result is that concurrent occurrences of one session on any number of replicas
+// take effect in some serial order, as they do inside one engine. The new version is
+// chosen by the writer, so a commit whose answer was lost and is sent again is
+// recognised as already applied, and an expired, recreated hash never matches a
+// version read before it expired.
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+)
+
+// Defaults for Options' zero fields.
+const (
+	DefaultPrefix  = "oar:session:"
+	DefaultTimeout = 250 * time.Millisecond
+)
+
+// ErrCounterLimit is matched (errors.Is) by the error of an Apply that would give a
+// session more than MaxCounters counters.
+var ErrCounterLimit = errors.New("session counter limit reached")
+
+// Observer is told of every round trip and every conflict (the sidecar's metrics).
+type Observer interface {
+	// RoundTrip records one call to the store: op is "load" or "commit".
+	RoundTrip(op string, took time.Duration, err error)
+	// Conflict records a commit refused because another replica changed the session.
+	Conflict()
+}
+
+// Options configure a Store.
+type Options struct {
+	// URL is redis://[user@]host:port[/db] or rediss:// for TLS. A password in it is
+	// refused: it comes from PasswordFile.
+	URL string
+	// PasswordFile holds the password (a mounted Secret); CAFile the PEM certificates
+	// that verify a rediss:// server (default: the system's).
+	PasswordFile, CAFile string
+	// Prefix starts every session's key.
+	Prefix string
+	// IdleTTL is each session key's TTL, refreshed on write; zero keeps keys forever.
+	IdleTTL time.Duration
+	// Timeout bounds each call to the store, so an outage costs milliseconds.
+	Timeout time.Duration
+	// MaxCounters is the most counters one session holds.
+	MaxCounters int
+	// Observer, when set, is told of round trips and conflicts.
+	Observer Observer
+}
+
+// Store is a Redis connection pool and the commit script. Safe for concurrent use.
+type Store struct {
+	opt    Options
+	client *redis.Client
+	// display is the URL without credentials, for logs and /readyz.
+	display string
+}
+
+//go:embed commit.lua
+var commitSource string
+
+var commitScript = redis.NewScript(commitSource)
+
+// New checks the options and returns a store; it does not connect (the pool dials on
+// first use and again after any failure).
+func New(opt Options) (*Store, error) {
+	if opt.Prefix == "" {
+		opt.Prefix = DefaultPrefix
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = DefaultTimeout
+	}
+	u, err := url.Parse(opt.URL)
+	if err != nil {
+		return nil, fmt.Errorf("session store URL: %w", err)
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return nil, fmt.Errorf("session store URL %q: the scheme must be redis or rediss", u.Redacted())
+	}
+	if _, has := u.User.Password(); has {
+		return nil, fmt.Errorf("session store URL %q carries a password: give it in a file (--session-store-password-file) instead", u.Redacted())
+	}
+	ro, err := redis.ParseURL(opt.URL)
+	if err != nil {
+		return nil, fmt.Errorf("session store URL %q: %w", u.Redacted(), err)
+	}
+	if opt.PasswordFile != "" {
+		p, err := os.ReadFile(opt.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("session store password: %w", err)
+		}
+		ro.Password = strings.TrimRight(string(p), "\r\n")
+	}
+	if opt.CAFile != "" {
+		if ro.TLSConfig == nil {
+			return nil, fmt.Errorf("session store: a CA file is for rediss:// URLs, not %q", u.Redacted())
+		}
+		pem, err := os.ReadFile(opt.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("session store CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("session store CA %s: no PEM certificate in it", opt.CAFile)
+		}
+		ro.TLSConfig.RootCAs = pool
+		ro.TLSConfig.MinVersion = tls.VersionTLS12
+	}
+	// Every call is bounded by Timeout: dialing, reading, writing, the context. A
+	// failed call is not retried by the client (the engine's on_error decides what a
+	// failure means, at once); the pool reconnects on the next call.
+	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = opt.Timeout, opt.Timeout, opt.Timeout
+	ro.ContextTimeoutEnabled = true
+	ro.MaxRetries = -1
+	ro.DialerRetries = 1
+	ro.DisableIdentity = true
+	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return &Store{opt: opt, client: redis.NewClient(ro), display: u.Redacted()}, nil
+}
+
+// String is the store's URL without credentials.
+func (s *Store) String() string { return s.display }
+
+// Close closes the pool.
+func (s *Store) Close() error { return s.client.Close() }
+
+// Ping checks that the store answers.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
+	defer cancel()
+	return s.client.Ping(ctx).Err()
+}
+
+func (s *Store) key(session string) string { return s.opt.Prefix + session }
+
+// Load reads a session's state in one round trip.
+func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
+	defer cancel()
+	start := time.Now()
+	fields, err := s.client.HGetAll(ctx, s.key(session)).Result()
+	s.observe("load", start, err)
+	if err != nil {
+		return nil, fmt.Errorf("reading session %q from %s: %w", session, s.display, err)
+	}
+	snap := &Snapshot{session: session, version: fields["v"], maxCounters: s.opt.MaxCounters, counters: make(map[string]counts, len(fields))}
+	for f, v := range fields {
+		switch {
+		case f == "w":
+			if err := json.Unmarshal([]byte(v), &snap.window); err != nil {
+				return nil, fmt.Errorf("session %q in %s: the activity window %q: %w", session, s.display, v, err)
+			}
+		case strings.HasPrefix(f, "c"), strings.HasPrefix(f, "s"):
+			c, err := parseCounts(v)
+			if err != nil {
+				return nil, fmt.Errorf("session %q in %s: counter %q: %w", session, s.display, f, err)
+			}
+			snap.counters[f] = counts{base: c, now: c}
+		}
+	}
+	return snap, nil
+}
+
+// Commit writes the snapshot's changes, and refreshes the session's TTL, only if the
+// session is still at the version Load read. It reports false when another writer
+// changed it meanwhile. A snapshot with no changes commits nothing and succeeds: it was
+// read atomically, so its evaluation already took effect in a serial order.
+func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
+	if !snap.changed() {
+		return true, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
+	defer cancel()
+	var token [12]byte
+	_, _ = rand.Read(token[:])
+	args := []any{snap.version, hex.EncodeToString(token[:]), s.opt.IdleTTL.Milliseconds(), "", ""}
+	if snap.windowChanged {
+		w, err := json.Marshal(snap.window)
+		if err != nil {
+			return false, fmt.Errorf("encoding the activity window: %w", err)
+		}
+		args[3], args[4] = "1", string(w)
+	}
+	for f, c := range snap.counters {
+		if c.now != c.base || c.added {
+			args = append(args, f, formatCounts(c.now))
+		}
+	}
+	start := time.Now()
+	n, err := commitScript.Run(ctx, s.client, []string{s.key(snap.session)}, args...).Int()
+	s.observe("commit", start, err)
+	if err != nil {
+		return false, fmt.Errorf("committing session %q to %s: %w", snap.session, s.display, err)
+	}
+	if n == 0 {
+		if s.opt.Observer != nil {
+			s.opt.Observer.Conflict()
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+func (s *Store) observe(op string, start time.Time, err error) {
+	if s.opt.Observer != nil {
+		s.opt.Observer.RoundTrip(op, time.Since(start), err)
+	}
+}
+
+// MemoryUsage returns the bytes Redis reports for a session's key (MEMORY USAGE), or
+// zero when the session has none.
+func (s *Store) MemoryUsage(ctx context.Context, session string) (int64, error) {
+	n, err := s.client.MemoryUsage(ctx, s.key(session)).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// TTL returns the remaining TTL of a session's key (negative when it has none).
+func (s *Store) TTL(ctx context.Context, session string) (time.Duration, error) {
+	return s.client.PTTL(ctx, s.key(session)).Result()
+}
+
+func parseCounts(v string) (counts engine.Counts, err error) {
+	fire, breaker, ok := strings.Cut(v, " ")
+	if !ok {
+		return counts, errors.New("not two counts")
+	}
+	if counts.Fire, err = strconv.ParseInt(fire, 10, 64); err != nil {
+		return counts, err
+	}
+	counts.Breaker, err = strconv.ParseInt(breaker, 10, 64)
+	return counts, err
+}
+
+func formatCounts(c engine.Counts) string {
+	return strconv.FormatInt(c.Fire, 10) + " " + strconv.FormatInt(c.Breaker, 10)
+}
+
+// SetObserver sets the Observer; call it before the store is used.
+func (s *Store) SetObserver(o Observer) { s.opt.Observer = o }
+
+// SetLogger routes the Redis client's own messages (a failed dial, say) into log at
+// debug level: every failure already reaches the answer's failures and the metrics.
+// The client's logger is process-wide.
+func SetLogger(log logr.Logger) { redis.SetLogger(logAdapter{log}) }
+
+type logAdapter struct{ log logr.Logger }
+
+func (l logAdapter) Printf(_ context.Context, format string, v ...any) {
+	l.log.V(1).Info(fmt.Sprintf(format, v...))
+}

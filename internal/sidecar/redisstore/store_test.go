@@ -1,0 +1,248 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// newStore is a store on the shared server with a key prefix of the test's own.
+func newStore(t *testing.T, opt Options) *Store {
+	t.Helper()
+	opt.URL = redistest.Shared(t).URL
+	opt.Prefix = t.Name() + ":"
+	s, err := New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func load(t *testing.T, s *Store, session string) *Snapshot {
+	t.Helper()
+	snap, err := s.Load(context.Background(), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+func commit(t *testing.T, s *Store, snap *Snapshot) bool {
+	t.Helper()
+	ok, err := s.Commit(context.Background(), snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+var (
+	plain  = engine.CounterKey{Rule: "acme.ops/COUNT", Session: "s1"}
+	scoped = engine.CounterKey{Rule: "acme.ops/COUNT", Session: "s1", Scope: "repo a\x00b", Scoped: true}
+)
+
+// TestCommitThenLoad: counters (scoped and not, [OAR-FIRE-10]) and the window written by
+// one commit are what the next load reads.
+func TestCommitThenLoad(t *testing.T) {
+	s := newStore(t, Options{IdleTTL: time.Hour})
+	snap := load(t, s, "s1")
+	for _, a := range []engine.Action{engine.ActionIncrementCounter, engine.ActionIncrementCounter, engine.ActionIncrementBreaker} {
+		if _, err := snap.Apply(plain, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := snap.Apply(scoped, engine.ActionResetCounter); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"read", "fetch", "shell"} {
+		snap.Append("s1", step, 2)
+	}
+	if !commit(t, s, snap) {
+		t.Fatal("the first commit of a new session conflicted")
+	}
+	again := load(t, s, "s1")
+	if c, _ := again.Get(plain); c != (engine.Counts{Fire: 2, Breaker: 1}) {
+		t.Errorf("counter %+v", c)
+	}
+	if c, _ := again.Get(scoped); c != (engine.Counts{}) || len(again.counters) != 2 {
+		t.Errorf("scoped counter %+v, %d counters; a reset counter is still held", c, len(again.counters))
+	}
+	if w, _ := again.WindowErr("s1"); strings.Join(w, ",") != "fetch,shell" {
+		t.Errorf("window %q, want the newest two steps", w)
+	}
+	if ttl, _ := s.TTL(context.Background(), "s1"); ttl <= 59*time.Minute {
+		t.Errorf("TTL %v, want the idle TTL of an hour", ttl)
+	}
+	if !commit(t, s, again) {
+		t.Error("a snapshot with no changes did not commit")
+	}
+}
+
+// TestCommitConflicts: of two snapshots read at one version, the second to commit is
+// refused and changes nothing; read again, it sees the first one's change.
+func TestCommitConflicts(t *testing.T) {
+	s := newStore(t, Options{})
+	a, b := load(t, s, "s1"), load(t, s, "s1")
+	_, _ = a.Apply(plain, engine.ActionIncrementCounter)
+	_, _ = b.Apply(plain, engine.ActionIncrementCounter)
+	if !commit(t, s, a) {
+		t.Fatal("the first commit conflicted")
+	}
+	if commit(t, s, b) {
+		t.Fatal("a commit over a changed session was accepted")
+	}
+	b = load(t, s, "s1")
+	if c, _ := b.Get(plain); c.Fire != 1 {
+		t.Fatalf("after the refused commit: %+v, want only the first increment", c)
+	}
+	_, _ = b.Apply(plain, engine.ActionIncrementCounter)
+	if !commit(t, s, b) {
+		t.Fatal("the re-read snapshot conflicted")
+	}
+	if c, _ := load(t, s, "s1").Get(plain); c.Fire != 2 {
+		t.Errorf("counter %+v, want 2", c)
+	}
+}
+
+// TestIdleSessionExpires: a session not written for the idle TTL is forgotten.
+func TestIdleSessionExpires(t *testing.T) {
+	s := newStore(t, Options{IdleTTL: 150 * time.Millisecond})
+	snap := load(t, s, "s1")
+	_, _ = snap.Apply(plain, engine.ActionIncrementCounter)
+	commit(t, s, snap)
+	if c, _ := load(t, s, "s1").Get(plain); c.Fire != 1 {
+		t.Fatalf("counter %+v before the TTL", c)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, _ := load(t, s, "s1").Get(plain); c.Fire == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Error("the idle session was not forgotten")
+}
+
+// TestSessionSize reports what one session costs in Redis: a counter, a scoped counter
+// and a window of eight steps (the figure the README gives).
+func TestSessionSize(t *testing.T) {
+	s := newStore(t, Options{IdleTTL: time.Hour})
+	session := strings.Repeat("x", 36) // a UUID
+	snap := load(t, s, session)
+	_, _ = snap.Apply(engine.CounterKey{Rule: "acme.ops/COUNT_SHELL", Session: session}, engine.ActionIncrementCounter)
+	_, _ = snap.Apply(engine.CounterKey{Rule: "acme.ops/PER_REPO", Session: session, Scope: "github.com/acme/api", Scoped: true}, engine.ActionIncrementCounter)
+	for _, step := range []string{"read", "web_fetch", "shell", "read", "write", "shell", "deploy", "read"} {
+		snap.Append(session, step, 8)
+	}
+	commit(t, s, snap)
+	n, err := s.MemoryUsage(context.Background(), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a session with two counters and eight steps takes %d bytes in Redis", n)
+	if n == 0 || n > 640 {
+		t.Errorf("MEMORY USAGE %d bytes; the README says about 500", n)
+	}
+}
+
+func TestCounterLimit(t *testing.T) {
+	s := newStore(t, Options{MaxCounters: 1})
+	snap := load(t, s, "s1")
+	if _, err := snap.Apply(plain, engine.ActionIncrementCounter); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snap.Apply(scoped, engine.ActionIncrementCounter); !errors.Is(err, ErrCounterLimit) {
+		t.Errorf("a second counter: %v, want ErrCounterLimit", err)
+	}
+}
+
+func TestUnavailableSnapshotFailsEverything(t *testing.T) {
+	cause := errors.New("down")
+	u := Unavailable("s1", cause)
+	if _, err := u.Get(plain); !errors.Is(err, cause) {
+		t.Errorf("Get: %v", err)
+	}
+	if _, err := u.Apply(plain, engine.ActionIncrementCounter); !errors.Is(err, cause) {
+		t.Errorf("Apply: %v", err)
+	}
+	if _, err := u.WindowErr("s1"); !errors.Is(err, cause) {
+		t.Errorf("WindowErr: %v", err)
+	}
+	u.Append("s1", "read", 4)
+	if u.changed() {
+		t.Error("an unavailable snapshot has changes to commit")
+	}
+}
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		opt  Options
+		want string
+	}{
+		{Options{URL: "redis://user:secret@127.0.0.1:6379"}, "carries a password"},
+		{Options{URL: "http://127.0.0.1"}, "must be redis or rediss"},
+		{Options{URL: "redis://127.0.0.1", PasswordFile: filepath.Join(dir, "missing")}, "session store password"},
+		{Options{URL: "redis://127.0.0.1", CAFile: notPEM}, "for rediss:// URLs"},
+		{Options{URL: "rediss://127.0.0.1", CAFile: notPEM}, "no PEM certificate"},
+	} {
+		_, err := New(tt.opt)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: %v, want %q", tt.opt, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}
+
+// TestPasswordFromFile: a server requiring a password is reached with the one in the
+// file, and refuses a client without it.
+func TestPasswordFromFile(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := context.Background()
+	if err := s.client.ConfigSet(ctx, "requirepass", "s3cret").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		withPassword, _ := New(Options{URL: redistest.Shared(t).URL, PasswordFile: writeSecret(t, "s3cret\n")})
+		_ = withPassword.client.ConfigSet(ctx, "requirepass", "").Err()
+		_ = withPassword.Close()
+	})
+	without, _ := New(Options{URL: redistest.Shared(t).URL})
+	defer without.Close()
+	if err := without.Ping(ctx); err == nil {
+		t.Fatal("a client without the password was let in")
+	}
+	with, err := New(Options{URL: redistest.Shared(t).URL, PasswordFile: writeSecret(t, "s3cret\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer with.Close()
+	if err := with.Ping(ctx); err != nil {
+		t.Errorf("with the password from the file: %v", err)
+	}
+}
+
+func writeSecret(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

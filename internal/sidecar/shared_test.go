@@ -1,0 +1,451 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
+)
+
+func TestMain(m *testing.M) {
+	redisstore.SetLogger(logr.Discard())
+	redistest.Main(m)
+}
+
+// sharedStore is a store on url whose keys start with the test's name, so replicas of
+// one test share sessions and tests do not.
+func sharedStore(t testing.TB, url string, opt redisstore.Options) *redisstore.Store {
+	t.Helper()
+	opt.URL = url
+	if opt.Prefix == "" {
+		opt.Prefix = t.Name() + ":"
+	}
+	s, err := redisstore.New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// replicas starts n sidecars serving b whose sessions live in one Redis.
+func replicas(t testing.TB, n int, url, rules string, opt redisstore.Options) []*testSidecar {
+	t.Helper()
+	b := sealed(t, testCapability, rules)
+	out := make([]*testSidecar, n)
+	for i := range out {
+		out[i] = serve(t, b, Options{SharedSessions: sharedStore(t, url, opt)})
+	}
+	return out
+}
+
+func shellCall(session string) string {
+	return occ("tool.pre_invoke", session, `"tool_call": {"name": "shell", "arguments": {}}`)
+}
+
+// TestReplicasDecideAsOneEngine: 8 concurrent clients send the calls of 1,000 sessions
+// alternately to two replicas on one Redis. testRules blocks a session's third shell
+// call and later ones. Each answer reports the session's shell count after the call,
+// so the counts a session's answers report must be exactly 1..N (the calls took effect
+// one after the other, in some order), and a call is blocked exactly when its count is
+// 3 or more, as one engine would decide those calls in that order.
+func TestReplicasDecideAsOneEngine(t *testing.T) {
+	const sessions, calls, clients = 1000, 4, 8
+	// A generous timeout: on a loaded machine (or under -race) a round trip that took
+	// longer than the default would send the call to on_error, which is right for an
+	// engine and not what this test is about.
+	rs := replicas(t, 2, redistest.Shared(t).URL, testRules, redisstore.Options{IdleTTL: time.Hour, Timeout: 10 * time.Second})
+	type result struct {
+		count   int64
+		blocked bool
+	}
+	var mu sync.Mutex
+	results := make(map[string][]result, sessions)
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for i := range work {
+				session := fmt.Sprintf("s%d", i/calls)
+				a := rs[(i+c)%2].evaluate(t, shellCall(session))
+				if len(a.Failures) > 0 {
+					t.Errorf("%s: %+v", session, a.Failures)
+				}
+				mu.Lock()
+				results[session] = append(results[session], result{a.Counters["acme.ops/COUNT_SHELL"].Fire, a.Decision.Decision == "block"})
+				mu.Unlock()
+			}
+		})
+	}
+	// A session's calls go out one after the other, to different clients and
+	// alternately to both replicas, so they are in flight together.
+	for i := range sessions * calls {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	blocked := 0
+	for session, rr := range results {
+		var counts []int64
+		for _, r := range rr {
+			counts = append(counts, r.count)
+			if r.blocked != (r.count >= 3) {
+				t.Errorf("%s: the call counted %d was blocked=%v", session, r.count, r.blocked)
+			}
+			if r.blocked {
+				blocked++
+			}
+		}
+		slices.Sort(counts)
+		if !slices.Equal(counts, []int64{1, 2, 3, 4}) {
+			t.Errorf("%s: counts %v, want 1..4: not one serial order", session, counts)
+		}
+	}
+	if len(results) != sessions || blocked != sessions*(calls-2) {
+		t.Errorf("%d sessions, %d calls blocked; want %d and %d", len(results), blocked, sessions, sessions*(calls-2))
+	}
+	conflicts := rs[0].metric(t, "oar_engine_session_store_conflicts_total", nil) + rs[1].metric(t, "oar_engine_session_store_conflicts_total", nil)
+	if conflicts == 0 {
+		t.Error("no commit conflicted: the replicas never evaluated one session at the same time, so the test proves nothing")
+	}
+	t.Logf("%d conflicts resolved by re-evaluation", int(conflicts))
+}
+
+const breakerRules = `
+oar: "1.0"
+namespace: acme.ops
+id: TRIP
+kind: policy
+anchor: tool.pre_invoke
+selector: {tool: [deploy]}
+requires: {profiles: [tool]}
+on_fire: [increment_breaker]
+effect: warn
+---
+oar: "1.0"
+namespace: acme.ops
+id: OPEN
+kind: invariant
+anchor: tool.pre_invoke
+requires: {profiles: [tool]}
+when: breaker_count_of("acme.ops/TRIP") >= 1
+effect: block
+`
+
+// TestBreakerTrippedOnOneReplicaIsOpenOnTheOther.
+func TestBreakerTrippedOnOneReplicaIsOpenOnTheOther(t *testing.T) {
+	rs := replicas(t, 2, redistest.Shared(t).URL, breakerRules, redisstore.Options{})
+	read := occ("tool.pre_invoke", "s1", `"tool_call": {"name": "read", "arguments": {}}`)
+	if d := rs[1].evaluate(t, read); d.Decision.Decision != "none" {
+		t.Fatalf("before the trip: %+v", d.Decision)
+	}
+	if d := rs[0].evaluate(t, occ("tool.pre_invoke", "s1", `"tool_call": {"name": "deploy", "arguments": {}}`)); d.Decision.Decision != "warn" || d.Counters["acme.ops/TRIP"].Breaker != 1 {
+		t.Fatalf("the trip: %+v", d.Decision)
+	}
+	if d := rs[1].evaluate(t, read); d.Decision.Decision != "block" || d.Rule != "acme.ops/OPEN" {
+		t.Errorf("the other replica after the trip: %+v; the breaker is open", d.Decision)
+	}
+	if d := rs[1].evaluate(t, strings.Replace(read, "s1", "s2", 1)); d.Decision.Decision != "none" {
+		t.Errorf("another session: %+v", d.Decision)
+	}
+}
+
+const outageRules = testRules + `
+---
+oar: "1.0"
+namespace: acme.audit
+id: COUNT_READ
+kind: policy
+anchor: tool.pre_invoke
+selector: {tool: [read]}
+requires: {profiles: [tool]}
+on_fire: [increment_counter]
+on_error: fail_open
+effect: warn
+---
+oar: "1.0"
+namespace: acme.ops
+id: NUDGE_WRITE
+kind: policy
+anchor: tool.pre_invoke
+selector: {tool: [write]}
+requires: {profiles: [tool]}
+effect: nudge
+---
+oar: "1.0"
+namespace: acme.ops
+id: WARN_OUTPUT
+kind: policy
+anchor: model.output
+effect: warn
+`
+
+// TestStoreOutage: with Redis stopped, the fail_closed rule needing state blocks and the
+// fail_open one records its failure and lets the call through, neither claims a counter,
+// and rules needing no state decide as before (at an anchor with none, with no round
+// trip at all); /readyz stays ready and says the store is unreachable. Restarted with
+// its data, the next calls continue from the committed counts.
+func TestStoreOutage(t *testing.T) {
+	srv := redistest.StartT(t)
+	rs := replicas(t, 1, srv.URL, outageRules, redisstore.Options{Timeout: 100 * time.Millisecond})
+	r := rs[0]
+	tool := func(name string) string {
+		return occ("tool.pre_invoke", "s1", `"tool_call": {"name": "`+name+`", "arguments": {}}`)
+	}
+	for range 2 {
+		if d := r.evaluate(t, tool("shell")); d.Decision.Decision != "warn" {
+			t.Fatalf("before the outage: %+v", d.Decision)
+		}
+	}
+	srv.Stop()
+
+	start := time.Now()
+	d := r.evaluate(t, tool("shell"))
+	if d.Decision.Decision != "block" || d.Rule != "acme.ops/COUNT_SHELL" || len(d.Failures) != 1 ||
+		d.Failures[0].Rule != "acme.ops/COUNT_SHELL" || !strings.Contains(d.Failures[0].Error, "session store is unreachable") || len(d.Counters) != 0 || len(d.OnFire) != 0 {
+		t.Errorf("a fail_closed rule needing state during the outage: %+v", d.Decision)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the occurrence took %v during the outage; the store's timeout is 100ms", took)
+	}
+	d = r.evaluate(t, tool("read"))
+	if d.Decision.Decision != "none" || len(d.Failures) != 1 || d.Failures[0].Rule != "acme.audit/COUNT_READ" ||
+		!slices.Contains(d.Applied, "acme.audit/COUNT_READ:errored") || len(d.Counters) != 0 {
+		t.Errorf("a fail_open rule needing state during the outage: %+v", d.Decision)
+	}
+	if d := r.evaluate(t, tool("write")); d.Decision.Decision != "nudge" || len(d.Failures) != 0 {
+		t.Errorf("a rule needing no state during the outage: %+v", d.Decision)
+	}
+	loads := r.metric(t, "oar_engine_session_store_duration_seconds", nil)
+	if d := r.evaluate(t, occ("content.output", "s1", "")); d.Decision.Decision != "warn" || len(d.Failures) != 0 {
+		t.Errorf("an anchor needing no state during the outage: %+v", d.Decision)
+	}
+	if after := r.metric(t, "oar_engine_session_store_duration_seconds", nil); after != loads {
+		t.Errorf("an occurrence needing no session state called the store (%v calls, then %v)", loads, after)
+	}
+	if f := r.metric(t, "oar_engine_session_store_failures_total", nil); f < 3 {
+		t.Errorf("%v store failures counted, want at least 3", f)
+	}
+	var p Probe
+	rr := r.do(t, http.MethodGet, "/readyz", "")
+	rr.decode(t, &p)
+	if rr.status != http.StatusOK || !strings.Contains(p.SessionStore, "unreachable") {
+		t.Errorf("/readyz during the outage: %d %+v; ready, reporting the store", rr.status, p)
+	}
+
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool {
+		var p Probe
+		r.do(t, http.MethodGet, "/readyz", "").decode(t, &p)
+		return strings.HasSuffix(p.SessionStore, ": reachable")
+	})
+	d = r.evaluate(t, tool("shell"))
+	if d.Decision.Decision != "block" || d.Rule != "acme.ops/SHELL_LIMIT" || d.Counters["acme.ops/COUNT_SHELL"].Fire != 3 {
+		t.Errorf("the first shell call after the restart: %+v; the two committed calls make it the third", d.Decision)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("timed out")
+}
+
+// TestIdleSessionIsForgotten: a session idle for --session-idle-ttl starts again from
+// zero.
+func TestIdleSessionIsForgotten(t *testing.T) {
+	r := replicas(t, 1, redistest.Shared(t).URL, testRules, redisstore.Options{IdleTTL: 200 * time.Millisecond})[0]
+	for range 2 {
+		r.evaluate(t, shellCall("s1"))
+	}
+	if d := r.evaluate(t, shellCall("s1")); d.Decision.Decision != "block" {
+		t.Fatalf("the third call: %+v", d.Decision)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if d := r.evaluate(t, shellCall("s1")); d.Decision.Decision != "warn" || d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 {
+		t.Errorf("after the idle TTL: %+v; the session starts again", d.Decision)
+	}
+}
+
+// TestContentionPastTheRetryBound: a session another writer changes between every read
+// and commit goes, after the bound, to each rule's on_error, named as contention.
+func TestContentionPastTheRetryBound(t *testing.T) {
+	url := redistest.Shared(t).URL
+	b := sealed(t, testCapability, testRules)
+	store := sharedStore(t, url, redisstore.Options{})
+	r := serve(t, b, Options{SharedSessions: store, SessionRetries: 2})
+	other := sharedStore(t, url, redisstore.Options{})
+	store.SetObserver(&interferer{Metrics: r.Metrics(), store: other, t: t})
+	d := r.evaluate(t, shellCall("s1"))
+	if d.Decision.Decision != "block" || len(d.Failures) != 1 || !strings.Contains(d.Failures[0].Error, "session store contention") ||
+		!strings.Contains(d.Failures[0].Error, "at each of 3 attempts") {
+		t.Errorf("a session contended past the bound: %+v", d.Decision)
+	}
+	if n := r.metric(t, "oar_engine_session_store_contention_exhausted_total", nil); n != 1 {
+		t.Errorf("contention_exhausted_total %v", n)
+	}
+	if n := r.metric(t, "oar_engine_session_store_retries_total", nil); n != 2 {
+		t.Errorf("retries_total %v, want 2", n)
+	}
+}
+
+// interferer changes the session through another store after every load, as a busy
+// replica would.
+type interferer struct {
+	Metrics interface {
+		RoundTrip(string, time.Duration, error)
+		Conflict()
+	}
+	store *redisstore.Store
+	t     *testing.T
+}
+
+func (i *interferer) RoundTrip(op string, took time.Duration, err error) {
+	i.Metrics.RoundTrip(op, took, err)
+	if op != "load" {
+		return
+	}
+	snap, err := i.store.Load(i.t.Context(), "s1")
+	if err != nil {
+		i.t.Error(err)
+		return
+	}
+	_, _ = snap.Apply(engine.CounterKey{Rule: "acme.other/X", Session: "s1"}, engine.ActionIncrementCounter)
+	if _, err := i.store.Commit(i.t.Context(), snap); err != nil {
+		i.t.Error(err)
+	}
+}
+
+func (i *interferer) Conflict() { i.Metrics.Conflict() }
+
+// differentialRules add a breaker, a scoped counter and a fail_open rule reading a
+// counter to testRules.
+const differentialRules = testRules + `
+---
+oar: "1.0"
+namespace: acme.ops
+id: TRIP
+kind: policy
+anchor: tool.pre_invoke
+selector: {tool: [deploy]}
+requires: {profiles: [tool]}
+on_fire: [increment_breaker, publish_event]
+effect: warn
+---
+oar: "1.0"
+namespace: acme.ops
+id: RESET_ON_READ
+kind: policy
+anchor: tool.pre_invoke
+selector: {tool: [read]}
+requires: {profiles: [tool]}
+when: breaker_count_of("acme.ops/TRIP") >= 2
+on_fire: [reset_breaker]
+effect: nudge
+---
+oar: "1.0"
+namespace: acme.ops
+id: PER_TIER
+kind: policy
+anchor: model.output
+requires: {facts: [acme.gateway.tenant_tier]}
+counter_scope: acme.gateway.tenant_tier
+when: fire_count >= 1
+on_fire: [increment_counter, publish_event]
+effect: warn
+`
+
+// TestDifferentialMemoryAndRedis: one random workload through a memory-store sidecar
+// and a Redis-store sidecar gives identical answers (decisions, counters, events) and
+// identical event streams.
+func TestDifferentialMemoryAndRedis(t *testing.T) {
+	b := sealed(t, testCapability, differentialRules)
+	mem := serve(t, b, Options{})
+	red := serve(t, b, Options{SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{})})
+	rnd := rand.New(rand.NewPCG(16, 2026))
+	tools := []string{"shell", "read", "deploy", "web_fetch", "write"}
+	tiers := []string{"free", "pro"}
+	for i := range 1500 {
+		session := fmt.Sprintf("s%d", rnd.IntN(25))
+		var o string
+		switch rnd.IntN(5) {
+		case 0:
+			o = occ("content.output", session, fmt.Sprintf(`"facts": {"acme.gateway.tenant_tier": %q}, "content": "hi"`, tiers[rnd.IntN(2)]))
+		case 1:
+			o = occ("gateway.pre_render", session, "")
+		default:
+			o = occ("tool.pre_invoke", session, fmt.Sprintf(`"tool_call": {"name": %q, "arguments": {}}`, tools[rnd.IntN(len(tools))]))
+		}
+		m, r := mem.do(t, http.MethodPost, "/v1/evaluate", o), red.do(t, http.MethodPost, "/v1/evaluate", o)
+		if m.status != r.status || string(m.body) != string(r.body) {
+			t.Fatalf("occurrence %d %s:\nmemory %d %s\nredis  %d %s", i, o, m.status, m.body, r.status, r.body)
+		}
+	}
+	if me, re := withoutTimes(t, mem.events.String()), withoutTimes(t, red.events.String()); me != re || me == "" {
+		t.Errorf("event streams differ:\nmemory %s\nredis  %s", me, re)
+	}
+}
+
+// withoutTimes drops the time of each event record.
+func withoutTimes(t *testing.T, lines string) string {
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(lines), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		delete(rec, "time")
+		b, _ := json.Marshal(rec)
+		out = append(out, string(b))
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestEventRefusedAfterCommit: with shared sessions an event is written once the
+// session's changes are committed; one the stream then refuses is dropped from the
+// answer's events and on_fire and reported in its failures, and the committed counter
+// stays.
+func TestEventRefusedAfterCommit(t *testing.T) {
+	b := sealed(t, testCapability, testRules)
+	r := serve(t, b, Options{Events: failingWriter{}, SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{})})
+	d := r.evaluate(t, shellCall("s1"))
+	if d.Decision.Decision != "warn" || len(d.Events) != 0 || !slices.Equal(d.OnFire, []string{"increment_counter"}) || len(d.Failures) != 1 ||
+		d.Failures[0].Clause != "OAR-FIRE-9" || !strings.Contains(d.Failures[0].Error, "disk full") {
+		t.Errorf("answer %+v", d.Decision)
+	}
+	if d := r.evaluate(t, shellCall("s1")); d.Counters["acme.ops/COUNT_SHELL"].Fire != 2 {
+		t.Errorf("the next call counts %+v; the first call's increment was committed", d.Counters)
+	}
+}
+
+// TestReloadKeepsSharedCounters: a new bundle serving the same rule continues from its
+// counters, as with the memory store.
+func TestReloadKeepsSharedCounters(t *testing.T) {
+	r := serve(t, sealed(t, testCapability, testRules), Options{SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{})})
+	for range 2 {
+		r.evaluate(t, shellCall("s1"))
+	}
+	if _, err := r.Source().Install(sealed(t, testCapability, outageRules)); err != nil {
+		t.Fatal(err)
+	}
+	if d := r.evaluate(t, shellCall("s1")); d.Decision.Decision != "block" || d.Counters["acme.ops/COUNT_SHELL"].Fire != 3 {
+		t.Errorf("the third call after a reload: %+v", d.Decision)
+	}
+}
