@@ -188,7 +188,7 @@ func operatorConfig(t *testing.T, ns, name, capability string, order int64, doc 
 // sampleCapability is config/samples' Capability in ns.
 func sampleCapability(t *testing.T, ns string) *rulesv1alpha1.Capability {
 	t.Helper()
-	data, err := os.ReadFile("../../config/samples/rules_v1alpha1_capability.yaml")
+	data, err := os.ReadFile("../config/samples/rules_v1alpha1_capability.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
