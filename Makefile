@@ -150,12 +150,23 @@ fuzz-smoke: ## A short run of every fuzz target (SMOKETIME inputs each).
 			{ echo "fuzzing $$pkg $$name failed:"; grep -v '^fuzz: elapsed' $$log; exit 1; }; \
 	done
 
-fuzz: ## Every fuzz target for FUZZTIME (default 5m each); fails if any target failed.
+# EQUIVALENCE_VARIANTS is how many generated packs `make fuzz` sends through the API
+# server and its webhook (TestEquivalence; `make test` sends 1,200), with a sixth as many
+# Capability updates.
+EQUIVALENCE_VARIANTS ?= 10000
+
+fuzz: envtest-binaries ## Every fuzz target for FUZZTIME (default 5m each), then TestEquivalence at scale; fails if any failed.
 	@failed=; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
 		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg || failed="$$failed $$pkg:$$name"; \
 	done; \
+	mkdir -p $(CURDIR)/tmp; run=$$(mktemp -d $(CURDIR)/tmp/fuzz.XXXXXX); \
+	trap '$(STOP_ENVTEST); rm -rf "$$run"' EXIT; \
+	echo "TestEquivalence with $(EQUIVALENCE_VARIANTS) variants"; \
+	TMPDIR=$$run KUBEBUILDER_ASSETS=$(BIN) OAR_EQUIVALENCE_VARIANTS=$(EQUIVALENCE_VARIANTS) \
+		$(GO) test -count=1 -timeout=60m -run='^TestEquivalence$$' -v ./internal/admission | grep -E '^(---|=== RUN|ok|FAIL|PASS)|variants|updates|equivalence_test' \
+		|| failed="$$failed ./internal/admission:TestEquivalence"; \
 	if [ -n "$$failed" ]; then echo "fuzz targets that failed:$$failed"; exit 1; fi
 
 bench: build ## Go benchmarks and an oarctl bench run.
