@@ -15,11 +15,13 @@ SMOKETIME ?= 20000x
 BENCHTIME ?= 1s
 
 # A real control plane for the envtest suites, built from Go modules (hack/tools),
-# controller-gen (hack/controller-gen) and staticcheck (hack/staticcheck): see
+# controller-gen (hack/controller-gen), staticcheck (hack/staticcheck) and promql-check
+# (hack/promql, Prometheus' query parser): see
 # hack/README.md. Their versions live in those
 # modules' go.mod files; a binary is rebuilt only when its module's go.sum is newer.
 CONTROLLER_GEN := $(BIN)/controller-gen
 STATICCHECK    := $(BIN)/staticcheck
+PROMQL_CHECK   := $(BIN)/promql-check
 KUBE_VERSION    = $(shell cd hack/tools && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
 kube_minor      = $(word 2,$(subst ., ,$(KUBE_VERSION)))
 kube_ldflag     = -X k8s.io/component-base/version.$(1)=$(2) -X k8s.io/client-go/pkg/version.$(1)=$(2)
@@ -70,11 +72,11 @@ lint: bin/staticcheck ## staticcheck every package (its default checks).
 	$(STATICCHECK) ./...
 
 tidy-check: ## Fail when go.mod or go.sum (the root's or a hack/ tools module's) is not tidy.
-	@for d in . hack/tools hack/controller-gen hack/staticcheck; do \
+	@for d in . hack/tools hack/controller-gen hack/staticcheck hack/promql; do \
 		(cd $$d && $(GO) mod tidy -diff) || { echo "go.mod in $$d is not tidy: run go mod tidy there"; exit 1; }; \
 	done
 
-unit: envtest-binaries ## Unit, integration, envtest and seed-corpus fuzz tests.
+unit: envtest-binaries bin/promql-check ## Unit, integration, envtest and seed-corpus fuzz tests.
 	@mkdir -p $(CURDIR)/tmp; run=$$(mktemp -d $(CURDIR)/tmp/test.XXXXXX); \
 	trap '$(STOP_ENVTEST); rm -rf "$$run"' EXIT; \
 	echo "TMPDIR=$$run KUBEBUILDER_ASSETS=$(BIN) $(GO) test -count=1 ./..."; \
@@ -103,6 +105,11 @@ bin/controller-gen: hack/controller-gen/go.sum
 
 bin/staticcheck: hack/staticcheck/go.sum
 	cd hack/staticcheck && $(GO) build -trimpath -o $(STATICCHECK) honnef.co/go/tools/cmd/staticcheck
+	@touch $@
+
+# The chart's tests run it on the PrometheusRule's expressions (internal/chart).
+bin/promql-check: hack/promql/go.sum hack/promql/main.go
+	cd hack/promql && $(GO) build -trimpath -o $(PROMQL_CHECK) .
 	@touch $@
 
 # controller-gen invocations: CRDs into config/crd/bases, the manager role into
