@@ -2,7 +2,10 @@ module github.com/oar-operator/oar-operator/hack/promql
 
 go 1.26.7
 
-require github.com/prometheus/prometheus v0.316.0
+require (
+	github.com/prometheus/common v0.72.1
+	github.com/prometheus/prometheus v0.316.0
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -12,7 +15,6 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
-	github.com/prometheus/common v0.72.1 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
