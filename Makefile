@@ -15,11 +15,13 @@ SMOKETIME ?= 20000x
 BENCHTIME ?= 1s
 
 # A real control plane for the envtest suites, built from Go modules (hack/tools),
-# controller-gen (hack/controller-gen) and staticcheck (hack/staticcheck): see
+# controller-gen (hack/controller-gen), staticcheck (hack/staticcheck) and promql-check
+# (hack/promql, Prometheus' query parser): see
 # hack/README.md. Their versions live in those
 # modules' go.mod files; a binary is rebuilt only when its module's go.sum is newer.
 CONTROLLER_GEN := $(BIN)/controller-gen
 STATICCHECK    := $(BIN)/staticcheck
+PROMQL_CHECK   := $(BIN)/promql-check
 KUBE_VERSION    = $(shell cd hack/tools && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
 kube_minor      = $(word 2,$(subst ., ,$(KUBE_VERSION)))
 kube_ldflag     = -X k8s.io/component-base/version.$(1)=$(2) -X k8s.io/client-go/pkg/version.$(1)=$(2)
@@ -70,11 +72,11 @@ lint: bin/staticcheck ## staticcheck every package (its default checks).
 	$(STATICCHECK) ./...
 
 tidy-check: ## Fail when go.mod or go.sum (the root's or a hack/ tools module's) is not tidy.
-	@for d in . hack/tools hack/controller-gen hack/staticcheck; do \
+	@for d in . hack/tools hack/controller-gen hack/staticcheck hack/promql; do \
 		(cd $$d && $(GO) mod tidy -diff) || { echo "go.mod in $$d is not tidy: run go mod tidy there"; exit 1; }; \
 	done
 
-unit: envtest-binaries redis-server ## Unit, integration, envtest and seed-corpus fuzz tests.
+unit: envtest-binaries redis-server bin/promql-check ## Unit, integration, envtest and seed-corpus fuzz tests.
 	@mkdir -p $(CURDIR)/tmp; run=$$(mktemp -d $(CURDIR)/tmp/test.XXXXXX); \
 	trap '$(STOP_ENVTEST); rm -rf "$$run"' EXIT; \
 	echo "TMPDIR=$$run KUBEBUILDER_ASSETS=$(BIN) $(GO) test -count=1 ./..."; \
@@ -108,6 +110,11 @@ bin/controller-gen: hack/controller-gen/go.sum
 
 bin/staticcheck: hack/staticcheck/go.sum
 	cd hack/staticcheck && $(GO) build -trimpath -o $(STATICCHECK) honnef.co/go/tools/cmd/staticcheck
+	@touch $@
+
+# The chart's tests run it on the PrometheusRule's expressions (internal/chart).
+bin/promql-check: hack/promql/go.sum hack/promql/main.go
+	cd hack/promql && $(GO) build -trimpath -o $(PROMQL_CHECK) .
 	@touch $@
 
 # controller-gen invocations: CRDs into config/crd/bases, the manager role into
@@ -155,12 +162,23 @@ fuzz-smoke: redis-server ## A short run of every fuzz target (SMOKETIME inputs e
 			{ echo "fuzzing $$pkg $$name failed:"; grep -v '^fuzz: elapsed' $$log; exit 1; }; \
 	done
 
-fuzz: redis-server ## Every fuzz target for FUZZTIME (default 5m each); fails if any target failed.
+# EQUIVALENCE_VARIANTS is how many generated packs `make fuzz` sends through the API
+# server and its webhook (TestEquivalence; `make test` sends 1,200), with a sixth as many
+# Capability updates.
+EQUIVALENCE_VARIANTS ?= 10000
+
+fuzz: envtest-binaries redis-server ## Every fuzz target for FUZZTIME (default 5m each), then TestEquivalence at scale; fails if any failed.
 	@failed=; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
 		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg || failed="$$failed $$pkg:$$name"; \
 	done; \
+	mkdir -p $(CURDIR)/tmp; run=$$(mktemp -d $(CURDIR)/tmp/fuzz.XXXXXX); \
+	trap '$(STOP_ENVTEST); rm -rf "$$run"' EXIT; \
+	echo "TestEquivalence with $(EQUIVALENCE_VARIANTS) variants"; \
+	TMPDIR=$$run KUBEBUILDER_ASSETS=$(BIN) OAR_EQUIVALENCE_VARIANTS=$(EQUIVALENCE_VARIANTS) \
+		$(GO) test -count=1 -timeout=60m -run='^TestEquivalence$$' -v ./internal/admission | grep -E '^(---|=== RUN|ok|FAIL|PASS)|variants|updates|equivalence_test' \
+		|| failed="$$failed ./internal/admission:TestEquivalence"; \
 	if [ -n "$$failed" ]; then echo "fuzz targets that failed:$$failed"; exit 1; fi
 
 bench: build redis-server ## Go benchmarks (the session-store ones on a real redis-server), an oarctl bench run, and the generated workloads (bench-workload).

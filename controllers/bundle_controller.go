@@ -80,23 +80,29 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get bundle configmap: %w", err)
 	}
-	if cm != nil && !ownedBy(cm, req.Name) {
-		return ctrl.Result{}, r.refuseForeignConfigMap(ctx, capability, cm)
+	if cm != nil && !ownedBy(cm, req.Name) && (capability == nil || !metav1.IsControlledBy(cm, capability)) {
+		return ctrl.Result{}, r.refuseForeignConfigMap(ctx, capability, packs.Items, configs.Items, cm)
 	}
 
 	onCM := r.intactBundle(ctx, cm)
-	current := r.last.get(req.NamespacedName)
-	if current == nil {
-		current = onCM
+	last, ok := r.last.get(req.NamespacedName)
+	if !ok {
+		last = publication{onCM, identitiesOf(cm)}
+		if onCM == nil {
+			last.ids = nil
+		}
 	}
-	in, err := r.input(req.NamespacedName, capability, packs.Items, configs.Items, current)
+	current := last.bundle
+	in, livePacks, liveConfigs, err := r.input(req.NamespacedName, capability, packs.Items, configs.Items, current)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	last.ids.markNewIdentities(&in, livePacks, liveConfigs)
 	res, err := bundle.Assemble(in)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("assemble bundle: %w", err)
 	}
+	ids := identitiesFor(res, last.ids, livePacks, liveConfigs)
 
 	published := cm
 	switch {
@@ -107,17 +113,18 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.last.forget(req.NamespacedName)
 		published = nil
 		nothingServes(res)
-	case res.Bundle != nil && (!holds(cm, onCM, res.Bundle.Digest) || !metav1.IsControlledBy(cm, capability)):
-		if published, err = r.writeBundle(ctx, capability, cm, res); err != nil {
+	case res.Bundle != nil && (!holds(cm, onCM, res.Bundle.Digest) || !metav1.IsControlledBy(cm, capability) || !ownedBy(cm, capability.Name) ||
+		cm.Annotations[resource.PublishedUIDsAnnotation] != ids.encode()):
+		if published, err = r.writeBundle(ctx, capability, cm, res, ids); err != nil {
 			return ctrl.Result{}, err
 		}
 		if current != nil && current != onCM && !holds(cm, onCM, current.Digest) {
 			r.Recorder.Eventf(capability, published, corev1.EventTypeWarning, "BundleRestored", "Publish",
 				"ConfigMap %s no longer held bundle %s (deleted or overwritten); the bundle is published again from the operator's copy", published.Name, current.Digest)
 		}
-		r.last.set(req.NamespacedName, res.Bundle)
+		r.last.set(req.NamespacedName, res.Bundle, ids)
 	case res.Bundle != nil:
-		r.last.set(req.NamespacedName, res.Bundle)
+		r.last.set(req.NamespacedName, res.Bundle, ids)
 	}
 	if r.changes.deferStatus(req.NamespacedName, seen, time.Now()) {
 		logger.V(1).Info("more changes are queued; their reconcile writes the statuses")
@@ -165,13 +172,14 @@ func holds(cm *corev1.ConfigMap, onCM *bundle.Bundle, digest string) bool {
 
 // input gathers the cluster state for one Capability; current is the bundle published
 // so far, whose packs are the incumbents.
+// It returns the packs and configurations not being deleted, in the order of in's.
 func (r *BundleReconciler) input(key types.NamespacedName, capability *rulesv1alpha1.Capability, packs []rulesv1alpha1.RulePack,
-	configs []rulesv1alpha1.OperatorConfig, current *bundle.Bundle) (bundle.Input, error) {
+	configs []rulesv1alpha1.OperatorConfig, current *bundle.Bundle) (bundle.Input, []*rulesv1alpha1.RulePack, []*rulesv1alpha1.OperatorConfig, error) {
 	in := bundle.Input{Current: current}
 	if capability != nil {
 		doc, err := resource.CapabilityDocument(capability)
 		if err != nil {
-			return in, err
+			return in, nil, nil, err
 		}
 		in.Capability = doc
 	}
@@ -182,12 +190,14 @@ func (r *BundleReconciler) input(key types.NamespacedName, capability *rulesv1al
 		}
 	}
 	in.Packs = r.decoded.inputs(key, live)
+	var liveConfigs []*rulesv1alpha1.OperatorConfig
 	for i := range configs {
 		if c := &configs[i]; c.DeletionTimestamp.IsZero() {
 			in.Configs = append(in.Configs, resource.AssemblyConfig(c))
+			liveConfigs = append(liveConfigs, c)
 		}
 	}
-	return in, nil
+	return in, live, liveConfigs, nil
 }
 
 // ownedBy reports whether cm is the bundle this operator wrote for the named Capability.
@@ -196,27 +206,43 @@ func ownedBy(cm *corev1.ConfigMap, capability string) bool {
 }
 
 // refuseForeignConfigMap leaves a ConfigMap the operator did not write alone and says
-// so on the Capability: Ready=False, BundleNameTaken (writeStatus sends the Warning
-// Event). Removing that ConfigMap reconciles the Capability again (foreignBundleNames).
-func (r *BundleReconciler) refuseForeignConfigMap(ctx context.Context, capability *rulesv1alpha1.Capability, cm *corev1.ConfigMap) error {
+// so: the Capability is Ready=False, BundleNameTaken (writeStatus sends the Warning
+// Event), and it and its packs and configurations name no bundle of theirs, so the
+// metrics read from them drop it too. A ConfigMap the Capability controls is its own
+// even when its labels were removed (the next write restores them). Removing the
+// foreign ConfigMap reconciles the Capability again (foreignBundleNames), and the last
+// bundle this manager published is published again.
+func (r *BundleReconciler) refuseForeignConfigMap(ctx context.Context, capability *rulesv1alpha1.Capability,
+	packs []rulesv1alpha1.RulePack, configs []rulesv1alpha1.OperatorConfig, cm *corev1.ConfigMap) error {
 	log.FromContext(ctx).Info("bundle ConfigMap name is taken by another object", "configmap", cm.Name)
 	if capability == nil {
 		return nil
 	}
+	why := fmt.Sprintf("ConfigMap %s exists and was not written by oar-operator: it is left alone and nothing is published until it is removed", cm.Name)
+	res := &bundle.Result{Packs: map[string]bundle.Outcome{}, Configs: map[string]bundle.Outcome{}}
+	for _, p := range packs {
+		res.Packs[p.Name] = bundle.Outcome{Reason: rulesv1alpha1.ReasonBundleNameTaken, Message: why}
+	}
+	for _, c := range configs {
+		res.Configs[c.Name] = bundle.Outcome{Reason: rulesv1alpha1.ReasonBundleNameTaken, Message: why}
+	}
+	if err := r.updateStatuses(ctx, nil, packs, configs, res, nil); err != nil {
+		return err
+	}
 	st := capability.Status.DeepCopy()
 	st.ObservedGeneration = capability.Generation
+	st.Bundle, st.Packs, st.Configs, st.RuleCount = nil, nil, nil, 0
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: rulesv1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: capability.Generation,
-		Reason:  rulesv1alpha1.ReasonBundleNameTaken,
-		Message: fmt.Sprintf("ConfigMap %s exists and was not written by oar-operator: it is left alone and nothing is published until it is removed", cm.Name),
+		Reason: rulesv1alpha1.ReasonBundleNameTaken, Message: why,
 	})
 	return r.writeStatus(ctx, capability, &capability.Status, st, func() { capability.Status = *st })
 }
 
-// writeBundle creates or updates the bundle ConfigMap, owned by the Capability, only
-// when the digest changed.
+// writeBundle creates or updates the bundle ConfigMap, owned by the Capability, with
+// the identities of what it publishes.
 func (r *BundleReconciler) writeBundle(ctx context.Context, capability *rulesv1alpha1.Capability, cm *corev1.ConfigMap,
-	res *bundle.Result) (*corev1.ConfigMap, error) {
+	res *bundle.Result, ids *identities) (*corev1.ConfigMap, error) {
 	if cm == nil {
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: capability.Namespace, Name: resource.BundleName(capability.Name)}}
 	}
@@ -229,6 +255,7 @@ func (r *BundleReconciler) writeBundle(ctx context.Context, capability *rulesv1a
 		cm.Annotations = map[string]string{}
 	}
 	cm.Annotations[resource.DigestAnnotation] = res.Bundle.Digest
+	cm.Annotations[resource.PublishedUIDsAnnotation] = ids.encode()
 	cm.Data = res.Encoded.Data
 	cm.BinaryData = res.Encoded.BinaryData
 	if err := controllerutil.SetControllerReference(capability, cm, r.Scheme); err != nil {

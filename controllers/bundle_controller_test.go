@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -149,23 +150,118 @@ func TestConfigNamingAnAbsentRuleIsLeftOut(t *testing.T) {
 	}
 }
 
-// TestCapabilityChangeReevaluatesPacks: dropping a profile the pack needs refuses the
-// pack; restoring it publishes the pack again.
-func TestCapabilityChangeReevaluatesPacks(t *testing.T) {
+// TestNarrowedCapabilityIsHeldWithoutTheWebhook: this suite runs without the admission
+// webhook, as a cluster does while it is down. Dropping a profile a published pack needs
+// leaves the bundle as it is (digest unchanged), and the Capability says Ready=False,
+// CapabilityNarrowed, naming the pack and the rule in the webhook's words, with a
+// Warning Event; the pack says why it is held. Restoring the profile publishes the
+// Capability again; narrowing it once more and then fixing the pack publishes too.
+func TestNarrowedCapabilityIsHeldWithoutTheWebhook(t *testing.T) {
 	ns := namespace(t)
-	c := sampleCapability(t, ns)
-	create(t, c)
-	p := pack(ns, "tools", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
-	create(t, p)
-	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	c, p := publishedPack(t, ns)
+	good := p.Generation
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	before, _ := published(t, ns, c.Name)
+	profiles := slices.Clone(c.Spec.Profiles)
 
 	update(t, c, func() { c.Spec.Profiles = []string{"filesystem", "content"} })
-	cond := waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
-	if !strings.Contains(cond.Message, "OAR-FACT-19") && !hasClause(p.Status.LoadErrors, "OAR-FACT-19") {
-		t.Errorf("want the missing profile reported: %s %+v", cond.Message, p.Status.LoadErrors)
+	cond := waitReady(t, c, metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityNarrowed)
+	for _, want := range []string{`RulePack "security"`, "acme.security/SHELL", "[OAR-FACT-19]",
+		`published RulePack "security" would stop loading at spec.rules[0].requires.profiles[0]`, before.Digest} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("the Capability's Ready message does not say %q: %s", want, cond.Message)
+		}
 	}
-	update(t, c, func() { c.Spec.Profiles = []string{"tool", "filesystem", "content"} })
+	if !slices.ContainsFunc(c.Status.LoadErrors, func(e rulesv1alpha1.LoadError) bool {
+		return e.Clause == "OAR-FACT-19" && e.Field == "spec.profiles" && e.Rule == "acme.security/SHELL"
+	}) {
+		t.Errorf("capability loadErrors %+v, want OAR-FACT-19 at spec.profiles", c.Status.LoadErrors)
+	}
+	if after, cm := published(t, ns, c.Name); after.Digest != before.Digest || cm.Annotations[resource.DigestAnnotation] != before.Digest {
+		t.Errorf("the bundle changed from %s to %s (%s)", before.Digest, after.Digest, describeBundle(after))
+	}
+	pc := waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityNarrowed)
+	if !strings.Contains(pc.Message, fmt.Sprintf("generation %d still serves", good)) || !strings.Contains(pc.Message, "held back") ||
+		p.Status.PublishedGeneration == nil || *p.Status.PublishedGeneration != good {
+		t.Errorf("pack status %q, publishedGeneration %v; want it held with generation %d serving", pc.Message, p.Status.PublishedGeneration, good)
+	}
+	if !slices.ContainsFunc(p.Status.LoadErrors, func(e rulesv1alpha1.LoadError) bool {
+		return e.Clause == "OAR-FACT-19" && e.Field == "spec.rules[0].requires.profiles[0]"
+	}) {
+		t.Errorf("pack loadErrors %+v, want OAR-FACT-19 at spec.rules[0].requires.profiles[0]", p.Status.LoadErrors)
+	}
+	eventually(t, "a CapabilityNarrowed Warning Event", func() (bool, string) {
+		var events eventsv1.EventList
+		if err := k8s.List(ctx, &events, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+			return e.Reason == rulesv1alpha1.ReasonCapabilityNarrowed && e.Type == corev1.EventTypeWarning && e.Regarding.Name == c.Name &&
+				strings.Contains(e.Note, `RulePack "security"`)
+		}), fmt.Sprintf("%d events", len(events.Items))
+	})
+
+	update(t, c, func() { c.Spec.Profiles = profiles })
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
 	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	if after, _ := published(t, ns, c.Name); after.Digest != before.Digest {
+		t.Errorf("restored, the bundle is %s, want %s", describeBundle(after), before.Digest)
+	}
+
+	update(t, c, func() { c.Spec.Profiles = []string{"filesystem", "content"} })
+	waitReady(t, c, metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityNarrowed)
+	fixed := rule("acme.security", "SHELL", "requires", map[string]any{"profiles": []any{"filesystem"}})
+	delete(fixed, "when") // the tool fact needs the tool profile
+	update(t, p, func() { p.Spec.Rules = rulesJSON(t, fixed) })
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	waitBundle(t, ns, c.Name, "the fixed pack under the narrowed capability", func(b *bundle.Bundle) bool {
+		return packNames(b)["security"] == p.Generation && !slices.Contains(b.Capability["profiles"].([]any), any("tool"))
+	})
+}
+
+// TestNarrowingWhileNoManagerRunsIsHeld: a Capability narrowed while no manager runs is
+// the first generation the next manager sees; the bundle ConfigMap holds the previous
+// one, so it is held back all the same.
+func TestNarrowingWhileNoManagerRunsIsHeld(t *testing.T) {
+	ns := namespace(t)
+	c, _ := publishedPack(t, ns)
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	before, _ := published(t, ns, c.Name)
+	stopManager()
+	update(t, c, func() { c.Spec.Profiles = []string{"filesystem", "content"} })
+	if err := startManager(); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, c, metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityNarrowed)
+	if after, _ := published(t, ns, c.Name); after.Digest != before.Digest {
+		t.Errorf("the bundle changed from %s to %s", before.Digest, describeBundle(after))
+	}
+}
+
+// TestFirstPublicationOfANarrowCapability: with nothing published before (no bundle to
+// keep), a capability that does not provide what a pack needs publishes what loads and
+// is not Ready while that pack is left out, naming it; a pack failing on its own fault
+// (a typo) does not count against the Capability.
+func TestFirstPublicationOfANarrowCapability(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	c.Spec.Profiles = []string{"filesystem", "content"}
+	p := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL")))
+	create(t, p)
+	create(t, c)
+	cond := waitReady(t, c, metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityNarrowed)
+	for _, want := range []string{`RulePack "security"`, "[OAR-FACT-19]", "spec.rules[0].requires.profiles[0]", "acme.security/SHELL"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("the Capability's Ready message does not say %q: %s", want, cond.Message)
+		}
+	}
+	waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
+	waitBundle(t, ns, c.Name, "a bundle without the pack", func(b *bundle.Bundle) bool { return len(b.Packs) == 0 })
+	update(t, p, func() {
+		p.Spec.Rules = rulesJSON(t, rule("acme.security", "SHELL", "requires", map[string]any{"profiles": []any{"filesystem"}}, "when", "pth == 1"))
+	})
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
 }
 
 func hasClause(errs []rulesv1alpha1.LoadError, clause string) bool {
@@ -644,5 +740,92 @@ func TestForeignConfigMapIsLeftAlone(t *testing.T) {
 	if err := k8s.Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+}
+
+// TestRecreatedPackDoesNotInheritThePublishedGeneration: a pack deleted and created
+// again under its name while no reconcile ran (here: while no manager ran) is a
+// newcomer. Its generation that does not load is left out; the deleted object's
+// published generation does not keep serving under its name.
+func TestRecreatedPackDoesNotInheritThePublishedGeneration(t *testing.T) {
+	ns := namespace(t)
+	c, p := publishedPack(t, ns)
+	update(t, p, func() { p.Spec.Rules = rulesJSON(t, rule("acme.security", "SHELL", "effect", "block")) })
+	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	waitBundle(t, ns, c.Name, "the edit published", func(b *bundle.Bundle) bool { return packNames(b)["security"] == 2 })
+
+	stopManager()
+	if err := k8s.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pack gone", func() (bool, string) {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(p), &rulesv1alpha1.RulePack{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	again := pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "SHELL", "when", "nope")))
+	create(t, again)
+	if err := startManager(); err != nil {
+		t.Fatal(err)
+	}
+	cond := waitReady(t, again, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
+	if again.Status.PublishedGeneration != nil || !strings.Contains(cond.Message, "nothing of it is published") {
+		t.Errorf("the new pack claims publishedGeneration %v: %s", again.Status.PublishedGeneration, cond.Message)
+	}
+	waitBundle(t, ns, c.Name, "the deleted pack's rules gone", func(b *bundle.Bundle) bool { return len(b.Packs) == 0 })
+}
+
+// TestTakenOverConfigMapClearsWhatWasPublished: a bundle ConfigMap taken over by
+// someone else (its owner reference and labels removed) is left alone, and nothing
+// claims to be published in it any more: the Capability and its pack name no bundle,
+// the pack no published generation, and the metrics drop the bundle. Giving it back
+// (deleting it) publishes again.
+func TestTakenOverConfigMapClearsWhatWasPublished(t *testing.T) {
+	ns := namespace(t)
+	c, p := publishedPack(t, ns)
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	_, cm := published(t, ns, c.Name)
+	cm.OwnerReferences, cm.Labels = nil, nil
+	if err := k8s.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, c, metav1.ConditionFalse, rulesv1alpha1.ReasonBundleNameTaken)
+	if st := c.Status; st.Bundle != nil || len(st.Packs) != 0 || st.RuleCount != 0 {
+		t.Errorf("the Capability still names what the taken ConfigMap holds: bundle %+v, packs %v, rules %d", st.Bundle, st.Packs, st.RuleCount)
+	}
+	waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonBundleNameTaken)
+	if p.Status.Bundle != nil || p.Status.PublishedGeneration != nil {
+		t.Errorf("the pack still claims bundle %+v, generation %v", p.Status.Bundle, p.Status.PublishedGeneration)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewStateCollector(k8s))
+	for name := range series(t, reg, ns) {
+		if strings.HasPrefix(name, "oar_operator_bundle_info{") || strings.HasPrefix(name, "oar_operator_bundle_rules{") {
+			t.Errorf("metric %s still reported for a bundle that is not published", name)
+		}
+	}
+	if err := k8s.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+}
+
+// TestBundleWhoseLabelsWereRemovedIsHealed: a bundle ConfigMap the Capability still
+// controls but whose labels were removed (a careless kubectl edit, a label-pruning
+// tool) is recognised as the Capability's own and its labels are restored; the
+// Capability stays Ready.
+func TestBundleWhoseLabelsWereRemovedIsHealed(t *testing.T) {
+	ns := namespace(t)
+	c, _ := publishedPack(t, ns)
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	_, cm := published(t, ns, c.Name)
+	cm.Labels = nil
+	if err := k8s.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the bundle's labels restored", func() (bool, string) {
+		_, cm := published(t, ns, c.Name)
+		return ownedBy(cm, c.Name), fmt.Sprintf("labels %v", cm.Labels)
+	})
 	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
 }

@@ -61,22 +61,29 @@ func (d *decodedPacks) forget(capability types.NamespacedName) {
 // as the process: a new leader starts from the ConfigMap.
 type lastPublished struct {
 	mu sync.Mutex
-	m  map[types.NamespacedName]*bundle.Bundle
+	m  map[types.NamespacedName]publication
 }
 
-func (l *lastPublished) get(key types.NamespacedName) *bundle.Bundle {
+// publication is a bundle and whose generations it holds.
+type publication struct {
+	bundle *bundle.Bundle
+	ids    *identities
+}
+
+func (l *lastPublished) get(key types.NamespacedName) (publication, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.m[key]
+	p, ok := l.m[key]
+	return p, ok
 }
 
-func (l *lastPublished) set(key types.NamespacedName, b *bundle.Bundle) {
+func (l *lastPublished) set(key types.NamespacedName, b *bundle.Bundle, ids *identities) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
-		l.m = map[types.NamespacedName]*bundle.Bundle{}
+		l.m = map[types.NamespacedName]publication{}
 	}
-	l.m[key] = b
+	l.m[key] = publication{b, ids}
 }
 
 func (l *lastPublished) forget(key types.NamespacedName) {

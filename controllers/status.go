@@ -119,8 +119,11 @@ func setConditions(conds *[]metav1.Condition, generation int64, o bundle.Outcome
 	case bundle.ReasonLoadFailed:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, o.Reason, o.Message
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, o.Reason, servingNote(o)
-	case bundle.ReasonCapabilityMissing, bundle.ReasonCapabilityInvalid:
+	case bundle.ReasonCapabilityMissing, bundle.ReasonCapabilityInvalid, bundle.ReasonCapabilityNarrowed, rulesv1alpha1.ReasonBundleNameTaken:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionUnknown, o.Reason, o.Message
+		if len(o.Errors) > 0 { // a narrowed capability this one would stop loading against
+			accepted.Status = metav1.ConditionFalse
+		}
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, o.Reason, servingNote(o)
 	default: // Conflict, BundleTooLarge: the document is fine alone.
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, fmt.Sprintf("the %s loads against its Capability on its own", what)
@@ -233,6 +236,9 @@ func capabilityStatus(c *rulesv1alpha1.Capability, res *bundle.Result, ref *rule
 	st := c.Status.DeepCopy()
 	st.ObservedGeneration = c.Generation
 	st.LoadErrors = loadErrors(res.CapabilityErrors, "spec")
+	if len(res.Narrowing) > 0 {
+		st.LoadErrors = loadErrors(res.Narrowing, "")
+	}
 	st.Bundle = ref
 	st.Packs, st.Configs, st.RuleCount = nil, nil, 0
 	if b := res.Bundle; b != nil {
@@ -257,6 +263,7 @@ func capabilityStatus(c *rulesv1alpha1.Capability, res *bundle.Result, ref *rule
 			held = append(held, "configuration "+name)
 		}
 	}
+	unmet, unmetWhy := unmetPacks(res)
 	switch {
 	case len(res.CapabilityErrors) > 0:
 		accepted.Status, accepted.Reason = metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityInvalid
@@ -266,10 +273,20 @@ func capabilityStatus(c *rulesv1alpha1.Capability, res *bundle.Result, ref *rule
 	case ref == nil:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, rulesv1alpha1.ReasonPending, "the bundle is not published yet"
+	case len(res.Held) > 0:
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
+		ready.Status, ready.Reason = metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityNarrowed
+		ready.Message = fmt.Sprintf("generation %d is held back: it would make %s stop loading%s; bundle %s of the previous generation keeps serving "+
+			"until the capability provides what they need again, or they load against it", c.Generation, strings.Join(res.Held, ", "), summary(res.Narrowing), ref.Digest)
 	case len(held) > 0:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
 		ready.Status, ready.Reason = metav1.ConditionFalse, rulesv1alpha1.ReasonBundleTooLarge
 		ready.Message = fmt.Sprintf("bundle %s is published, but %s held back: the bundle would exceed the ConfigMap size limit", ref.Digest, strings.Join(held, ", ")+plural(len(held), " is", " are"))
+	case len(unmet) > 0:
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
+		ready.Status, ready.Reason = metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityNarrowed
+		ready.Message = fmt.Sprintf("bundle %s is published without %s: the capability does not provide what %s%s; there was no published generation of %s to keep",
+			ref.Digest, strings.Join(unmet, ", "), plural(len(unmet), "it needs", "they need"), summary(unmetWhy), plural(len(unmet), "it", "them"))
 	default:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
 		ready.Status, ready.Reason = metav1.ConditionTrue, rulesv1alpha1.ReasonPublished
@@ -278,6 +295,50 @@ func capabilityStatus(c *rulesv1alpha1.Capability, res *bundle.Result, ref *rule
 	meta.SetStatusCondition(&st.Conditions, accepted)
 	meta.SetStatusCondition(&st.Conditions, ready)
 	return st
+}
+
+// unmetPacks names the packs of which nothing serves because the capability does not
+// provide what they need (a diagnostic one of its members decides), with the first such
+// diagnostic of each. This is what a narrowed capability leaves out when there was no
+// bundle to keep; the Capability is not Ready while it lasts.
+func unmetPacks(res *bundle.Result) ([]string, diag.List) {
+	var names []string
+	var why diag.List
+	for _, name := range sortedKeys(res.Packs) {
+		o := res.Packs[name]
+		if o.PublishedGeneration > 0 || o.Reason != bundle.ReasonLoadFailed {
+			continue
+		}
+		for _, e := range o.Errors {
+			if e.Index >= 0 && bundle.CapabilityMember(e) != "spec" {
+				names = append(names, fmt.Sprintf("RulePack %q", name))
+				cp := *e
+				cp.Field = bundle.RulePath(e.Index, e.Field)
+				why = append(why, &cp)
+				break
+			}
+		}
+	}
+	return names, why
+}
+
+// summaryShown bounds the diagnostics a condition message spells out.
+const summaryShown = 3
+
+// summary renders the first diagnostics of l and counts the rest, after a colon; "" when
+// l is empty.
+func summary(l diag.List) string {
+	if len(l) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, e := range l[:min(len(l), summaryShown)] {
+		parts = append(parts, e.Error())
+	}
+	if len(l) > summaryShown {
+		parts = append(parts, fmt.Sprintf("and %d more", len(l)-summaryShown))
+	}
+	return ": " + strings.Join(parts, "; ")
 }
 
 func plural(n int, one, many string) string {

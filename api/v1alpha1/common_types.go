@@ -33,6 +33,14 @@ const (
 	// ReasonCapabilityInvalid: the Capability named by spec.capabilityRef is
 	// invalid, so nothing new is published for it.
 	ReasonCapabilityInvalid = "CapabilityInvalid"
+	// ReasonCapabilityNarrowed: the capability document no longer provides what
+	// a pack or configuration naming it needs. When that pack or configuration
+	// is published, the document's new generation is held back: the bundle of
+	// the previous generation keeps serving until the document is restored or
+	// the packs load against it. When nothing of it serves (nothing was
+	// published before), what loads is published and the Capability is not
+	// Ready while it is left out. The message names each pack and rule.
+	ReasonCapabilityNarrowed = "CapabilityNarrowed"
 	// ReasonBundleTooLarge: adding the resource would push the compressed
 	// bundle past the ConfigMap size limit; it is held back.
 	ReasonBundleTooLarge = "BundleTooLarge"

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -97,47 +96,15 @@ func loadCapabilityDocument(c *rulesv1alpha1.Capability) (*engine.Capability, er
 	return capability, nil
 }
 
-// breakage renders why what is published would stop loading: each diagnostic at the
-// member of the capability it most likely concerns, naming the pack or configuration.
+// breakage renders why what is published would stop loading, in the words the
+// controller uses when the update reaches it without this webhook (bundle.Breakage),
+// each at the member of the capability it most likely concerns.
 func breakage(le *bundle.LoadError) field.ErrorList {
 	causes := make(field.ErrorList, len(le.Errors))
-	for i, e := range le.Errors {
-		cp := *e
-		cp.Field = ""
-		switch le.Stage {
-		case bundle.StageRules:
-			cp.Message = fmt.Sprintf("published RulePack %q would stop loading at %s: %s", le.Owners[i], rulePath(e.Index, e.Field), e.Message)
-		case bundle.StageConfigs:
-			cp.Message = fmt.Sprintf("published OperatorConfig %q would stop applying at %s: %s", le.Owners[i], diag.JoinPath("spec.config", e.Field), e.Message)
-		}
-		causes[i] = fieldError(capabilityMember(e), &cp)
+	for i, e := range bundle.Breakage(le) {
+		causes[i] = fieldError(e.Field, e)
 	}
 	return causes
-}
-
-// capabilityMember is the member of a capability document that decides a rule
-// diagnostic's clause, or spec when no one member does.
-func capabilityMember(e *diag.Error) string {
-	switch e.Clause {
-	case "OAR-PROF-4":
-		return "spec.anchors"
-	case "OAR-DOC-12":
-		return "spec.anchors.host"
-	case "OAR-FACT-19":
-		if strings.HasPrefix(e.Field, "requires.profiles") {
-			return "spec.profiles"
-		}
-		return "spec.host_facts"
-	case "OAR-OPS-12":
-		return "spec.detectors"
-	case "OAR-OPS-18":
-		return "spec.supports_transform"
-	case "OAR-PROF-3", "OAR-FACT-13":
-		return "spec.activity_window"
-	case "OAR-EXPR-17":
-		return "spec.expression_nodes_max"
-	}
-	return "spec"
 }
 
 // warnUnsatisfied warns about each pack naming the Capability, other than the published

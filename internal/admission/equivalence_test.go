@@ -5,17 +5,42 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
-// variants is how many packs TestEquivalence sends through the API server.
-const variants = 1200
+// defaultVariants is how many packs TestEquivalence sends through the API server in
+// `make test`; `make fuzz` sends more through variantsEnv.
+const defaultVariants = 1200
+
+// variantsEnv, when set, is the number of pack variants TestEquivalence sends.
+const variantsEnv = "OAR_EQUIVALENCE_VARIANTS"
+
+// equivalenceVariants is the number of pack variants to send; a sixth as many
+// Capability updates go with them.
+func equivalenceVariants(t *testing.T) int {
+	v := os.Getenv(variantsEnv)
+	if v == "" {
+		return defaultVariants
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive count", variantsEnv, v)
+	}
+	return n
+}
 
 // equivalenceBases are rules that load against gatewaySpec, one per shape: a tool
 // policy, a content invariant, a transform, a host-anchored rule, a flow, a detector.
@@ -145,7 +170,10 @@ func variant(rng *rand.Rand) []map[string]any {
 
 // TestEquivalence: for generated valid and invalid packs, the webhook admits exactly the
 // packs the engine loads. The packs go through the API server as dry runs, against a
-// Capability no other pack names, and straight to engine.LoadRules.
+// Capability no other pack names, and straight to engine.LoadRules. Then generated
+// Capability updates go through as dry runs against a Capability with a published pack:
+// the webhook admits exactly the updates the controller would publish (bundle.Assemble
+// holds none of it back as CapabilityNarrowed).
 func TestEquivalence(t *testing.T) {
 	needEnv(t)
 	ns := namespace(t)
@@ -165,6 +193,7 @@ func TestEquivalence(t *testing.T) {
 			t.Fatalf("base %s/%s does not load: %v", b["namespace"], b["id"], errs)
 		}
 	}
+	variants := equivalenceVariants(t)
 	rng := rand.New(rand.NewPCG(2026, 4))
 	admitted, refused := 0, 0
 	for i := range variants {
@@ -186,9 +215,109 @@ func TestEquivalence(t *testing.T) {
 			t.Errorf("variant %d: the engine says loads=%v, the webhook says %v\nrules: %s\nengine: %v", i, loads, err, pack.Spec.Rules, errs)
 		}
 	}
-	t.Logf("%d variants: %d admitted, %d refused", variants, admitted, refused)
+	t.Logf("%d pack variants: %d admitted, %d refused", variants, admitted, refused)
 	if admitted < variants/5 || refused < variants/5 {
 		t.Errorf("the variants do not exercise both verdicts: %d admitted, %d refused", admitted, refused)
+	}
+	capabilityUpdates(t, ns, rng, variants/6)
+}
+
+// capabilityUpdates sends n generated updates of a Capability whose bundle publishes one
+// pack of every base rule, as dry runs, and checks each verdict against the controller's.
+func capabilityUpdates(t *testing.T, ns string, rng *rand.Rand, n int) {
+	ctx := context.Background()
+	narrowing := capabilityObject(ns, "narrowing", gatewaySpec())
+	mustCreate(t, narrowing)
+	bases := equivalenceBases()
+	for i := range bases {
+		bases[i] = with(bases[i], "id", fmt.Sprintf("P%d", i))
+	}
+	held := rulePack(t, ns, "published", "narrowing", 0, bases)
+	mustCreate(t, held)
+	published(t, ns, "narrowing", []*rulesv1alpha1.RulePack{held})
+	cm := &corev1.ConfigMap{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: resource.BundleName("narrowing")}, cm); err != nil {
+		t.Fatal(err)
+	}
+	current, err := bundle.Decode(cm.Data, cm.BinaryData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(held), held); err != nil {
+		t.Fatal(err)
+	}
+	packs := []bundle.PackInput{resource.AssemblyPack(held)}
+	admitted, refused := 0, 0
+	for i := range n {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(narrowing), narrowing); err != nil {
+			t.Fatal(err)
+		}
+		update := narrowing.DeepCopy()
+		capabilityVariant(rng, &update.Spec)
+		err := k8s.Update(ctx, update, client.DryRunAll)
+		switch {
+		case err == nil:
+			admitted++
+		case apierrors.IsInvalid(err):
+			refused++
+		default:
+			t.Fatalf("capability update %d: %v", i, err)
+		}
+		doc, derr := resource.CapabilityDocument(update)
+		if derr != nil {
+			t.Fatal(derr)
+		}
+		res, aerr := bundle.Assemble(bundle.Input{Capability: doc, Packs: packs, Current: current})
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		publishes := len(res.CapabilityErrors) == 0 && len(res.Held) == 0
+		if publishes != (err == nil) {
+			t.Errorf("capability update %d: the controller publishes=%v (held %v, %v), the webhook says %v\nspec: %+v",
+				i, publishes, res.Held, res.CapabilityErrors, err, update.Spec)
+		}
+	}
+	t.Logf("%d capability updates: %d admitted, %d refused", n, admitted, refused)
+	if admitted < n/5 || refused < n/5 {
+		t.Errorf("the capability updates do not exercise both verdicts: %d admitted, %d refused", admitted, refused)
+	}
+}
+
+// capabilityVariant narrows, widens or breaks one to three members of a capability
+// document.
+func capabilityVariant(rng *rand.Rand, s *rulesv1alpha1.CapabilitySpec) {
+	edits := []func(){
+		func() {
+			all := []string{"tool", "session", "filesystem", "content", "mcp"}
+			var keep []string
+			for _, p := range all {
+				if rng.IntN(3) > 0 {
+					keep = append(keep, p)
+				}
+			}
+			if rng.IntN(20) == 0 {
+				keep = append(keep, "telepathy")
+			}
+			s.Profiles = keep
+		},
+		func() {
+			anchor := pick(rng, "tool.pre_invoke", "tool.post_invoke", "model.input", "model.output").(string)
+			delete(s.Anchors.Core, anchor)
+			if rng.IntN(4) > 0 {
+				s.Anchors.Unsupported = append(s.Anchors.Unsupported, anchor)
+			}
+		},
+		func() {
+			s.Anchors.Host = pick(rng, []string{}, []string{"gateway.pre_render", "gateway.post_render"}).([]string)
+		},
+		func() { s.HostFacts = s.HostFacts[:rng.IntN(len(s.HostFacts)+1)] },
+		func() { s.Detectors = pick(rng, []string{}, []string{"detector://other"}).([]string) },
+		func() { s.SupportsTransform = ptr.To(rng.IntN(2) == 0) },
+		func() { s.ActivityWindow = ptr.To(int64(pick(rng, 1, 4, 16, 64).(int))) },
+		func() { s.ExpressionNodesMax = ptr.To(int64(pick(rng, 4, 16, 1024).(int))) },
+	}
+	for range 1 + rng.IntN(3) {
+		edits[rng.IntN(len(edits))]()
 	}
 }
 

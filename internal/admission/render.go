@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
@@ -48,12 +49,7 @@ func detail(e *diag.Error) string {
 }
 
 // rulePath is the path of rule i of a pack, joined with field.
-func rulePath(i int, field string) string {
-	if i < 0 {
-		return diag.JoinPath("spec.rules", field)
-	}
-	return diag.JoinPath(fmt.Sprintf("spec.rules[%d]", i), field)
-}
+func rulePath(i int, field string) string { return bundle.RulePath(i, field) }
 
 // ruleErrors renders diagnostics about the rules of a pack.
 func ruleErrors(errs diag.List, rules []any) field.ErrorList {

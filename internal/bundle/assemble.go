@@ -33,6 +33,10 @@ type PackInput struct {
 	// then a generation that does not load, with these diagnostics: the last published
 	// one keeps serving, as after any bad edit.
 	Refused diag.List
+	// NewIdentity says the pack Current publishes under this name was another object,
+	// deleted since and this one created under its name: this one is a newcomer and
+	// inherits nothing of it (incumbency goes by identity, not name).
+	NewIdentity bool
 }
 
 // ConfigInput is an OperatorConfig as assembly sees it.
@@ -46,6 +50,8 @@ type ConfigInput struct {
 	// Refused, when not empty, says the current generation could not be read (not a JSON
 	// object); it is then a generation that does not apply, as PackInput.Refused.
 	Refused diag.List
+	// NewIdentity is PackInput.NewIdentity for a configuration.
+	NewIdentity bool
 }
 
 // Input is the cluster state for one Capability and the bundle currently published.
@@ -94,12 +100,20 @@ type Result struct {
 	// Changed says Bundle's digest differs from Current's (or Current is nil and a
 	// bundle is published).
 	Changed bool
+	// Narrowing is non-empty when a valid capability document is held back because it
+	// would make what Current publishes stop loading: why, in the Capability webhook's
+	// words (Breakage). Held names the packs and configurations it would leave out
+	// ("RulePack \"x\""); Bundle is then Current.
+	Narrowing diag.List
+	Held      []string
 }
 
 // Assemble decides the bundle for one Capability, deterministically from the cluster
 // state and the bundle currently published (DESIGN.md "Bundles", rules 1–4):
 //
-//  1. A missing or invalid capability publishes nothing new: Current stays.
+//  1. A missing or invalid capability publishes nothing new: Current stays. So does a
+//     valid one that would leave out something Current publishes which Current's
+//     capability document keeps (ReasonCapabilityNarrowed, holdNarrowing).
 //  2. Packs are taken in order, incumbents (packs in Current) first, each group by
 //     (creation time, name). A pack's current generation is taken when it loads with
 //     the packs taken before it, with the unchanged incumbents still to come, and with
@@ -132,7 +146,37 @@ func Assemble(in Input) (*Result, error) {
 		return keepCurrent(in, res, ReasonCapabilityInvalid,
 			fmt.Sprintf("the capability document is invalid (%s), so the current bundle stays", countOf(errs)))
 	}
-	return newAssembler(in, c).run(res)
+	res, err := newAssembler(in, c).run(res)
+	if err != nil {
+		return nil, err
+	}
+	return holdNarrowing(in, res)
+}
+
+// incumbents are the packs and configurations Current publishes, by name, but for those
+// whose name a new object took (NewIdentity).
+func (in Input) incumbents() (map[string]Pack, map[string]Config) {
+	packs, configs := map[string]Pack{}, map[string]Config{}
+	if in.Current == nil {
+		return packs, configs
+	}
+	for _, p := range in.Current.Packs {
+		packs[p.Name] = p
+	}
+	for _, c := range in.Current.Configs {
+		configs[c.Name] = c
+	}
+	for _, p := range in.Packs {
+		if p.NewIdentity {
+			delete(packs, p.Name)
+		}
+	}
+	for _, c := range in.Configs {
+		if c.NewIdentity {
+			delete(configs, c.Name)
+		}
+	}
+	return packs, configs
 }
 
 func checkNames(in Input) error {
@@ -172,12 +216,13 @@ func keepCurrent(in Input, res *Result, reason, message string) (*Result, error)
 			return nil, err
 		}
 		res.Encoded = enc
-		for _, p := range in.Current.Packs {
-			published[p.Name] = p.Generation
-		}
-		for _, c := range in.Current.Configs {
-			cfgPublished[c.Name] = c.Generation
-		}
+	}
+	packs, configs := in.incumbents()
+	for name, p := range packs {
+		published[name] = p.Generation
+	}
+	for name, c := range configs {
+		cfgPublished[name] = c.Generation
 	}
 	for _, p := range in.Packs {
 		res.Packs[p.Name] = Outcome{PublishedGeneration: published[p.Name], Reason: reason, Message: message}
@@ -196,6 +241,9 @@ type failure struct {
 	// sticky failures hold for the whole assembly: the generation does not load on its
 	// own, or names a rule of a pack left out. Others are decided anew by each pass.
 	sticky bool
+	// dangling says the generation named a rule of a pack left out when it was refused;
+	// the pack may be published in the end (explainDangling).
+	dangling bool
 }
 
 // option is one generation of a pack that assembly may take.
@@ -273,16 +321,7 @@ func newAssembler(in Input, c *engine.Capability) *assembler {
 	if a.stubAnchor == "" && len(c.HostAnchors) > 0 {
 		a.stubAnchor = c.HostAnchors[0]
 	}
-	published := map[string]Pack{}
-	cfgPublished := map[string]Config{}
-	if in.Current != nil {
-		for _, p := range in.Current.Packs {
-			published[p.Name] = p
-		}
-		for _, cf := range in.Current.Configs {
-			cfgPublished[cf.Name] = cf
-		}
-	}
+	published, cfgPublished := in.incumbents()
 	for _, p := range in.Packs {
 		cur := newOption(p.Generation, p.Rules)
 		cur.fail = unreadable(p.Generation, p.Refused)

@@ -193,7 +193,30 @@ func (a *assembler) packs(fast *verdict) ([]pick, *engine.RuleSet, error) {
 			}
 			rs = v.rs
 		}
+		a.explainDangling(taken)
 		return taken, rs, nil
+	}
+}
+
+// explainDangling says anew why a generation refused in an abandoned pass for naming a
+// rule of a pack left out is not published, when that pack is published in the end: it
+// does not load with the packs taken (a Conflict with that pack, say), and that is the
+// reason it gives, not the abandoned pass's.
+func (a *assembler) explainDangling(taken []pick) {
+	for _, s := range a.slots {
+		if s.chosen != nil {
+			continue
+		}
+		for _, o := range s.opts {
+			if o.fail == nil || !o.fail.dangling || a.missing(o.fail.errs) != "" {
+				continue
+			}
+			if v := a.check(taken, []pick{{s, o}}, len(a.slots)); !v.ok() {
+				f := a.classify(v, s, o)
+				f.sticky = true
+				o.fail = f
+			}
+		}
 	}
 }
 
@@ -403,7 +426,7 @@ func (a *assembler) refuseDangling(v *verdict) bool {
 			continue
 		}
 		f := a.classify(v, sg.s, sg.o)
-		f.reason, f.with, f.sticky = ReasonLoadFailed, "", true
+		f.reason, f.with, f.sticky, f.dangling = ReasonLoadFailed, "", true, true
 		f.message = fmt.Sprintf("generation %d names a rule of a pack that is not published: %s%s", sg.o.gen, describeOwn(f.errs), a.missing(f.errs))
 		sg.o.fail = f
 		refused = true
@@ -438,9 +461,15 @@ func (a *assembler) classify(v *verdict, s *slot, o *option) *failure {
 			continue
 		}
 		cp := *e
-		cp.Index = -1
 		if sg.s == s {
 			cp.Index = e.Index - sg.start
+		} else {
+			placeInPack(&cp, o, sg.s.name)
+		}
+		if e.Clause == "OAR-DOC-9" {
+			if other := partnerOf(e, sg.s, s, owners); other != nil {
+				cp.Message = fmt.Sprintf("rule set contains two rules with qualified identifier %s: RulePack %q defines it too", e.Rule, other.name)
+			}
 		}
 		errs = append(errs, &cp)
 		if partner == nil {
@@ -455,6 +484,33 @@ func (a *assembler) classify(v *verdict, s *slot, o *option) *failure {
 	}
 	return &failure{reason: ReasonLoadFailed, errs: errs, message: fmt.Sprintf(
 		"generation %d does not load with the packs taken before it: %s%s", o.gen, describeOwn(errs), a.missing(errs))}
+}
+
+// placeInPack moves a diagnostic about another pack's rule to the rule of option o it
+// concerns: the rule with the same qualified identifier ([OAR-DOC-9], at its id), or one
+// the diagnostic relates (a cycle, an override), else the pack's rules as a whole. The
+// message then names the other pack and its rule; no index into the assembled set stays.
+func placeInPack(e *diag.Error, o *option, other string) {
+	own := slices.Index(o.qids, e.Rule)
+	if own < 0 {
+		for _, q := range e.Related {
+			if own = slices.Index(o.qids, q); own >= 0 {
+				break
+			}
+		}
+	}
+	e.Index = own
+	if e.Clause == "OAR-DOC-9" && own >= 0 {
+		return // the same identifier, at this pack's own id
+	}
+	e.Message = fmt.Sprintf("%s (reported on rule %s of RulePack %q)", e.Message, e.Rule, other)
+	e.Field, e.Value, e.Offset = "", "", -1
+	if own >= 0 {
+		e.Rule = o.qids[own]
+		if e.Clause == "OAR-EVAL-16" {
+			e.Field = "overrides" // the rule takes part in the cycle by its overrides
+		}
+	}
 }
 
 // partnerOf names the other pack a diagnostic about set member owner implicates, when
@@ -583,12 +639,9 @@ func (a *assembler) configEvictor(taken []pick, cfgs []*cfgOption) (*pick, *cfgS
 	if a.in.Current == nil {
 		return nil, nil
 	}
-	published := map[string]bool{}
-	for _, c := range a.in.Current.Configs {
-		published[c.Name] = true
-	}
+	_, published := a.in.incumbents()
 	for _, s := range a.cfgs {
-		if s.chosen != nil || !published[s.name] {
+		if _, ok := published[s.name]; s.chosen != nil || !ok {
 			continue
 		}
 		var before []*cfgOption

@@ -51,6 +51,7 @@ var (
 	// cert-manager issues the metrics endpoint's certificate too.
 	metricsCertKinds    = []string{"Certificate/oar-operator-metrics-cert"}
 	serviceMonitorKinds = []string{"ServiceMonitor/oar-operator-metrics"}
+	prometheusRuleKinds = []string{"PrometheusRule/oar-operator"}
 )
 
 // valueSets are the main ways the chart is installed.
@@ -103,6 +104,11 @@ metrics:
 		name:   "ServiceMonitor, self-managed certificates, not verified",
 		values: "metrics: {serviceMonitor: {enabled: true, insecureSkipVerify: true, tokenSecret: {name: prometheus-token}}}",
 		kinds:  concat(baseKinds, webhookKinds, selfManaged, metricsKinds, pdbKinds, serviceMonitorKinds),
+	},
+	{
+		name:   "PrometheusRule",
+		values: "metrics: {prometheusRule: {enabled: true, labels: {release: kube-prometheus-stack}, for: 10m, severity: page}}",
+		kinds:  concat(baseKinds, webhookKinds, selfManaged, metricsKinds, pdbKinds, prometheusRuleKinds),
 	},
 	{
 		name:   "ServiceMonitor, cert-manager without webhooks",

@@ -39,6 +39,10 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"misspelt token Secret key", "metrics: {serviceMonitor: {tokenSecret: {secretName: prometheus-token}}}", "secretName"},
 		{"Prometheus account without a namespace", "metrics: {serviceMonitor: {prometheusServiceAccount: {name: prometheus}}}", "namespace"},
 		{"Prometheus namespace without an account", "metrics: {serviceMonitor: {prometheusServiceAccount: {namespace: monitoring}}}", "name"},
+		{"misspelt PrometheusRule key", "metrics: {prometheusRule: {enable: true}}", "enable"},
+		{"alert for: not a duration", "metrics: {prometheusRule: {for: 15 minutes}}", "for"},
+		{"empty alert for:", `metrics: {prometheusRule: {for: ""}}`, "for"},
+		{"severity with a space", `metrics: {prometheusRule: {severity: "very high"}}`, "severity"},
 		{"Prometheus namespace not a DNS label", "metrics: {serviceMonitor: {prometheusServiceAccount: {name: prometheus, namespace: Monitoring}}}", "namespace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

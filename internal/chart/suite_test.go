@@ -23,9 +23,10 @@ import (
 // are never vendored here.
 const certManagerVersion = "v1.21.2"
 
-// prometheusOperatorVersion is the Prometheus Operator release whose ServiceMonitor and
-// PodMonitor CRDs the dry runs install, so the chart's ServiceMonitor and
-// config/samples/agent_podmonitor.yaml are checked against their real schemas. They come
+// prometheusOperatorVersion is the Prometheus Operator release whose ServiceMonitor,
+// PodMonitor and PrometheusRule CRDs the dry runs install, so the chart's ServiceMonitor
+// and PrometheusRule and config/samples/agent_podmonitor.yaml are checked against their
+// real schemas. They come
 // from example/prometheus-operator-crd of the
 // github.com/prometheus-operator/prometheus-operator module, fetched and verified as
 // cert-manager's are.
@@ -42,7 +43,7 @@ var crdModules = []crdModule{
 	{"github.com/cert-manager/cert-manager", certManagerVersion, "deploy/crds",
 		[]string{"cert-manager.io_issuers.yaml", "cert-manager.io_certificates.yaml"}},
 	{"github.com/prometheus-operator/prometheus-operator", prometheusOperatorVersion, "example/prometheus-operator-crd",
-		[]string{"monitoring.coreos.com_servicemonitors.yaml", "monitoring.coreos.com_podmonitors.yaml"}},
+		[]string{"monitoring.coreos.com_servicemonitors.yaml", "monitoring.coreos.com_podmonitors.yaml", "monitoring.coreos.com_prometheusrules.yaml"}},
 }
 
 // env is the package's control plane: the CRDs of config/crd/bases, cert-manager's and

@@ -23,6 +23,10 @@ const (
 	BundleSuffix = "-oar-bundle"
 	// DigestAnnotation repeats the bundle's digest where `kubectl get -o yaml` shows it.
 	DigestAnnotation = "rules.oar.dev/bundle-digest"
+	// PublishedUIDsAnnotation records, as JSON {"packs":{name:uid},"configs":{name:uid}},
+	// which object each published pack and configuration generation belongs to, so a
+	// resource deleted and created again under its name is a newcomer, not an incumbent.
+	PublishedUIDsAnnotation = "rules.oar.dev/published-uids"
 	// CapabilityLabel names the Capability a bundle belongs to.
 	CapabilityLabel = "rules.oar.dev/capability"
 	// ManagedByLabel marks objects this operator writes.

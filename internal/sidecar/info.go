@@ -6,9 +6,9 @@ import (
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
 )
 
-// BundleInfo is the body of GET /v1/bundle: what is served and the reload history. It
-// is answered also before the first bundle loads, so a sidecar that is not ready says
-// why (Status.LastFailure).
+// BundleInfo is the body of GET /v1/bundle: what is served and the reload history, as
+// of one moment (reload.Source.Snapshot). It is answered also before the first bundle
+// loads, so a sidecar that is not ready says why (Status.LastFailure).
 type BundleInfo struct {
 	Ready bool `json:"ready"`
 	// Digest is the served bundle's digest, also the rules.oar.dev/bundle-digest
@@ -38,8 +38,9 @@ type ConfigInfo struct {
 }
 
 func (s *Sidecar) bundleInfo(w http.ResponseWriter, _ *http.Request) {
-	info := BundleInfo{Directory: s.opt.BundleDir, Packs: []PackInfo{}, Configs: []ConfigInfo{}, Status: s.source.Status()}
-	if sv := s.source.Current(); sv != nil {
+	sv, status := s.source.Snapshot()
+	info := BundleInfo{Directory: s.opt.BundleDir, Packs: []PackInfo{}, Configs: []ConfigInfo{}, Status: status}
+	if sv != nil {
 		w.Header().Set(DigestHeader, sv.Digest())
 		info.Ready, info.Digest, info.Host = true, sv.Digest(), sv.Loaded.Capability.Host
 		info.RuleCount = len(sv.Loaded.RuleSet.Rules)

@@ -49,7 +49,8 @@ type Status struct {
 	Reloads uint64 `json:"reloads"`
 	// Failures counts bundles refused.
 	Failures uint64 `json:"failures"`
-	// LastFailure is the most recent refusal, kept after later successes.
+	// LastFailure is the most recent refusal, kept after later successes, which mark
+	// it superseded.
 	LastFailure *Failure `json:"last_failure,omitempty"`
 }
 
@@ -59,6 +60,10 @@ type Failure struct {
 	Error string    `json:"error"`
 	// Diagnostics are the engine's, when the bundle decoded but did not load.
 	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+	// SupersededBy is the digest of the bundle mounted and served since the failure (a
+	// newer bundle, or a rollback to the one that kept serving): the failure no longer
+	// describes what is mounted. Empty while it still does.
+	SupersededBy string `json:"superseded_by,omitempty"`
 }
 
 // Diagnostic is one engine diagnostic of a refused bundle, with the stage of
@@ -108,6 +113,35 @@ func (s *Source) Status() Status {
 	return s.status
 }
 
+// Snapshot returns the served bundle and the reload history as of one moment: the
+// bundle is swapped in and the history updated under one lock, so a reader never pairs
+// one bundle with another's history.
+func (s *Source) Snapshot() (*Served, Status) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur.Load(), s.status
+}
+
+// Remounted records that the mounted bundle is the served one again (a rollback after
+// a refused bundle): the last failure no longer describes what is mounted.
+func (s *Source) Remounted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur := s.cur.Load(); cur != nil {
+		s.supersede(cur.Digest())
+	}
+}
+
+// supersede marks the last failure superseded by digest; s.mu is held. The Failure is
+// replaced, not changed, since Status copies share it.
+func (s *Source) supersede(digest string) {
+	if f := s.status.LastFailure; f != nil && f.SupersededBy == "" {
+		cp := *f
+		cp.SupersededBy = digest
+		s.status.LastFailure = &cp
+	}
+}
+
 // Install loads b completely and, when it loads, swaps it in; otherwise the current
 // bundle keeps serving and the failure is recorded. The error is a *bundle.LoadError
 // when the engine refused the bundle.
@@ -119,10 +153,11 @@ func (s *Source) Install(b *bundle.Bundle) (*Served, error) {
 		return nil, err
 	}
 	sv := &Served{Bundle: b, Loaded: l, Runtime: s.opt.Runtime(b.Digest), LoadedAt: s.opt.Now()}
-	prev := s.cur.Swap(sv)
 	s.mu.Lock()
+	prev := s.cur.Swap(sv)
 	s.status.LastReload = sv.LoadedAt
 	s.status.Reloads++
+	s.supersede(b.Digest)
 	s.mu.Unlock()
 	if s.opt.Observer != nil {
 		s.opt.Observer.Reloaded(sv)

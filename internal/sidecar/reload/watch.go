@@ -82,6 +82,7 @@ func (w *Watcher) Poll() bool {
 		return false
 	}
 	if cur := w.Source.Current(); cur != nil && cur.Digest() == b.Digest {
+		w.Source.Remounted()
 		return false
 	}
 	_, err = w.Source.Install(b)
