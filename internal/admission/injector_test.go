@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
@@ -286,9 +287,13 @@ func TestInjectorSkipsSystemNamespaces(t *testing.T) {
 	}
 }
 
-// The webhook's latency as the API server adds it: OAR_INJECT_CREATES sequential creates
-// of labelled pods (default 20, a smoke run), each injected; the p50 and p99 of the round
-// trip are logged, and with OAR_INJECT_CREATES set the p99 must stay under 20 ms.
+// The webhook's latency: OAR_INJECT_CREATES sequential creates of labelled pods (default
+// 20, a smoke run), each injected, interleaved with as many unlabelled ones that no
+// webhook sees. Logged: the p50 and p99 of both round trips (their difference is what the
+// webhook adds; the tail is mostly the API server's and the machine's) and the p99 of the
+// handler itself, from controller-runtime's webhook latency histogram (buckets of 1 ms,
+// 10 ms, 100 ms). With OAR_INJECT_CREATES set, the handler's p99 must be within the 10 ms
+// bucket, well under the 20 ms budget.
 func TestInjectorLatency(t *testing.T) {
 	needEnv(t)
 	n, budget := 20, false
@@ -302,28 +307,81 @@ func TestInjectorLatency(t *testing.T) {
 	ns := podNamespace(t, nil)
 	mustCreate(t, capabilityObject(ns, "acme-gateway", gatewaySpec()))
 	seen(t, capabilityObject(ns, "acme-gateway", gatewaySpec()))
-	round := func(labels map[string]string, prefix string) []time.Duration {
-		d := make([]time.Duration, n)
-		for i := range n {
-			pod := agentPod(ns, prefix+strconv.Itoa(i), labels)
+	before := handlerLatency(t)
+	var plain, injected []time.Duration
+	for i := range n {
+		for _, labels := range []map[string]string{nil, capabilityLabel("acme-gateway")} {
+			pod := agentPod(ns, "pod-"+strconv.Itoa(i)+"-"+strconv.Itoa(len(labels)), labels)
 			start := time.Now()
 			mustCreate(t, pod)
-			d[i] = time.Since(start)
-			if labels != nil && len(pod.Spec.InitContainers) != 1 {
+			d := time.Since(start)
+			if labels == nil {
+				plain = append(plain, d)
+			} else if injected = append(injected, d); len(pod.Spec.InitContainers) != 1 {
 				t.Fatalf("pod %s not injected", pod.Name)
 			}
 		}
-		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-		return d
 	}
-	pct := func(d []time.Duration, p int) time.Duration { return d[(len(d)*p+99)/100-1] }
-	plain := round(nil, "plain-")
-	injected := round(capabilityLabel("acme-gateway"), "injected-")
-	t.Logf("%d sequential creates: injected p50 %v p99 %v; unlabelled (no webhook) p50 %v p99 %v",
-		n, pct(injected, 50), pct(injected, 99), pct(plain, 50), pct(plain, 99))
-	if budget && pct(injected, 99) >= 20*time.Millisecond {
-		t.Fatalf("p99 %v, budget 20ms", pct(injected, 99))
+	after := handlerLatency(t)
+	if len(before) != len(after) { // no request had reached the injector before the run
+		before = make([]bucket, len(after))
 	}
+	pct := func(d []time.Duration, p int) time.Duration {
+		d = slices.Clone(d)
+		slices.Sort(d)
+		return d[(len(d)*p+99)/100-1]
+	}
+	// The p99 bucket of the handler's latency over the run: the least upper bound whose
+	// cumulative count reaches 99% of the run's requests.
+	total := after[len(after)-1].count - before[len(before)-1].count
+	var p99 float64
+	for i := range after {
+		if float64(after[i].count-before[i].count) >= 0.99*float64(total) {
+			p99 = after[i].le
+			break
+		}
+	}
+	t.Logf("%d sequential creates each: labelled (injected) p50 %v p99 %v; unlabelled (no webhook) p50 %v p99 %v; the handler's p99 ≤ %gs over %d requests",
+		n, pct(injected, 50), pct(injected, 99), pct(plain, 50), pct(plain, 99), p99, total)
+	if total < uint64(n) {
+		t.Fatalf("the handler saw %d requests for %d labelled creates", total, n)
+	}
+	if budget && p99 > 0.010 {
+		t.Fatalf("the handler's p99 is above 10 ms (≤ %gs); the budget is 20 ms", p99)
+	}
+}
+
+// bucket is one cumulative bucket of a histogram.
+type bucket struct {
+	le    float64
+	count uint64
+}
+
+// handlerLatency is controller-runtime's latency histogram of the injector's path, its
+// last bucket +Inf.
+func handlerLatency(t *testing.T) []bucket {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_webhook_latency_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "webhook" && l.GetValue() == InjectPath {
+					var out []bucket
+					for _, b := range m.GetHistogram().GetBucket() {
+						out = append(out, bucket{b.GetUpperBound(), b.GetCumulativeCount()})
+					}
+					return append(out, bucket{math.Inf(1), m.GetHistogram().GetSampleCount()})
+				}
+			}
+		}
+	}
+	return []bucket{{math.Inf(1), 0}}
 }
 
 // `oarctl inject` (inject.Manifests) gives exactly the pod spec the webhook stores: for
