@@ -10,8 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
@@ -32,11 +30,6 @@ func (t *tour) showInjection(ctx context.Context) error {
 	var d appsv1.Deployment
 	if err := yaml.UnmarshalStrict(raw, &d); err != nil {
 		return fmt.Errorf("%s: %w", injectedSample, err)
-	}
-	// The ServiceAccount admission plugin needs it; no controller creates it here.
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "default"}}
-	if err := t.env.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
 	}
 	pod := &corev1.Pod{ObjectMeta: d.Spec.Template.ObjectMeta, Spec: d.Spec.Template.Spec}
 	pod.Namespace, pod.Name = namespace, d.Name+"-7d9f8"

@@ -37,22 +37,12 @@ func injectorOptions() inject.Options {
 	return o
 }
 
-// podNamespace is a namespace of a test's own with the default ServiceAccount (no
-// controller creates it on envtest, and admission needs it), labelled with labels.
+// podNamespace is a namespace of a test's own, labelled with labels.
 func podNamespace(t *testing.T, labels map[string]string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "inject-", Labels: labels}}
 	mustCreate(t, ns)
-	serviceAccount(t, ns.Name)
 	return ns.Name
-}
-
-func serviceAccount(t *testing.T, namespace string) {
-	t.Helper()
-	err := k8s.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metaIn(namespace, "default")})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 }
 
 // agentPod is a pod of two application containers, labelled with labels.
@@ -277,7 +267,6 @@ func TestInjectorSkipsSystemNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ns := range []string{metav1.NamespaceSystem, injectorHome} {
-		serviceAccount(t, ns)
 		pod := agentPod(ns, "skipped-"+strconv.FormatInt(time.Now().UnixNano(), 36), capabilityLabel("acme-gateway"))
 		mustCreate(t, pod)
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pod) })
