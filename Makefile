@@ -46,6 +46,7 @@ FUZZ_TARGETS := \
 	./internal/bundle:FuzzDecode \
 	./internal/sidecar:FuzzAppendString \
 	./internal/sidecar:FuzzEvaluate \
+	./internal/inject:FuzzInject \
 	./cmd/oarctl:FuzzValidate
 
 .PHONY: all build test fmt-check vet lint tidy-check unit conformance fuzz fuzz-smoke bench bench-workload run clean help \

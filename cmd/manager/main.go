@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -28,6 +29,7 @@ import (
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/controllers"
 	"github.com/oar-operator/oar-operator/internal/admission"
+	"github.com/oar-operator/oar-operator/internal/inject"
 )
 
 func main() {
@@ -57,6 +59,14 @@ type webhookOptions struct {
 	port     int
 	certMode string
 	certs    admission.CertOptions
+	injector injectorOptions
+}
+
+// injectorOptions are the flags of the engine injector (the mutating webhook for Pods).
+type injectorOptions struct {
+	enabled       bool
+	configuration string
+	sidecar       inject.Options
 }
 
 // The ways the webhooks' serving certificate is provided.
@@ -85,6 +95,14 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&w.certs.ServiceName, "webhook-service", "oar-webhook-service", "Self-managed certificates: the webhook Service the certificate is issued for.")
 	fs.StringVar(&w.certs.WebhookConfigurationName, "webhook-configuration", "oar-validating-webhook-configuration", "Self-managed certificates: the ValidatingWebhookConfiguration whose CA bundle is kept current.")
 	fs.StringVar(&w.certs.Namespace, "webhook-namespace", os.Getenv("POD_NAMESPACE"), "Self-managed certificates: the namespace of the Secret and the Service (default: $POD_NAMESPACE).")
+	in := &w.injector
+	in.sidecar = inject.Defaults()
+	fs.BoolVar(&in.enabled, "enable-injector", true, "Serve the mutating webhook that adds the oar-engine sidecar to pods labelled "+inject.CapabilityLabel+".")
+	fs.StringVar(&in.configuration, "mutating-webhook-configuration", "oar-mutating-webhook-configuration", "Self-managed certificates: the injector's MutatingWebhookConfiguration whose CA bundle is kept current.")
+	fs.StringVar(&in.sidecar.Image, "injector-image", in.sidecar.Image, "The oar-engine sidecar's image: the operator's own image and version.")
+	fs.Func("injector-cpu-request", "The sidecar's CPU request (default "+in.sidecar.CPURequest.String()+"; no CPU limit is set).", quantityFlag(&in.sidecar.CPURequest))
+	fs.Func("injector-memory-request", "The sidecar's memory request (default "+in.sidecar.MemoryRequest.String()+").", quantityFlag(&in.sidecar.MemoryRequest))
+	fs.Func("injector-memory-limit", "The sidecar's memory limit (default "+in.sidecar.MemoryLimit.String()+"); GOMEMLIMIT is 80% of it.", quantityFlag(&in.sidecar.MemoryLimit))
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -96,7 +114,25 @@ func parseFlags(args []string) (options, error) {
 	case w.certMode == certSelfManaged && w.certs.Namespace == "":
 		return o, errors.New("self-managed webhook certificates need --webhook-namespace (or $POD_NAMESPACE)")
 	}
+	if in.enabled {
+		if ns := w.certs.Namespace; ns != "" {
+			in.sidecar.SkipNamespaces = append(in.sidecar.SkipNamespaces, ns)
+		}
+		w.certs.MutatingWebhookConfigurationName = in.configuration
+	}
 	return o, nil
+}
+
+// quantityFlag parses a resource quantity into q.
+func quantityFlag(q *apiresource.Quantity) func(string) error {
+	return func(v string) error {
+		p, err := apiresource.ParseQuantity(v)
+		if err != nil || p.Sign() <= 0 {
+			return fmt.Errorf("%q is not a positive quantity", v)
+		}
+		*q = p
+		return nil
+	}
 }
 
 func run() error {
@@ -193,6 +229,11 @@ func setupWebhooks(mgr ctrl.Manager, o webhookOptions) error {
 	}
 	if err := admission.Install(mgr, ready); err != nil {
 		return fmt.Errorf("set up the admission webhooks: %w", err)
+	}
+	if o.injector.enabled {
+		if err := admission.InstallInjector(mgr, ready, o.injector.sidecar); err != nil {
+			return fmt.Errorf("set up the engine injector: %w", err)
+		}
 	}
 	return nil
 }

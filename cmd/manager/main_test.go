@@ -41,6 +41,31 @@ func TestWebhookFlags(t *testing.T) {
 	}
 }
 
+// TestInjectorFlags: the injector is on by default, never mutates the manager's own
+// namespace, rotates the CA of its webhook configuration, and takes the chart's image and
+// resources; a resource that is no positive quantity is refused by name.
+func TestInjectorFlags(t *testing.T) {
+	o, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-image=registry.example/oar:v1",
+		"--injector-cpu-request=20m", "--injector-memory-request=32Mi", "--injector-memory-limit=1Gi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := o.webhooks.injector
+	s := in.sidecar
+	if !in.enabled || o.webhooks.certs.MutatingWebhookConfigurationName != "oar-mutating-webhook-configuration" ||
+		strings.Join(s.SkipNamespaces, ",") != "kube-system,oar-system" || s.Image != "registry.example/oar:v1" ||
+		s.CPURequest.String() != "20m" || s.MemoryRequest.String() != "32Mi" || s.MemoryLimit.String() != "1Gi" {
+		t.Fatalf("injector options %+v, certificates %+v", in, o.webhooks.certs)
+	}
+	o, err = parseFlags([]string{"--webhook-namespace=oar-system", "--enable-injector=false"})
+	if err != nil || o.webhooks.certs.MutatingWebhookConfigurationName != "" {
+		t.Fatalf("injector off: %+v %v", o.webhooks.certs, err)
+	}
+	if _, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-memory-limit=0"}); err == nil || !strings.Contains(err.Error(), "injector-memory-limit") {
+		t.Fatalf("a zero memory limit: %v", err)
+	}
+}
+
 // TestMetricsCertDir: without --metrics-cert-dir controller-runtime generates a
 // certificate; with it the certificate must be there, or the manager refuses to start
 // rather than serve a self-signed one no scraper can verify.

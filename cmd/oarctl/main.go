@@ -9,6 +9,8 @@
 //	oarctl eval      resolve one occurrence to its decision (sections 4, 6, 7)
 //	oarctl bench     measure evaluation latency and allocations over recorded occurrences
 //	oarctl pack      wrap a publisher's directory of rule files into a RulePack manifest
+//	oarctl inject    add the oar-engine sidecar to the pod templates that opt in, as the
+//	                 mutating webhook does (for GitOps pipelines that render manifests)
 //
 // Every diagnostic is printed from the engine's one error type, so a line names the file,
 // the document, the field, the clause and the rule.
@@ -42,6 +44,7 @@ func init() {
 		{"eval", evalSynopsis, "print the decision one occurrence resolves to", runEval},
 		{"bench", benchSynopsis, "measure evaluation latency over a JSON Lines file of occurrences", runBench},
 		{"pack", packSynopsis, "wrap a directory of rule files into a RulePack manifest", runPack},
+		{"inject", injectSynopsis, "add the oar-engine sidecar to the pod templates that opt in, as the webhook does", runInject},
 		{"help", "oarctl help [COMMAND]", "print this help, or a command's flags", runHelp},
 	}
 }

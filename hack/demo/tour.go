@@ -76,6 +76,9 @@ func (t *tour) run(ctx context.Context) error {
 	if err := t.table(ctx); err != nil {
 		return err
 	}
+	if err := t.showInjection(ctx); err != nil {
+		return err
+	}
 	return t.askSidecar(ctx)
 }
 

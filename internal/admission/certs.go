@@ -19,6 +19,8 @@ import (
 // +kubebuilder:rbac:groups="",namespace=system,resources=secrets,resourceNames=oar-webhook-server-cert,verbs=update
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=oar-validating-webhook-configuration,verbs=update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=oar-mutating-webhook-configuration,verbs=update
 
 // CertOptions say where the webhooks' serving certificate lives.
 type CertOptions struct {
@@ -33,6 +35,9 @@ type CertOptions struct {
 	// WebhookConfigurationName is the ValidatingWebhookConfiguration whose CA bundle is
 	// kept in step with the certificate.
 	WebhookConfigurationName string
+	// MutatingWebhookConfigurationName is the engine injector's webhook configuration,
+	// whose CA bundle is kept in step too; empty when the injector is off.
+	MutatingWebhookConfigurationName string
 	// CertDir is where the webhook server reads tls.crt and tls.key.
 	CertDir string
 }
@@ -45,6 +50,10 @@ type CertOptions struct {
 // Install.
 func AddCertRotator(mgr ctrl.Manager, o CertOptions) (<-chan struct{}, error) {
 	ready := make(chan struct{})
+	webhooks := []rotator.WebhookInfo{{Name: o.WebhookConfigurationName, Type: rotator.Validating}}
+	if o.MutatingWebhookConfigurationName != "" {
+		webhooks = append(webhooks, rotator.WebhookInfo{Name: o.MutatingWebhookConfigurationName, Type: rotator.Mutating})
+	}
 	err := rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey:             types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName},
 		CertDir:               o.CertDir,
@@ -53,7 +62,7 @@ func AddCertRotator(mgr ctrl.Manager, o CertOptions) (<-chan struct{}, error) {
 		DNSName:               fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace),
 		ExtraDNSNames:         []string{fmt.Sprintf("%s.%s.svc.cluster.local", o.ServiceName, o.Namespace)},
 		IsReady:               ready,
-		Webhooks:              []rotator.WebhookInfo{{Name: o.WebhookConfigurationName, Type: rotator.Validating}},
+		Webhooks:              webhooks,
 		RequireLeaderElection: false,
 		EnableReadinessCheck:  true,
 	})

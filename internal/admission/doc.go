@@ -37,4 +37,8 @@
 // Install registers the webhooks on every replica, once AddCertRotator —
 // github.com/open-policy-agent/cert-controller — has issued their serving certificate
 // and injected its CA; it rotates them from then on.
+//
+// InstallInjector serves the engine injector (injector.go), the mutating webhook for Pods
+// that opt in with the label rules.oar.dev/capability: it reads the namespace's label and
+// whether the Capability exists, and leaves the mutation to internal/inject.
 package admission

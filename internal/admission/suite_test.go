@@ -77,7 +77,10 @@ func startManager() error {
 		if err := (&controllers.BundleReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}).SetupWithManager(mgr); err != nil {
 			return err
 		}
-		return Install(mgr, nil)
+		if err := Install(mgr, nil); err != nil {
+			return err
+		}
+		return InstallInjector(mgr, nil, injectorOptions())
 	})
 	if err != nil {
 		return err

@@ -134,6 +134,15 @@ func runOnGrantedPermissions(t *testing.T, bin string, inst installation) {
 					return false, fmt.Sprintf("webhook %s has a caBundle of %d bytes, not the Secret's CA", w.Name, len(w.ClientConfig.CABundle))
 				}
 			}
+			mwc := find[admissionregistrationv1.MutatingWebhookConfiguration](t, objs, "MutatingWebhookConfiguration")
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&mwc), &mwc); err != nil {
+				return false, err.Error()
+			}
+			for _, w := range mwc.Webhooks {
+				if !bytes.Equal(w.ClientConfig.CABundle, ca) {
+					return false, fmt.Sprintf("engine injector webhook %s has a caBundle of %d bytes, not the Secret's CA", w.Name, len(w.ClientConfig.CABundle))
+				}
+			}
 			return true, ""
 		})
 	}

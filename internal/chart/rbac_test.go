@@ -95,16 +95,23 @@ func configRules(tb testing.TB, file, kind string) []rbacv1.PolicyRule {
 // what the release "oar-operator" calls them.
 var releasedNames = map[string]string{
 	"oar-validating-webhook-configuration": "oar-operator-validating-webhook",
+	"oar-mutating-webhook-configuration":   "oar-operator-engine-injector",
 	"oar-webhook-server-cert":              "oar-operator-webhook-cert",
 }
 
 // asReleased is what the chart grants for generated rules: the release's names where
 // config/rbac names an object, and nothing on webhook configurations unless the manager
-// rotates the certificate itself (selfManaged).
-func asReleased(rules []rbacv1.PolicyRule, selfManaged bool) []rbacv1.PolicyRule {
+// rotates the certificate itself (selfManaged); nothing of the engine injector's (get
+// namespaces, its mutating webhook configuration) unless it is served (injector).
+func asReleased(rules []rbacv1.PolicyRule, selfManaged, injector bool) []rbacv1.PolicyRule {
 	var out []rbacv1.PolicyRule
 	for _, r := range rules {
-		if !selfManaged && slices.Contains(r.Resources, "validatingwebhookconfigurations") {
+		r.Resources = slices.DeleteFunc(slices.Clone(r.Resources), func(res string) bool {
+			webhooks := res == "validatingwebhookconfigurations" || res == "mutatingwebhookconfigurations"
+			injectors := res == "namespaces" || res == "mutatingwebhookconfigurations"
+			return (!selfManaged && webhooks) || (!injector && injectors)
+		})
+		if len(r.Resources) == 0 {
 			continue
 		}
 		r.ResourceNames = slices.Clone(r.ResourceNames)
@@ -136,10 +143,11 @@ func TestRolesGrantExactlyTheGeneratedRules(t *testing.T) {
 				}
 			}
 			selfManaged := slices.Contains(vs.kinds, "Role/oar-operator-webhook-cert")
-			compare("ClusterRole", "oar-operator-manager", asReleased(configRules(t, "role.yaml", "ClusterRole"), selfManaged))
+			injector := slices.Contains(vs.kinds, "MutatingWebhookConfiguration/oar-operator-engine-injector")
+			compare("ClusterRole", "oar-operator-manager", asReleased(configRules(t, "role.yaml", "ClusterRole"), selfManaged, injector))
 			compare("Role", "oar-operator-leader-election", configRules(t, "leader_election_role.yaml", "Role"))
 			if selfManaged {
-				compare("Role", "oar-operator-webhook-cert", asReleased(configRules(t, "role.yaml", "Role"), true))
+				compare("Role", "oar-operator-webhook-cert", asReleased(configRules(t, "role.yaml", "Role"), true, injector))
 			}
 			if slices.Contains(vs.kinds, "ClusterRole/oar-operator-metrics-reader") {
 				compare("ClusterRole", "oar-operator-metrics-reader", []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}})

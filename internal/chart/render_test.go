@@ -44,7 +44,8 @@ var baseKinds = []string{"ClusterRole/oar-operator-manager", "ClusterRoleBinding
 
 // The kinds of the webhooks and of metrics.
 var (
-	webhookKinds = []string{"Service/oar-operator-webhook", "ValidatingWebhookConfiguration/oar-operator-validating-webhook"}
+	webhookKinds = []string{"Service/oar-operator-webhook", "ValidatingWebhookConfiguration/oar-operator-validating-webhook",
+		"MutatingWebhookConfiguration/oar-operator-engine-injector"}
 	selfManaged  = []string{"Secret/oar-operator-webhook-cert", "Role/oar-operator-webhook-cert", "RoleBinding/oar-operator-webhook-cert"}
 	metricsKinds = []string{"Service/oar-operator-metrics", "ClusterRole/oar-operator-metrics-reader"}
 	pdbKinds     = []string{"PodDisruptionBudget/oar-operator"}
@@ -83,6 +84,11 @@ webhook:
 		name:   "no webhooks, no metrics",
 		values: "{webhook: {enabled: false}, metrics: {enabled: false}}",
 		kinds:  concat(baseKinds, pdbKinds),
+	},
+	{
+		name:   "no engine injector",
+		values: "injector: {enabled: false}",
+		kinds:  concat(baseKinds, webhookKinds[:2], selfManaged, metricsKinds, pdbKinds),
 	},
 	{
 		// What a Prometheus Operator user installs: the certificate verified, the
@@ -141,6 +147,7 @@ priorityClassName: platform-high
 terminationGracePeriodSeconds: 30
 podDisruptionBudget: {minAvailable: "50%"}
 webhook: {port: 10443}
+injector: {image: registry.example/oar/oar-operator:v9, resources: {requests: {cpu: 20m, memory: 32Mi}, limits: {memory: 256Mi}}, timeoutSeconds: 3}
 metrics: {port: 9443}`,
 		kinds: concat(baseKinds[:5], []string{"ServiceAccount/oar-manager"}, webhookKinds, selfManaged, metricsKinds, pdbKinds),
 	},
@@ -264,7 +271,7 @@ func TestValueSetsRenderTheirObjects(t *testing.T) {
 						t.Errorf("%s %s has no label %s", o.GetKind(), o.GetName(), l)
 					}
 				}
-				clusterScoped := strings.HasPrefix(o.GetKind(), "Cluster") || o.GetKind() == "ValidatingWebhookConfiguration"
+				clusterScoped := strings.HasPrefix(o.GetKind(), "Cluster") || o.GetKind() == "ValidatingWebhookConfiguration" || o.GetKind() == "MutatingWebhookConfiguration"
 				if ns := o.GetNamespace(); clusterScoped != (ns == "") || (!clusterScoped && ns != "ns-under-test") {
 					t.Errorf("%s %s in namespace %q", o.GetKind(), o.GetName(), ns)
 				}

@@ -22,6 +22,13 @@ import (
 // generatedWebhooks reads the webhooks controller-gen derives from the
 // +kubebuilder:webhook markers, config/webhook/manifests.yaml.
 func generatedWebhooks(tb testing.TB) []admissionregistrationv1.ValidatingWebhook {
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	generated(tb, "ValidatingWebhookConfiguration", &vwc)
+	return vwc.Webhooks
+}
+
+// generated decodes the one object of kind in config/webhook/manifests.yaml into into.
+func generated(tb testing.TB, kind string, into any) {
 	tb.Helper()
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -32,14 +39,87 @@ func generatedWebhooks(tb testing.TB) []admissionregistrationv1.ValidatingWebhoo
 		tb.Fatal(err)
 	}
 	objs, err := decodeDocuments(data)
-	if err != nil || len(objs) != 1 {
-		tb.Fatalf("config/webhook/manifests.yaml: %d objects, %v", len(objs), err)
+	if err != nil {
+		tb.Fatalf("config/webhook/manifests.yaml: %v", err)
 	}
-	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, &vwc); err != nil {
-		tb.Fatal(err)
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, into); err != nil {
+				tb.Fatal(err)
+			}
+			return
+		}
 	}
-	return vwc.Webhooks
+	tb.Fatalf("config/webhook/manifests.yaml has no %s", kind)
+}
+
+// TestInjectorMatchesTheGenerated holds the chart's engine injector to config/webhook's
+// MutatingWebhookConfiguration: the same webhooks but for the Service they call (the
+// chart's), the release namespace among the namespaces neither sees (the operator's
+// own), and the timeout of injector.timeoutSeconds. The manager is told its name, its
+// image (the manager's own unless injector.image says otherwise) and resources.
+func TestInjectorMatchesTheGenerated(t *testing.T) {
+	var want admissionregistrationv1.MutatingWebhookConfiguration
+	generated(t, "MutatingWebhookConfiguration", &want)
+	for _, vs := range valueSets {
+		injector := slices.Contains(vs.kinds, "MutatingWebhookConfiguration/oar-operator-engine-injector")
+		t.Run(vs.name, func(t *testing.T) {
+			r := mustRender(t, "oar-system", vs)
+			args := deployment(t, r).Spec.Template.Spec.Containers[0].Args
+			if !injector {
+				if slices.Contains(args, "--enable-injector=true") || slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--mutating-webhook-configuration=") }) {
+					t.Errorf("no injector rendered, yet args %v", args)
+				}
+				return
+			}
+			var got admissionregistrationv1.MutatingWebhookConfiguration
+			r.into(t, "MutatingWebhookConfiguration", "oar-operator-engine-injector", &got)
+			var values struct {
+				Injector struct {
+					Image          string `json:"image"`
+					TimeoutSeconds *int32 `json:"timeoutSeconds"`
+					Resources      struct {
+						Requests struct{ CPU, Memory string } `json:"requests"`
+						Limits   struct{ Memory string }      `json:"limits"`
+					} `json:"resources"`
+				} `json:"injector"`
+			}
+			if err := yaml.Unmarshal([]byte(vs.values), &values); err != nil {
+				t.Fatal(err)
+			}
+			expected := want.DeepCopy()
+			for i := range expected.Webhooks {
+				w := &expected.Webhooks[i]
+				w.ClientConfig.Service.Name, w.ClientConfig.Service.Namespace = "oar-operator-webhook", "oar-system"
+				w.NamespaceSelector.MatchExpressions[0].Values = append(w.NamespaceSelector.MatchExpressions[0].Values, "oar-system")
+				if values.Injector.TimeoutSeconds != nil {
+					w.TimeoutSeconds = values.Injector.TimeoutSeconds
+				}
+			}
+			byName := func(a, b admissionregistrationv1.MutatingWebhook) int { return strings.Compare(a.Name, b.Name) }
+			slices.SortFunc(got.Webhooks, byName)
+			slices.SortFunc(expected.Webhooks, byName)
+			if !reflect.DeepEqual(got.Webhooks, expected.Webhooks) {
+				gy, _ := yaml.Marshal(got.Webhooks)
+				wy, _ := yaml.Marshal(expected.Webhooks)
+				t.Errorf("chart injector\n%s\ndiffers from config/webhook/manifests.yaml's (with the chart's service, namespace and timeout)\n%s", gy, wy)
+			}
+			image := values.Injector.Image
+			if image == "" {
+				image = deployment(t, r).Spec.Template.Spec.Containers[0].Image
+			}
+			cpu, mem, limit := "50m", "64Mi", "128Mi"
+			if values.Injector.Resources.Limits.Memory != "" {
+				cpu, mem, limit = values.Injector.Resources.Requests.CPU, values.Injector.Resources.Requests.Memory, values.Injector.Resources.Limits.Memory
+			}
+			for _, a := range []string{"--enable-injector=true", "--mutating-webhook-configuration=oar-operator-engine-injector", "--injector-image=" + image,
+				"--injector-cpu-request=" + cpu, "--injector-memory-request=" + mem, "--injector-memory-limit=" + limit} {
+				if !slices.Contains(args, a) {
+					t.Errorf("args %v lack %s", args, a)
+				}
+			}
+		})
+	}
 }
 
 // TestWebhooksMatchTheGenerated holds the chart's webhooks to config/webhook's: the same

@@ -75,6 +75,20 @@ app.kubernetes.io/part-of: oar-operator
 {{- printf "%s-validating-webhook" (include "oar-operator.fullname" .) }}
 {{- end }}
 
+{{- define "oar-operator.mutatingWebhookConfiguration" -}}
+{{- printf "%s-engine-injector" (include "oar-operator.fullname" .) }}
+{{- end }}
+
+{{/* True ("true") when the engine injector (the mutating webhook for Pods) is served. */}}
+{{- define "oar-operator.injector" -}}
+{{- if and .Values.webhook.enabled .Values.injector.enabled }}true{{ end }}
+{{- end }}
+
+{{/* The engine sidecar's image: injector.image, else the manager's own. */}}
+{{- define "oar-operator.injectorImage" -}}
+{{- .Values.injector.image | default (include "oar-operator.image" .) }}
+{{- end }}
+
 {{- define "oar-operator.webhookCertSecret" -}}
 {{- printf "%s-webhook-cert" (include "oar-operator.fullname" .) }}
 {{- end }}

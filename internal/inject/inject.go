@@ -1,0 +1,392 @@
+// Package inject adds the OAR engine sidecar to a pod that opts in with the label
+// rules.oar.dev/capability (DESIGN.md "Injection"). It is the one mutation both the
+// mutating admission webhook (internal/admission) and `oarctl inject` apply, so a
+// manifest rendered in CI is the pod the API server stores. It is pure: it reads no
+// cluster, and a pod that already has the engine comes back unchanged.
+package inject
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	oarresource "github.com/oar-operator/oar-operator/internal/resource"
+)
+
+// The switch and the names the injector adds.
+const (
+	// CapabilityLabel on a pod (or its namespace) names the Capability whose bundle the
+	// engine serves; a pod's own label wins over its namespace's.
+	CapabilityLabel = oarresource.CapabilityLabel
+	// ContainerName is the sidecar's name, among the pod's init containers.
+	ContainerName = "oar-engine"
+	// VolumeName is the bundle ConfigMap's volume.
+	VolumeName = "oar-bundle"
+	// BundleDir is where the sidecar mounts the bundle, as a directory.
+	BundleDir = "/etc/oar/bundle"
+	// EngineURLEnv tells an application container where the engine answers.
+	EngineURLEnv = "OAR_ENGINE_URL"
+	// ProbePortName names the sidecar's probe and metrics port.
+	ProbePortName = "oar-probes"
+	// engineCommand is the engine's path in the operator's image.
+	engineCommand = "/oar-engine"
+)
+
+// The annotations that tune the sidecar of one pod.
+const (
+	annotationPrefix         = "rules.oar.dev/engine-"
+	AnnotationImage          = annotationPrefix + "image"
+	AnnotationPort           = annotationPrefix + "port"
+	AnnotationProbePort      = annotationPrefix + "probe-port"
+	AnnotationMaxSessions    = annotationPrefix + "max-sessions"
+	AnnotationSessionIdleTTL = annotationPrefix + "session-idle-ttl"
+	AnnotationCPURequest     = annotationPrefix + "cpu-request"
+	AnnotationMemoryRequest  = annotationPrefix + "memory-request"
+	AnnotationMemoryLimit    = annotationPrefix + "memory-limit"
+)
+
+// Options are the sidecar a pod gets when its annotations say nothing else.
+type Options struct {
+	// Image is the engine's image: by default the operator's own image and version.
+	Image          string
+	Port           int
+	ProbePort      int
+	MaxSessions    int
+	SessionIdleTTL time.Duration
+	CPURequest     resource.Quantity
+	MemoryRequest  resource.Quantity
+	MemoryLimit    resource.Quantity
+	// SkipNamespaces are never mutated: the operator's own and kube-system.
+	SkipNamespaces []string
+}
+
+// Defaults are the sidecar of config/samples/agent_deployment.yaml.
+func Defaults() Options {
+	return Options{
+		Image:          "oar-operator:latest",
+		Port:           8181,
+		ProbePort:      8182,
+		MaxSessions:    100000,
+		SessionIdleTTL: 30 * time.Minute,
+		CPURequest:     resource.MustParse("50m"),
+		MemoryRequest:  resource.MustParse("64Mi"),
+		MemoryLimit:    resource.MustParse("128Mi"),
+		SkipNamespaces: []string{metav1.NamespaceSystem},
+	}
+}
+
+// Pod is what the injector reads of a pod or a pod template.
+type Pod struct {
+	// Namespace is the pod's (or the workload's) namespace.
+	Namespace   string
+	Labels      map[string]string
+	Annotations map[string]string
+	Spec        *corev1.PodSpec
+	// NamespaceCapability is the value of CapabilityLabel on the namespace, if any.
+	NamespaceCapability string
+}
+
+// Result says what the injector did.
+type Result struct {
+	// Spec is the pod spec to store: a copy, Pod.Spec is never modified.
+	Spec *corev1.PodSpec
+	// Capability is the Capability the engine serves; empty when the pod did not opt in.
+	Capability string
+	// Changed is false when the pod did not opt in or already had everything.
+	Changed bool
+	// Warnings are for the user, as kubectl prints admission warnings.
+	Warnings []string
+}
+
+// Refusal is why a pod that opted in cannot be injected.
+type Refusal struct {
+	// Field is where the cause is, e.g. metadata.annotations[rules.oar.dev/engine-port].
+	Field string
+	// Cause says what is wrong and what is accepted.
+	Cause string
+}
+
+func (r *Refusal) Error() string { return r.Field + ": " + r.Cause }
+
+// Inject returns the pod's spec with the engine sidecar, its bundle volume and
+// OAR_ENGINE_URL in every application container, or a Refusal. A pod that did not opt in
+// (or lives in a skipped namespace) comes back unchanged; so does one that already has
+// the engine, except that an application container added since (another webhook, on
+// re-invocation) gets OAR_ENGINE_URL.
+func Inject(p Pod, o Options) (Result, error) {
+	spec := p.Spec
+	if spec == nil {
+		spec = &corev1.PodSpec{}
+	}
+	res := Result{Spec: spec}
+	capability, field, ok := capabilityOf(p)
+	if !ok || slices.Contains(o.SkipNamespaces, p.Namespace) {
+		return res, nil
+	}
+	if errs := validation.IsDNS1123Subdomain(oarresource.BundleName(capability)); capability == "" || len(errs) > 0 {
+		return res, &Refusal{Field: field, Cause: fmt.Sprintf("%q is not a Capability name: it must be a lowercase DNS subdomain (a-z, 0-9, '-', '.') of at most %d characters", capability, validation.DNS1123SubdomainMaxLength-len(oarresource.BundleSuffix))}
+	}
+	res.Capability = capability
+	o, warnings, err := tune(p.Annotations, o)
+	if err != nil {
+		return res, err
+	}
+	res.Warnings = warnings
+	out := spec.DeepCopy()
+	port := o.Port
+	if i := slices.IndexFunc(out.InitContainers, isEngine); i >= 0 {
+		port = enginePort(&out.InitContainers[i], port)
+	} else {
+		if err := clashes(out, o); err != nil {
+			return res, err
+		}
+		out.InitContainers = slices.Insert(out.InitContainers, 0, container(o))
+		out.Volumes = append(out.Volumes, volume(capability))
+		res.Changed = true
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	for i := range out.Containers {
+		c := &out.Containers[i]
+		j := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == EngineURLEnv })
+		switch {
+		case j < 0:
+			c.Env = append(c.Env, corev1.EnvVar{Name: EngineURLEnv, Value: url})
+			res.Changed = true
+		case c.Env[j].Value != url || c.Env[j].ValueFrom != nil:
+			res.Warnings = append(res.Warnings, fmt.Sprintf("container %q sets %s itself; left as it is (the engine answers at %s)", c.Name, EngineURLEnv, url))
+		}
+	}
+	if res.Changed {
+		res.Spec = out
+	}
+	return res, nil
+}
+
+// capabilityOf returns the Capability the pod asks for and where it says so.
+func capabilityOf(p Pod) (name, field string, ok bool) {
+	if v, ok := p.Labels[CapabilityLabel]; ok {
+		return v, "metadata.labels[" + CapabilityLabel + "]", true
+	}
+	if p.NamespaceCapability != "" {
+		return p.NamespaceCapability, "namespace " + p.Namespace + " label " + CapabilityLabel, true
+	}
+	return "", "", false
+}
+
+// isEngine tells the sidecar an injector (or a hand-written manifest following
+// config/samples/agent_deployment.yaml) added from a container that merely has its name.
+func isEngine(c corev1.Container) bool {
+	return c.Name == ContainerName && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways &&
+		len(c.Command) == 1 && c.Command[0] == engineCommand
+}
+
+// enginePort is the --port an existing sidecar was given, or def.
+func enginePort(c *corev1.Container, def int) int {
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--port="); ok {
+			if n, err := strconv.Atoi(v); err == nil && n > 0 && n < 65536 {
+				return n
+			}
+		}
+	}
+	return def
+}
+
+// clashes refuses a pod that already uses a name or a port the injector would add.
+func clashes(s *corev1.PodSpec, o Options) error {
+	check := func(kind string, cs []corev1.Container) error {
+		for i, c := range cs {
+			if c.Name == ContainerName {
+				return &Refusal{Field: fmt.Sprintf("spec.%s[%d].name", kind, i), Cause: fmt.Sprintf("a container is already called %q, the name of the engine sidecar the injector adds, and it is not that sidecar: rename it", ContainerName)}
+			}
+			for j, p := range c.Ports {
+				if int(p.ContainerPort) == o.Port || int(p.ContainerPort) == o.ProbePort {
+					return &Refusal{Field: fmt.Sprintf("spec.%s[%d].ports[%d].containerPort", kind, i, j), Cause: fmt.Sprintf("container %q already uses port %d, which the engine sidecar needs (API port %d, probe port %d): move it, or set %s / %s", c.Name, p.ContainerPort, o.Port, o.ProbePort, AnnotationPort, AnnotationProbePort)}
+				}
+				if p.Name == ProbePortName {
+					return &Refusal{Field: fmt.Sprintf("spec.%s[%d].ports[%d].name", kind, i, j), Cause: fmt.Sprintf("container %q already has a port named %q, the name of the engine sidecar's probe port: rename it", c.Name, ProbePortName)}
+				}
+			}
+		}
+		return nil
+	}
+	if err := check("initContainers", s.InitContainers); err != nil {
+		return err
+	}
+	if err := check("containers", s.Containers); err != nil {
+		return err
+	}
+	for i, v := range s.Volumes {
+		if v.Name == VolumeName {
+			return &Refusal{Field: fmt.Sprintf("spec.volumes[%d].name", i), Cause: fmt.Sprintf("a volume is already called %q, the name of the bundle volume the injector adds: rename it", VolumeName)}
+		}
+	}
+	return nil
+}
+
+// tune applies the pod's annotations to o; a bad value is refused with the annotation
+// and what it accepts, an unknown engine annotation is a warning.
+func tune(annotations map[string]string, o Options) (Options, []string, error) {
+	var warnings []string
+	bad := func(key, value, accepts string) error {
+		return &Refusal{Field: "metadata.annotations[" + key + "]", Cause: fmt.Sprintf("%q is not accepted: %s", value, accepts)}
+	}
+	port := func(key, value string, dst *int) error {
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 1 || n > 65535 {
+			return bad(key, value, "a port number from 1 to 65535")
+		}
+		*dst = n
+		return nil
+	}
+	quantity := func(key, value string, dst *resource.Quantity) error {
+		q, err := resource.ParseQuantity(value)
+		if err != nil || q.Sign() <= 0 {
+			return bad(key, value, "a positive Kubernetes quantity, e.g. 64Mi or 100m")
+		}
+		*dst = q
+		return nil
+	}
+	keys := make([]string, 0, len(annotations))
+	for k := range annotations {
+		if strings.HasPrefix(k, annotationPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		value := annotations[key]
+		var err error
+		switch key {
+		case AnnotationImage:
+			if value == "" || strings.ContainsAny(value, " \t\r\n") {
+				err = bad(key, value, "an image reference without spaces, e.g. registry.example/oar-operator:v1.2.3")
+			}
+			o.Image = value
+		case AnnotationPort:
+			err = port(key, value, &o.Port)
+		case AnnotationProbePort:
+			err = port(key, value, &o.ProbePort)
+		case AnnotationMaxSessions:
+			n, perr := strconv.Atoi(value)
+			if perr != nil || n < 1 {
+				err = bad(key, value, "a positive integer, the most sessions the engine keeps counters for")
+			}
+			o.MaxSessions = n
+		case AnnotationSessionIdleTTL:
+			d, perr := time.ParseDuration(value)
+			if perr != nil || d <= 0 {
+				err = bad(key, value, "a positive Go duration, e.g. 30m or 1h")
+			}
+			o.SessionIdleTTL = d
+		case AnnotationCPURequest:
+			err = quantity(key, value, &o.CPURequest)
+		case AnnotationMemoryRequest:
+			err = quantity(key, value, &o.MemoryRequest)
+		case AnnotationMemoryLimit:
+			err = quantity(key, value, &o.MemoryLimit)
+		default:
+			warnings = append(warnings, fmt.Sprintf("annotation %s is not one the engine injector knows (%s); it is ignored", key, strings.Join(knownAnnotations, ", ")))
+		}
+		if err != nil {
+			return o, nil, err
+		}
+	}
+	if o.Port == o.ProbePort {
+		return o, nil, &Refusal{Field: "metadata.annotations[" + AnnotationProbePort + "]", Cause: fmt.Sprintf("the probe port and the API port are both %d: they must differ", o.Port)}
+	}
+	if o.MemoryLimit.Cmp(o.MemoryRequest) < 0 {
+		return o, nil, &Refusal{Field: "metadata.annotations[" + AnnotationMemoryLimit + "]", Cause: fmt.Sprintf("the memory limit %s is below the memory request %s: it must be at least the request", o.MemoryLimit.String(), o.MemoryRequest.String())}
+	}
+	return o, warnings, nil
+}
+
+var knownAnnotations = []string{AnnotationImage, AnnotationPort, AnnotationProbePort, AnnotationMaxSessions, AnnotationSessionIdleTTL, AnnotationCPURequest, AnnotationMemoryRequest, AnnotationMemoryLimit}
+
+// container is the engine sidecar of config/samples/agent_deployment.yaml, tuned by o.
+// No CPU limit: CFS throttling would stall answers for milliseconds at a time.
+func container(o Options) corev1.Container {
+	always := corev1.ContainerRestartPolicyAlways
+	probe := func(path string, period, failures int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(ProbePortName)}},
+			PeriodSeconds:    period,
+			FailureThreshold: failures,
+		}
+	}
+	yes, no := true, false
+	return corev1.Container{
+		Name:          ContainerName,
+		Image:         o.Image,
+		RestartPolicy: &always,
+		Command:       []string{engineCommand},
+		Args: []string{
+			"--bundle-dir=" + BundleDir,
+			"--address=127.0.0.1",
+			"--port=" + strconv.Itoa(o.Port),
+			"--probe-address=:" + strconv.Itoa(o.ProbePort),
+			"--max-sessions=" + strconv.Itoa(o.MaxSessions),
+			"--session-idle-ttl=" + shortDuration(o.SessionIdleTTL),
+		},
+		Env:   []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: goMemLimit(o.MemoryLimit)}},
+		Ports: []corev1.ContainerPort{{Name: ProbePortName, ContainerPort: int32(o.ProbePort), Protocol: corev1.ProtocolTCP}},
+		// The startup probe holds the application containers back until a bundle is
+		// loaded, for up to two minutes before the kubelet restarts the sidecar.
+		StartupProbe:   probe("/readyz", 1, 120),
+		ReadinessProbe: probe("/readyz", 5, 0),
+		LivenessProbe:  probe("/healthz", 10, 0),
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: o.CPURequest, corev1.ResourceMemory: o.MemoryRequest},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: o.MemoryLimit},
+		},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: &no,
+			ReadOnlyRootFilesystem:   &yes,
+			RunAsNonRoot:             &yes,
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		VolumeMounts: []corev1.VolumeMount{{Name: VolumeName, MountPath: BundleDir, ReadOnly: true}},
+	}
+}
+
+// volume mounts the bundle ConfigMap as a directory (never subPath: the kubelet does not
+// update a subPath mount). Optional, so a pod created before its Capability starts and
+// its sidecar's startup probe, not a mount error, holds it back until the bundle exists.
+func volume(capability string) corev1.Volume {
+	yes := true
+	return corev1.Volume{Name: VolumeName, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: oarresource.BundleName(capability)},
+		Optional:             &yes,
+	}}}
+}
+
+// goMemLimit is a soft heap limit at 80% of the memory limit, in whole MiB when it is at
+// least one: the collector works harder before the kernel would kill the sidecar.
+func goMemLimit(limit resource.Quantity) string {
+	b := limit.Value() / 5 * 4
+	if b >= 1<<20 {
+		return strconv.FormatInt(b>>20, 10) + "MiB"
+	}
+	return strconv.FormatInt(b, 10) + "B"
+}
+
+// shortDuration writes 30m, not 30m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -1,0 +1,282 @@
+package inject
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// samplePod is the pod template of config/samples/<file>.
+func samplePod(t testing.TB, file string) Pod {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := yaml.UnmarshalStrict(raw, &d); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return Pod{Namespace: "acme", Labels: d.Spec.Template.Labels, Annotations: d.Spec.Template.Annotations, Spec: &d.Spec.Template.Spec}
+}
+
+func mustInject(t testing.TB, p Pod) Result {
+	t.Helper()
+	r, err := Inject(p, Defaults())
+	if err != nil {
+		t.Fatalf("inject: %v", err)
+	}
+	return r
+}
+
+// The injected pod of config/samples/agent_injected.yaml, reviewed as YAML in
+// testdata/agent_injected.golden.yaml (go test -update rewrites it).
+func TestGoldenSample(t *testing.T) {
+	r := mustInject(t, samplePod(t, "agent_injected.yaml"))
+	if !r.Changed || r.Capability != "acme-gateway" || len(r.Warnings) > 0 {
+		t.Fatalf("changed %v, capability %q, warnings %q", r.Changed, r.Capability, r.Warnings)
+	}
+	got, err := yaml.Marshal(r.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "agent_injected.golden.yaml")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("the injected sample differs from %s (go test -update rewrites it):\n%s", golden, got)
+	}
+}
+
+// The injected sidecar is the hand-written one of config/samples/agent_deployment.yaml,
+// plus what the injector adds because it does not own the pod's securityContext
+// (runAsNonRoot and the seccomp profile on the container itself) and an optional volume
+// (a pod created before its Capability waits on the startup probe, not on a mount error).
+func TestSidecarIsTheHandWrittenSample(t *testing.T) {
+	hand := samplePod(t, "agent_deployment.yaml").Spec
+	injected := mustInject(t, samplePod(t, "agent_injected.yaml")).Spec
+
+	want := hand.InitContainers[0].DeepCopy()
+	yes := true
+	want.SecurityContext.RunAsNonRoot = &yes
+	want.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	if got := injected.InitContainers[0]; !reflect.DeepEqual(&got, want) {
+		a, _ := yaml.Marshal(got)
+		b, _ := yaml.Marshal(want)
+		t.Errorf("injected sidecar:\n%s\nhand-written sample (with the injector's additions):\n%s", a, b)
+	}
+	wantVolume := hand.Volumes[0]
+	wantVolume.ConfigMap.Optional = &yes
+	if got := injected.Volumes[0]; !reflect.DeepEqual(got, wantVolume) {
+		t.Errorf("volume %+v, want %+v", got, wantVolume)
+	}
+	if got, want := injected.Containers[0].Env, hand.Containers[0].Env; !reflect.DeepEqual(got, want) {
+		t.Errorf("agent env %+v, want %+v", got, want)
+	}
+}
+
+// Injecting an injected pod (re-invocation, a re-applied manifest, a copied pod) changes
+// nothing, and so does a pod written by hand after agent_deployment.yaml.
+func TestIdempotent(t *testing.T) {
+	first := mustInject(t, samplePod(t, "agent_injected.yaml"))
+	p := samplePod(t, "agent_injected.yaml")
+	p.Spec = first.Spec
+	again := mustInject(t, p)
+	if again.Changed || !reflect.DeepEqual(again.Spec, first.Spec) {
+		t.Fatalf("a second injection changed the pod")
+	}
+	hand := samplePod(t, "agent_deployment.yaml")
+	hand.Labels = map[string]string{CapabilityLabel: "acme-gateway"}
+	if r := mustInject(t, hand); r.Changed {
+		t.Fatalf("the hand-written sidecar of agent_deployment.yaml was injected again")
+	}
+}
+
+// On re-invocation after another webhook added a container, that container gets
+// OAR_ENGINE_URL, at the port the existing sidecar serves on.
+func TestReinvocationReachesNewContainers(t *testing.T) {
+	p := samplePod(t, "agent_injected.yaml")
+	p.Annotations = map[string]string{AnnotationPort: "9000", AnnotationProbePort: "9001"}
+	first := mustInject(t, p)
+	first.Spec.Containers = append(first.Spec.Containers, corev1.Container{Name: "late", Image: "late"})
+	p.Spec, p.Annotations = first.Spec, nil
+	r := mustInject(t, p)
+	if !r.Changed || len(r.Spec.InitContainers) != 1 || len(r.Spec.Volumes) != 1 {
+		t.Fatalf("changed %v, init containers %d, volumes %d", r.Changed, len(r.Spec.InitContainers), len(r.Spec.Volumes))
+	}
+	if env := r.Spec.Containers[1].Env; len(env) != 1 || env[0].Value != "http://127.0.0.1:9000" {
+		t.Fatalf("late container env %+v", env)
+	}
+}
+
+func TestWhoIsInjected(t *testing.T) {
+	spec := &corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "agent"}}}
+	cases := []struct {
+		name       string
+		pod        Pod
+		capability string
+	}{
+		{"no label", Pod{Namespace: "acme", Spec: spec}, ""},
+		{"an annotation is no switch", Pod{Namespace: "acme", Annotations: map[string]string{CapabilityLabel: "a"}, Spec: spec}, ""},
+		{"pod label", Pod{Namespace: "acme", Labels: map[string]string{CapabilityLabel: "a"}, Spec: spec}, "a"},
+		{"namespace label", Pod{Namespace: "acme", NamespaceCapability: "b", Spec: spec}, "b"},
+		{"the pod's label wins", Pod{Namespace: "acme", Labels: map[string]string{CapabilityLabel: "a"}, NamespaceCapability: "b", Spec: spec}, "a"},
+		{"kube-system never", Pod{Namespace: "kube-system", Labels: map[string]string{CapabilityLabel: "a"}, Spec: spec}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := mustInject(t, c.pod)
+			if r.Capability != c.capability || r.Changed != (c.capability != "") {
+				t.Fatalf("capability %q changed %v, want %q", r.Capability, r.Changed, c.capability)
+			}
+			if c.capability == "" && r.Spec != spec {
+				t.Fatal("a pod that did not opt in got a new spec")
+			}
+			if c.capability != "" && r.Spec.Volumes[0].ConfigMap.Name != c.capability+"-oar-bundle" {
+				t.Fatalf("volume %+v", r.Spec.Volumes[0])
+			}
+		})
+	}
+	if len(spec.InitContainers)+len(spec.Volumes)+len(spec.Containers[0].Env) != 0 {
+		t.Fatal("Inject modified its input")
+	}
+}
+
+func TestAnnotations(t *testing.T) {
+	p := samplePod(t, "agent_injected.yaml")
+	p.Annotations = map[string]string{
+		AnnotationImage: "registry.example/oar:v9", AnnotationPort: "9000", AnnotationProbePort: "9001",
+		AnnotationMaxSessions: "5", AnnotationSessionIdleTTL: "1h", AnnotationCPURequest: "10m",
+		AnnotationMemoryRequest: "32Mi", AnnotationMemoryLimit: "1Gi",
+	}
+	r := mustInject(t, p)
+	c := r.Spec.InitContainers[0]
+	want := []string{"--bundle-dir=/etc/oar/bundle", "--address=127.0.0.1", "--port=9000", "--probe-address=:9001", "--max-sessions=5", "--session-idle-ttl=1h"}
+	if !reflect.DeepEqual(c.Args, want) || c.Image != "registry.example/oar:v9" || c.Ports[0].ContainerPort != 9001 {
+		t.Fatalf("image %s args %q ports %+v", c.Image, c.Args, c.Ports)
+	}
+	if c.Env[0].Value != "819MiB" || c.Resources.Requests.Cpu().String() != "10m" || c.Resources.Requests.Memory().String() != "32Mi" || c.Resources.Limits.Memory().String() != "1Gi" {
+		t.Fatalf("env %+v resources %+v", c.Env, c.Resources)
+	}
+	if _, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+		t.Fatal("a CPU limit")
+	}
+	if got := r.Spec.Containers[0].Env[0].Value; got != "http://127.0.0.1:9000" {
+		t.Fatalf("OAR_ENGINE_URL %s", got)
+	}
+
+	p.Annotations = map[string]string{"rules.oar.dev/engine-prot": "9000"}
+	if r := mustInject(t, p); len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "rules.oar.dev/engine-prot") {
+		t.Fatalf("unknown annotation: warnings %q", r.Warnings)
+	}
+}
+
+// refused asserts a Refusal at field whose cause contains every part.
+func refused(t *testing.T, err error, field string, parts ...string) {
+	t.Helper()
+	var r *Refusal
+	if !errors.As(err, &r) {
+		t.Fatalf("want a refusal at %s, got %v", field, err)
+	}
+	if r.Field != field {
+		t.Fatalf("refusal at %s, want %s: %v", r.Field, field, r)
+	}
+	for _, p := range parts {
+		if !strings.Contains(r.Cause, p) {
+			t.Fatalf("refusal %q does not say %q", r.Cause, p)
+		}
+	}
+}
+
+func TestBadAnnotationsAreRefused(t *testing.T) {
+	cases := []struct{ key, value, accepts string }{
+		{AnnotationPort, "http", "a port number from 1 to 65535"},
+		{AnnotationPort, "0", "a port number from 1 to 65535"},
+		{AnnotationProbePort, "70000", "a port number from 1 to 65535"},
+		{AnnotationMaxSessions, "-1", "a positive integer"},
+		{AnnotationSessionIdleTTL, "30", "a positive Go duration"},
+		{AnnotationCPURequest, "lots", "a positive Kubernetes quantity"},
+		{AnnotationMemoryRequest, "0", "a positive Kubernetes quantity"},
+		{AnnotationMemoryLimit, "12 Mi", "a positive Kubernetes quantity"},
+		{AnnotationImage, "a b", "an image reference"},
+	}
+	for _, c := range cases {
+		t.Run(c.key+"="+c.value, func(t *testing.T) {
+			p := samplePod(t, "agent_injected.yaml")
+			p.Annotations = map[string]string{c.key: c.value}
+			_, err := Inject(p, Defaults())
+			refused(t, err, "metadata.annotations["+c.key+"]", c.accepts, `"`+c.value+`"`)
+		})
+	}
+	p := samplePod(t, "agent_injected.yaml")
+	p.Annotations = map[string]string{AnnotationProbePort: "8181"}
+	_, err := Inject(p, Defaults())
+	refused(t, err, "metadata.annotations["+AnnotationProbePort+"]", "must differ")
+	p.Annotations = map[string]string{AnnotationMemoryLimit: "32Mi"}
+	_, err = Inject(p, Defaults())
+	refused(t, err, "metadata.annotations["+AnnotationMemoryLimit+"]", "below the memory request 64Mi")
+	p.Annotations, p.Labels = nil, map[string]string{CapabilityLabel: "Acme_Gateway"}
+	_, err = Inject(p, Defaults())
+	refused(t, err, "metadata.labels["+CapabilityLabel+"]", `"Acme_Gateway" is not a Capability name`)
+}
+
+func TestClashesAreRefused(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(*corev1.PodSpec)
+		field  string
+		cause  string
+	}{
+		{"container name", func(s *corev1.PodSpec) { s.Containers[0].Name = ContainerName }, "spec.containers[0].name", `already called "oar-engine"`},
+		{"init container name", func(s *corev1.PodSpec) {
+			s.InitContainers = []corev1.Container{{Name: ContainerName, Image: "x"}}
+		}, "spec.initContainers[0].name", `already called "oar-engine"`},
+		{"volume name", func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{{Name: VolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		}, "spec.volumes[0].name", `already called "oar-bundle"`},
+		{"API port", func(s *corev1.PodSpec) { s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8181}} }, "spec.containers[0].ports[0].containerPort", `container "agent" already uses port 8181`},
+		{"probe port", func(s *corev1.PodSpec) {
+			s.InitContainers = []corev1.Container{{Name: "setup", Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 8182}}}}
+		}, "spec.initContainers[0].ports[0].containerPort", `container "setup" already uses port 8182`},
+		{"probe port name", func(s *corev1.PodSpec) {
+			s.Containers[0].Ports = []corev1.ContainerPort{{Name: ProbePortName, ContainerPort: 9}}
+		}, "spec.containers[0].ports[0].name", `port named "oar-probes"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := samplePod(t, "agent_injected.yaml")
+			c.change(p.Spec)
+			_, err := Inject(p, Defaults())
+			refused(t, err, c.field, c.cause)
+		})
+	}
+}
+
+func TestOwnEngineURLIsKept(t *testing.T) {
+	p := samplePod(t, "agent_injected.yaml")
+	p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: EngineURLEnv, Value: "http://elsewhere"}}
+	r := mustInject(t, p)
+	if got := r.Spec.Containers[0].Env; len(got) != 1 || got[0].Value != "http://elsewhere" {
+		t.Fatalf("env %+v", got)
+	}
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], `container "agent" sets OAR_ENGINE_URL itself`) {
+		t.Fatalf("warnings %q", r.Warnings)
+	}
+}
