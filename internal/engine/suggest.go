@@ -48,6 +48,23 @@ func (c *Capability) ruleAnchors() iter.Seq[string] {
 	}
 }
 
+// DeclaredAnchors yields the anchors an occurrence can arrive at: the local anchor of
+// each supported core anchor, then the host-native anchors.
+func (c *Capability) DeclaredAnchors() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, a := range CoreAnchors {
+			if local, ok := c.coreToLocal[a]; ok && !yield(local) {
+				return
+			}
+		}
+		for _, a := range c.HostAnchors {
+			if !yield(a) {
+				return
+			}
+		}
+	}
+}
+
 // ruleRefs yields what a rule of namespace ns could have meant by the reference ref
 // ([OAR-EVAL-13], [OAR-OPS-5], [OAR-FIRE-11]): for a bare id, the ids of the loaded
 // rules of ns, the only ones a bare id resolves to; for a qualified identifier, every
