@@ -89,3 +89,26 @@ func TestSuggest(t *testing.T) {
 		t.Errorf("nothing close must suggest nothing; got %q, %q", none.Suggestion, none.Message)
 	}
 }
+
+// FuzzDistance checks the metric's bounds on any input: symmetric, zero exactly for
+// equal strings, at least the length difference and at most the longer length; and
+// Closest never suggests the name itself.
+func FuzzDistance(f *testing.F) {
+	f.Add("pth_outside_scope", "path_outside_scope")
+	f.Add("ca", "abc")
+	f.Add("", "x")
+	f.Add("größe", "grösse")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ra, rb := []rune(a), []rune(b)
+		d := Distance(ra, rb)
+		if d != Distance(rb, ra) {
+			t.Fatalf("Distance(%q, %q) is not symmetric", a, b)
+		}
+		if (d == 0) != (string(ra) == string(rb)) || d < abs(len(ra)-len(rb)) || d > max(len(ra), len(rb)) {
+			t.Fatalf("Distance(%q, %q) = %d is out of bounds", a, b, d)
+		}
+		if s, ok := Closest(a, slices.Values([]string{a, b})); ok && s == a {
+			t.Fatalf("Closest(%q) suggested the name itself", a)
+		}
+	})
+}
