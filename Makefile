@@ -35,6 +35,7 @@ STOP_ENVTEST    = pkill -f "^$(BIN)/kube-apiserver( |$$)" || true; pkill -f "^$(
 # `make test` for SMOKETIME.
 FUZZ_TARGETS := \
 	./internal/engine/expr:FuzzCompile \
+	./internal/engine/diag:FuzzDistance \
 	./internal/engine/copytext:FuzzCompile \
 	./internal/engine/transform:FuzzApply \
 	./internal/engine/toolobs:FuzzCanonicalJSON \

@@ -82,12 +82,13 @@ func TestPublishesABundleTheEngineLoads(t *testing.T) {
 }
 
 // TestInvalidRuleIsReportedInStatus: the engine's refusal reaches status naming the
-// clause and the field, and nothing of the pack is published.
+// clause and the field, with the suggestion for an unknown name in a field of its own,
+// and nothing of the pack is published.
 func TestInvalidRuleIsReportedInStatus(t *testing.T) {
 	ns := namespace(t)
 	c := sampleCapability(t, ns)
 	create(t, c)
-	bad := pack(ns, "typo", c.Name, rulesJSON(t, rule("acme.security", "OK"), rule("acme.security", "TYPO", "when", "pth == 1")))
+	bad := pack(ns, "typo", c.Name, rulesJSON(t, rule("acme.security", "OK"), rule("acme.security", "TYPO", "when", `tol == "x"`)))
 	create(t, bad)
 	cond := waitReady(t, bad, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
 	if !strings.Contains(cond.Message, "nothing of it is published") {
@@ -95,12 +96,13 @@ func TestInvalidRuleIsReportedInStatus(t *testing.T) {
 	}
 	var found bool
 	for _, e := range bad.Status.LoadErrors {
-		if e.Clause == "OAR-FACT-3" && e.Field == "spec.rules[1].when" && e.Rule == "acme.security/TYPO" && e.Index == 1 && e.Value == "pth == 1" && e.Offset != nil && *e.Offset == 0 {
+		if e.Clause == "OAR-FACT-3" && e.Field == "spec.rules[1].when" && e.Rule == "acme.security/TYPO" && e.Index == 1 && e.Value == `tol == "x"` && e.Offset != nil && *e.Offset == 0 &&
+			e.Suggestion == "tool" && strings.HasSuffix(e.Message, `did you mean "tool"?`) {
 			found = true
 		}
 	}
 	if !found {
-		t.Errorf("want a loadErrors entry for OAR-FACT-3 at spec.rules[1].when, got %+v", bad.Status.LoadErrors)
+		t.Errorf(`want a loadErrors entry for OAR-FACT-3 at spec.rules[1].when suggesting "tool", got %+v`, bad.Status.LoadErrors)
 	}
 	if bad.Status.PublishedGeneration != nil {
 		t.Errorf("publishedGeneration %d for a pack that never loaded", *bad.Status.PublishedGeneration)

@@ -170,12 +170,13 @@ func loadErrors(errs diag.List, prefix string) []rulesv1alpha1.LoadError {
 			field = fmt.Sprintf("%s[%d]", prefix, e.Index)
 		}
 		le := rulesv1alpha1.LoadError{
-			Rule:    e.Rule,
-			Index:   int32(e.Index),
-			Clause:  e.Clause,
-			Field:   diag.JoinPath(field, e.Field),
-			Value:   truncate(e.Value, rulesv1alpha1.MaxLoadErrorValueLength),
-			Message: e.Message,
+			Rule:       e.Rule,
+			Index:      int32(e.Index),
+			Clause:     e.Clause,
+			Field:      diag.JoinPath(field, e.Field),
+			Value:      truncate(e.Value, rulesv1alpha1.MaxLoadErrorValueLength),
+			Message:    e.Message,
+			Suggestion: e.Suggestion,
 		}
 		if e.Offset >= 0 {
 			off := int64(e.Offset)

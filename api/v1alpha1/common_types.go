@@ -105,8 +105,15 @@ type LoadError struct {
 	// into value where the problem starts.
 	// +optional
 	Offset *int64 `json:"offset,omitempty"`
-	// Message is the human explanation, naming the offending thing.
+	// Message is the human explanation, naming the offending thing. When
+	// suggestion is set it ends in: did you mean "<suggestion>"?
 	Message string `json:"message"`
+	// Suggestion is, for an error about an unknown name (an identifier in a
+	// condition, an anchor, a profile, a rule reference, a detector or a
+	// member name), the one name available at that place close enough to be
+	// the name meant; empty when none is.
+	// +optional
+	Suggestion string `json:"suggestion,omitempty"`
 }
 
 // BundleReference names the bundle ConfigMap a Capability's rules are

@@ -346,7 +346,8 @@ func TestStatusSubresource(t *testing.T) {
 		},
 		LoadErrors: []v1alpha1.LoadError{{
 			Rule: "acme.security/READ_OUTSIDE_SCOPE", Index: 0, Clause: "OAR-FACT-3", Field: "spec.rules[0].when",
-			Value: `pth_outside_scope("read")`, Offset: ptr.To[int64](0), Message: `unknown identifier "pth_outside_scope"`,
+			Value: `pth_outside_scope("read")`, Offset: ptr.To[int64](0), Message: `unknown identifier "pth_outside_scope" at offset 0; did you mean "path_outside_scope"?`,
+			Suggestion: "path_outside_scope",
 		}, {Index: -1, Clause: "OAR-DOC-9", Message: "duplicate qualified id"}},
 		RuleCount:           3,
 		PublishedGeneration: ptr.To[int64](1),

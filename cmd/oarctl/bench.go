@@ -74,7 +74,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, r := range occs {
 		if !p.Capability().DeclaresAnchor(r.occ.Anchor) {
-			l.warn(r.at, undeclaredAnchor(r.occ.Anchor))
+			l.warn(r.at, undeclaredAnchor(r.occ.Anchor, p.Capability()))
 		}
 	}
 	if *shape {

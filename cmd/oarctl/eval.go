@@ -48,7 +48,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	if !p.Capability().DeclaresAnchor(occ.Anchor) {
-		l.warn(origin{file: src}, undeclaredAnchor(occ.Anchor))
+		l.warn(origin{file: src}, undeclaredAnchor(occ.Anchor, p.Capability()))
 	}
 	d, err := p.Evaluate(engine.NewMemoryRuntime(), occ)
 	if err != nil {
@@ -98,8 +98,10 @@ func (l *loader) evaluationFailed(at origin, err error) {
 	l.errorf(at.file, "evaluation failed: %v", err)
 }
 
-// undeclaredAnchor warns of an occurrence at an anchor the capability does not declare:
-// it selects nothing ([OAR-SEL-7]), which is right, but usually means a misspelling.
-func undeclaredAnchor(anchor string) *diag.Error {
-	return diag.New("OAR-SEL-7", "anchor", "anchor %q is not declared by the capability (neither the local anchor of a supported core anchor nor a host-native anchor); no rule selects it", anchor)
+// undeclaredAnchor warns of an occurrence at an anchor the capability c does not
+// declare: it selects nothing ([OAR-SEL-7]), which is right, but usually means a
+// misspelling, so it suggests the close declared anchor.
+func undeclaredAnchor(anchor string, c *engine.Capability) *diag.Error {
+	return diag.New("OAR-SEL-7", "anchor", "anchor %q is not declared by the capability (neither the local anchor of a supported core anchor nor a host-native anchor); no rule selects it", anchor).
+		Suggest(anchor, c.DeclaredAnchors())
 }

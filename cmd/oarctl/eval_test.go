@@ -176,6 +176,17 @@ func TestEvalUndeclaredAnchor(t *testing.T) {
 	}
 }
 
+// TestEvalUndeclaredAnchorSuggestsTheDeclaredOne: a misspelt anchor's warning names the
+// close declared anchor ([OAR-SEL-7]).
+func TestEvalUndeclaredAnchorSuggestsTheDeclaredOne(t *testing.T) {
+	withStdinText(t, `{"anchor": "tool.pre_invok"}`)
+	_, stderr, code := oarctl(t, evalArgs()...)
+	want := `stdin: warning: anchor: [OAR-SEL-7] anchor "tool.pre_invok" is not declared by the capability (neither the local anchor of a supported core anchor nor a host-native anchor); no rule selects it; did you mean "tool.pre_invoke"?` + "\n"
+	if code != exitOK || stderr != want {
+		t.Errorf("exit code %d, stderr %q, want %q", code, stderr, want)
+	}
+}
+
 // TestEvalOnFireIsBareActionNames: eval reports on_fire in the fixture shape, the
 // applied side-effects by action name ([OAR-CONF-21], [OAR-FIRE-1]).
 func TestEvalOnFireIsBareActionNames(t *testing.T) {

@@ -35,8 +35,8 @@ func TestValidateSampleManifests(t *testing.T) {
 	broken := samples + "rules_v1alpha1_rulepack_broken.yaml"
 	want := []string{
 		broken + `: [0]: admission webhook "vrulepack.rules.oar.dev" would deny the request: RulePack.rules.oar.dev "acme-broken" is invalid`,
-		broken + `: [0].spec.rules[0].when: Invalid value: "pth_outside_scope(\"read\")": [OAR-FACT-3] unknown identifier "pth_outside_scope" at offset 0 (rule acme.security/READ_OUTSIDE_SCOPE_TYPO)`,
-		sampleCapabilityManifest + `: warning: [0]: [OAR-FACT-3] RulePack "acme-broken" spec.rules[0].when: unknown identifier "pth_outside_scope" at offset 0 (rule acme.security/READ_OUTSIDE_SCOPE_TYPO); the pack does not load against this capability`,
+		broken + `: [0].spec.rules[0].when: Invalid value: "pth_outside_scope(\"read\")": [OAR-FACT-3] unknown identifier "pth_outside_scope" at offset 0; did you mean "path_outside_scope"? (rule acme.security/READ_OUTSIDE_SCOPE_TYPO)`,
+		sampleCapabilityManifest + `: warning: [0]: [OAR-FACT-3] RulePack "acme-broken" spec.rules[0].when: unknown identifier "pth_outside_scope" at offset 0; did you mean "path_outside_scope"? (rule acme.security/READ_OUTSIDE_SCOPE_TYPO); the pack does not load against this capability`,
 	}
 	if got := lines(stderr); !slices.Equal(got, want) {
 		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, strings.Join(want, "\n"))
@@ -84,9 +84,9 @@ func TestValidateManifestSets(t *testing.T) {
 			args: []string{manifestGateway, manifests + "overrides.yaml"},
 			code: exitFail,
 			want: []string{
-				manifestGateway + `: warning: [0]: [OAR-FACT-3] RulePack "drafts" spec.rules[0].when: unknown identifier "tol" at offset 0 (rule acme.drafts/LOUD); the pack does not load against this capability`,
+				manifestGateway + `: warning: [0]: [OAR-FACT-3] RulePack "drafts" spec.rules[0].when: unknown identifier "tol" at offset 0; did you mean "tool"? (rule acme.drafts/LOUD); the pack does not load against this capability`,
 				manifests + `overrides.yaml: [1]: admission webhook "vrulepack.rules.oar.dev" would deny the request: RulePack.rules.oar.dev "drafts" is invalid`,
-				manifests + `overrides.yaml: [1].spec.rules[0].when: Invalid value: "tol == \"curl\"": [OAR-FACT-3] unknown identifier "tol" at offset 0 (rule acme.drafts/LOUD)`,
+				manifests + `overrides.yaml: [1].spec.rules[0].when: Invalid value: "tol == \"curl\"": [OAR-FACT-3] unknown identifier "tol" at offset 0; did you mean "tool"? (rule acme.drafts/LOUD)`,
 				manifests + `overrides.yaml: warning: [2]: [OAR-EVAL-13] spec.rules[2].overrides[0]: rule acme.team/QUIET references acme.drafts/LOUD, which only RulePack "drafts" defines, and it is not published; the controller publishes this pack once it is`,
 				manifests + `overrides.yaml: warning: [2]: [OAR-EVAL-17] spec.rules[1].overrides[0]: overrides names acme.base/NO_ROOT, a mandatory rule, which cannot be suppressed (with RulePack "base"); the controller does not publish the two packs together`,
 			},

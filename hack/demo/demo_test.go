@@ -100,7 +100,7 @@ func TestMakeRun(t *testing.T) {
 		"operatorconfig.rules.oar.dev/",
 		`Error from server (Invalid)`,
 		`spec.rules[0].when`,
-		`[OAR-FACT-3] unknown identifier "pth_outside_scope"`,
+		`[OAR-FACT-3] unknown identifier "pth_outside_scope" at offset 0; did you mean "path_outside_scope"?`,
 		"rulepack        acme-baseline  True",
 		"rules.oar.dev/capability=acme-gateway",
 		"name: oar-engine",

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
@@ -132,7 +134,7 @@ func (c *Capability) loadAnchors(l *diag.List, obj map[string]any) {
 		for _, k := range sortedKeys(core) {
 			path := "anchors.core." + k
 			if !isCoreAnchor(k) {
-				l.Add(fieldErr("OAR-PROF-2", path, nil, "%q is not a core anchor; anchors.core maps the eight core anchors of section 8.1 to local anchors", k))
+				l.Add(fieldErr("OAR-PROF-2", path, nil, "%q is not a core anchor; anchors.core maps the eight core anchors of section 8.1 to local anchors", k)).Suggest(k, slices.Values(CoreAnchors))
 				continue
 			}
 			// Declared, even when its local anchor is refused below: the error says
@@ -158,7 +160,7 @@ func (c *Capability) loadAnchors(l *diag.List, obj map[string]any) {
 		for i, a := range list {
 			path := fmt.Sprintf("anchors.unsupported[%d]", i)
 			if !isCoreAnchor(a) {
-				l.Add(fieldErr("OAR-PROF-2", path, a, "%q is not a core anchor", a))
+				l.Add(fieldErr("OAR-PROF-2", path, a, "%q is not a core anchor", a)).Suggest(a, slices.Values(CoreAnchors))
 				continue
 			}
 			if where, dup := seen[a]; dup {
@@ -222,7 +224,7 @@ func (c *Capability) loadProfiles(l *diag.List, obj map[string]any) {
 		path := fmt.Sprintf("profiles[%d]", i)
 		switch {
 		case profileVocabulary[p] == nil:
-			l.Add(fieldErr("OAR-FACT-24", path, p, "%q is not a standard profile; an engine provides a profile whole or not at all (%s)", p, strings.Join(ProfileNames, ", ")))
+			l.Add(fieldErr("OAR-FACT-24", path, p, "%q is not a standard profile; an engine provides a profile whole or not at all (%s)", p, strings.Join(ProfileNames, ", "))).Suggest(p, slices.Values(ProfileNames))
 		case c.profileSet[p]:
 			l.Add(fieldErr("OAR-FACT-24", path, p, "profile %q is claimed twice", p))
 		case detectorProfiles[p] && len(c.Detectors) == 0:
@@ -369,6 +371,17 @@ func (c *Capability) Lookup(name string) (types.Symbol, bool) {
 		return types.Symbol{}, false
 	}
 	return c.symbols[id].Symbol, true
+}
+
+// All implements types.Listing: every declared fact and function, in declaration order.
+func (c *Capability) All() iter.Seq[types.Symbol] {
+	return func(yield func(types.Symbol) bool) {
+		for _, s := range c.symbols {
+			if !yield(s.Symbol) {
+				return
+			}
+		}
+	}
 }
 
 func (c *Capability) symbol(id int) *symbolInfo { return &c.symbols[id] }

@@ -168,7 +168,7 @@ func resolveConfigRef(l *diag.List, rs *RuleSet, ref, path string) (int, bool) {
 			return 0, false
 		}
 	}
-	e := fieldErr("OAR-CFG-4", path, ref, "configuration names rule %q, which is not loaded", ref)
+	e := fieldErr("OAR-CFG-4", path, ref, "configuration names rule %q, which is not loaded", ref).Suggest(ref, rs.configRefs(ref))
 	e.Rule = ref
 	l.Add(e)
 	return 0, false

@@ -233,7 +233,7 @@ func checkClosed(l *diag.List, obj map[string]any, allowed map[string]bool, path
 		if allowExtensions && extensionPattern.MatchString(k) {
 			continue
 		}
-		l.Add(fieldErr(clause, diag.JoinPath(path, k), nil, "unknown member %q in %s", k, what))
+		l.Add(fieldErr(clause, diag.JoinPath(path, k), nil, "unknown member %q in %s", k, what)).Suggest(k, keys(allowed))
 	}
 }
 

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"iter"
+	"slices"
 	"sort"
 	"strings"
 
@@ -263,7 +265,7 @@ func getEnum(l *diag.List, obj map[string]any, field, clause string, names []str
 			return i, true
 		}
 	}
-	l.Add(fieldErr(clause, field, s, "%s %q must be one of %s", field, s, strings.Join(names, ", ")))
+	l.Add(fieldErr(clause, field, s, "%s %q must be one of %s", field, s, strings.Join(names, ", "))).Suggest(s, slices.Values(names))
 	return 0, false
 }
 
@@ -318,7 +320,7 @@ func parseOnFire(l *diag.List, obj map[string]any, r *Rule) {
 			}
 		}
 		if !found {
-			l.Add(fieldErr("OAR-FIRE-1", fmt.Sprintf("on_fire[%d]", i), s, "on_fire action %q is not one of %s", s, strings.Join(actionNames, ", ")))
+			l.Add(fieldErr("OAR-FIRE-1", fmt.Sprintf("on_fire[%d]", i), s, "on_fire action %q is not one of %s", s, strings.Join(actionNames, ", "))).Suggest(s, slices.Values(actionNames))
 		}
 	}
 }
@@ -510,6 +512,7 @@ func (rs *RuleSet) compileWhen(src, namespace string) (*expr.Program, diag.List)
 			}
 			return rs.resolve(ref, namespace)
 		},
+		RuleRefs: func(ref string) iter.Seq[string] { return rs.ruleRefs(ref, namespace) },
 	})
 	if prog != nil && len(errs) == 0 {
 		rs.compiled.when[key] = prog
@@ -565,7 +568,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 		sym, ok := c.Lookup(k)
 		switch {
 		case !ok:
-			l.Add(fieldErr("OAR-SEL-3", path, k, "selector clause %q names no declared fact", k))
+			l.Add(fieldErr("OAR-SEL-3", path, k, "selector clause %q names no declared fact", k)).Suggest(k, c.names(factOf(types.String, types.ListString)))
 			continue
 		case sym.Func:
 			l.Add(fieldErr("OAR-FACT-27", path, k, "selector clause %q names an observation function; selectors cannot name a function, a clause names a fact ([OAR-SEL-3])", k))
@@ -591,7 +594,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 		sym, ok := c.Lookup(req.counter)
 		switch {
 		case !ok:
-			l.Add(fieldErr("OAR-FIRE-10", "counter_scope", req.counter, "counter_scope names %q, which is not a declared fact", req.counter))
+			l.Add(fieldErr("OAR-FIRE-10", "counter_scope", req.counter, "counter_scope names %q, which is not a declared fact", req.counter)).Suggest(req.counter, c.names(factOf(types.String)))
 		case sym.Func:
 			l.Add(fieldErr("OAR-FACT-27", "counter_scope", req.counter, "counter_scope names %q, an observation function; a counter scope cannot name a function, it names a string fact ([OAR-FIRE-10])", req.counter))
 		case sym.Type != types.String:
@@ -647,7 +650,12 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 			sym, ok := c.Lookup(t)
 			switch {
 			case !ok:
-				l.Add(fieldErr("OAR-OPS-14", "transform.target", t, "transform target %q is neither content nor a declared fact", t))
+				targets := func(yield func(string) bool) {
+					if yield("content") {
+						c.names(factOf(types.ListMap))(yield)
+					}
+				}
+				l.Add(fieldErr("OAR-OPS-14", "transform.target", t, "transform target %q is neither content nor a declared fact", t)).Suggest(t, targets)
 			case sym.Func:
 				l.Add(fieldErr("OAR-FACT-27", "transform.target", t, "transform target %q is an observation function; a transform target cannot name a function, it is content or a list<map> fact ([OAR-OPS-14])", t))
 			case sym.Type != types.ListMap:
@@ -668,13 +676,13 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 		}
 	}
 	if r.Detector != "" && !c.HasDetector(r.Detector) {
-		l.Add(fieldErr("OAR-OPS-12", "detector.ref", r.Detector, "detector %q is not registered in the capability's detectors", r.Detector))
+		l.Add(fieldErr("OAR-OPS-12", "detector.ref", r.Detector, "detector %q is not registered in the capability's detectors", r.Detector)).Suggest(r.Detector, slices.Values(c.Detectors))
 	}
 	for i, ref := range req.overrides {
 		path := fmt.Sprintf("overrides[%d]", i)
 		j, ok := rs.resolve(ref, r.Namespace)
 		if !ok {
-			l.Add(fieldErr("OAR-EVAL-13", path, ref, "overrides entry %q resolves to no loaded rule", ref))
+			l.Add(fieldErr("OAR-EVAL-13", path, ref, "overrides entry %q resolves to no loaded rule", ref)).Suggest(ref, rs.ruleRefs(ref, r.Namespace))
 			continue
 		}
 		target := byIndex[j]
@@ -691,7 +699,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 	if req.onError != "" {
 		j, ok := rs.resolve(req.onError, r.Namespace)
 		if !ok {
-			l.Add(fieldErr("OAR-OPS-5", "on_error", req.onError, "on_error names %q, which resolves to no loaded rule", req.onError))
+			l.Add(fieldErr("OAR-OPS-5", "on_error", req.onError, "on_error names %q, which resolves to no loaded rule", req.onError)).Suggest(req.onError, rs.ruleRefs(req.onError, r.Namespace))
 		} else {
 			r.OnErrorRule = j
 		}
@@ -724,7 +732,7 @@ func (rs *RuleSet) resolveAnchor(l *diag.List, r *Rule) {
 	case c.hostAnchors[r.Anchor]:
 		r.Local = r.Anchor
 	default:
-		l.Add(fieldErr("OAR-DOC-12", "anchor", r.Anchor, "anchor %q is neither a core anchor nor in the capability's host anchor catalogue", r.Anchor))
+		l.Add(fieldErr("OAR-DOC-12", "anchor", r.Anchor, "anchor %q is neither a core anchor nor in the capability's host anchor catalogue", r.Anchor)).Suggest(r.Anchor, c.ruleAnchors())
 	}
 }
 
@@ -732,12 +740,16 @@ func (rs *RuleSet) checkRequires(l *diag.List, r *Rule, req requirements) {
 	c := rs.Capability
 	for i, p := range req.profileList {
 		if !c.Provides(p) {
-			l.Add(fieldErr("OAR-FACT-19", fmt.Sprintf("requires.profiles[%d]", i), p, "rule %s requires profile %q, which the capability does not provide", r.QID, p))
+			e := l.Add(fieldErr("OAR-FACT-19", fmt.Sprintf("requires.profiles[%d]", i), p, "rule %s requires profile %q, which the capability does not provide", r.QID, p))
+			if profileVocabulary[p] == nil {
+				// Not a standard profile's name, so likely a misspelling of a provided one.
+				e.Suggest(p, slices.Values(c.Profiles))
+			}
 		}
 	}
 	for i, f := range req.factList {
 		if _, ok := c.Lookup(f); !ok {
-			l.Add(fieldErr("OAR-FACT-19", fmt.Sprintf("requires.facts[%d]", i), f, "rule %s requires %q, which the capability does not provide", r.QID, f))
+			l.Add(fieldErr("OAR-FACT-19", fmt.Sprintf("requires.facts[%d]", i), f, "rule %s requires %q, which the capability does not provide", r.QID, f)).Suggest(f, c.names(anyName))
 		}
 	}
 }

@@ -21,6 +21,7 @@ package occurrence
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -68,13 +69,18 @@ func (m Members) accepts(name string) bool {
 
 // names lists the members m accepts, for messages.
 func (m Members) names() string {
-	var out []string
-	for _, n := range memberList {
-		if m.accepts(n) {
-			out = append(out, n)
+	return strings.Join(slices.Collect(m.all()), ", ")
+}
+
+// all yields the members m accepts, in the order messages list them.
+func (m Members) all() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, n := range memberList {
+			if m.accepts(n) && !yield(n) {
+				return
+			}
 		}
 	}
-	return strings.Join(out, ", ")
 }
 
 // Decode reads one occurrence from JSON text. A well-formed one is read straight into
@@ -105,12 +111,12 @@ func parse(v any, m Members) (*engine.Occurrence, diag.List) {
 		if k == "detector_facts" {
 			l.Add(diag.New("OAR-CONF-25", k, "detector_facts is what detector://fixture reports in a conformance fixture; here detector observations come only from the detectors the host registers, never from the caller"))
 		} else {
-			l.Add(diag.New("OAR-CONF-18", k, "unknown occurrence member %q; the members are %s", k, m.names()))
+			l.Add(diag.New("OAR-CONF-18", k, "unknown occurrence member %q; the members are %s", k, m.names())).Suggest(k, m.all())
 		}
 	}
 	occ := &engine.Occurrence{}
-	bad := func(field, format string, args ...any) {
-		l.Add(diag.New(clauses[memberOf(field)], field, format, args...))
+	bad := func(field, format string, args ...any) *diag.Error {
+		return l.Add(diag.New(clauses[memberOf(field)], field, format, args...))
 	}
 
 	switch a, present := obj["anchor"]; {
@@ -163,7 +169,7 @@ func parse(v any, m Members) (*engine.Occurrence, diag.List) {
 
 // parseActivity reads recent_activity, an explicit window of tool names, oldest first,
 // that replaces the session's window for this occurrence only ([OAR-CONF-40]).
-func parseActivity(occ *engine.Occurrence, raw any, bad func(field, format string, args ...any)) {
+func parseActivity(occ *engine.Occurrence, raw any, bad func(field, format string, args ...any) *diag.Error) {
 	steps, isList := raw.([]any)
 	if !isList {
 		bad("recent_activity", "recent_activity must be a list of tool names, oldest first; got %s", types.DescribeJSON(raw))
@@ -181,14 +187,14 @@ func parseActivity(occ *engine.Occurrence, raw any, bad func(field, format strin
 
 // parseToolCall reads tool_call: name, a non-empty string, and arguments, an object
 // (empty when absent) ([OAR-CONF-40]).
-func parseToolCall(raw any, bad func(field, format string, args ...any)) *engine.ToolCall {
+func parseToolCall(raw any, bad func(field, format string, args ...any) *diag.Error) *engine.ToolCall {
 	tc, isObj := raw.(map[string]any)
 	if !isObj {
 		bad("tool_call", "tool_call must be an object with name and arguments; got %s", types.DescribeJSON(raw))
 		return nil
 	}
 	for _, k := range unknownMembers(tc, func(k string) bool { return k == "name" || k == "arguments" }) {
-		bad("tool_call."+k, "unknown tool_call member %q; the members are name and arguments", k)
+		bad("tool_call."+k, "unknown tool_call member %q; the members are name and arguments", k).Suggest(k, slices.Values([]string{"name", "arguments"}))
 	}
 	call := &engine.ToolCall{}
 	switch name, present := tc["name"]; {

@@ -52,7 +52,7 @@ func TestHostMembersRefuseDetectorFacts(t *testing.T) {
 		t.Errorf("got %s", e.Format(""))
 	}
 	_, errs = Decode([]byte(`{"anchor": "a", "sesion_id": "s"}`), HostMembers)
-	want := `sesion_id: [OAR-CONF-18] unknown occurrence member "sesion_id"; the members are anchor, session_id, facts, recent_activity, content, tool_call`
+	want := `sesion_id: [OAR-CONF-18] unknown occurrence member "sesion_id"; the members are anchor, session_id, facts, recent_activity, content, tool_call; did you mean "session_id"?`
 	if len(errs) != 1 || errs[0].Format("") != want {
 		t.Errorf("got %v\nwant %s", errs, want)
 	}
@@ -93,7 +93,7 @@ func TestNamesTheMemberAndClause(t *testing.T) {
 		{`{"anchor": "a", "tool_call": "read"}`, `tool_call: [OAR-CONF-40] tool_call must be an object with name and arguments; got string "read"`},
 		{`{"anchor": "a", "tool_call": {}}`, `tool_call.name: [OAR-CONF-40] missing required member "name", the tool called`},
 		{`{"anchor": "a", "tool_call": {"name": "r", "arguments": [1]}}`, `tool_call.arguments: [OAR-CONF-40] tool_call.arguments must be an object; got array`},
-		{`{"anchor": "a", "tool_call": {"name": "r", "argument": {}}}`, `tool_call.argument: [OAR-CONF-40] unknown tool_call member "argument"; the members are name and arguments`},
+		{`{"anchor": "a", "tool_call": {"name": "r", "argument": {}}}`, `tool_call.argument: [OAR-CONF-40] unknown tool_call member "argument"; the members are name and arguments; did you mean "arguments"?`},
 		{`{"anchor": "a", "anchor": "b"}`, `an occurrence is one JSON object: duplicate key "anchor": a document with a member given twice has no single JSON reading [OAR-DOC-1]`},
 	}
 	for _, members := range []Members{HostMembers, FixtureMembers} {

@@ -421,6 +421,15 @@ func (c *compiler) resolve(w word, binding bool) (int, bool) {
 	switch {
 	case !found:
 		c.fail("OAR-COPY-2", w.at, "copy names %q at offset %d, which is not a declared fact", w.text, c.offset(w.at))
+		if env, ok := c.syms.(types.Listing); ok {
+			c.errs[len(c.errs)-1].Suggest(w.text, func(yield func(string) bool) {
+				for sym := range env.All() {
+					if !sym.Func && !yield(sym.Name) {
+						return
+					}
+				}
+			})
+		}
 		return 0, false
 	case sym.Func:
 		c.fail("OAR-FACT-27", w.at, "copy names %q at offset %d, which is an observation function; copy can name only facts ([OAR-COPY-2])",

@@ -30,8 +30,12 @@ type Error struct {
 	Value string `json:"value,omitempty"`
 	// Offset is the code-point offset into Value for condition and copy errors, or -1.
 	Offset int `json:"offset"`
-	// Message says what is wrong and names the offending thing.
+	// Message says what is wrong and names the offending thing; for an unknown name
+	// with a Suggestion it ends in `did you mean "X"?`.
 	Message string `json:"message"`
+	// Suggestion is, for a diagnostic about an unknown name, the one name available at
+	// that place that is close enough to be the name meant (see Suggest).
+	Suggestion string `json:"suggestion,omitempty"`
 	// Related lists the qualified identifiers of the other rules the diagnostic
 	// involves: the members of a suppression cycle, the mandatory rule an override
 	// names, the rules an ambiguous reference matches.

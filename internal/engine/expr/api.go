@@ -7,7 +7,11 @@
 // [OAR-EXPR-14], [OAR-EXPR-15]) are *RaiseError values the engine routes to on_error.
 package expr
 
-import "github.com/oar-operator/oar-operator/internal/engine/types"
+import (
+	"iter"
+
+	"github.com/oar-operator/oar-operator/internal/engine/types"
+)
 
 // Env supplies values while a compiled condition runs. The engine implements it once
 // per rule evaluation; every method may fail, and a failure is a fact-provider failure
@@ -25,11 +29,15 @@ type Env interface {
 
 // Options configure Compile.
 type Options struct {
-	// Symbols is the closed fact environment of the capability.
+	// Symbols is the closed fact environment of the capability. When it is also a
+	// types.Listing, a diagnostic about an unknown name suggests a declared one.
 	Symbols types.Symbols
 	// MaxNodes is the capability's expression_nodes_max ([OAR-EXPR-17], [OAR-EXPR-20]).
 	MaxNodes int
 	// ResolveRule resolves the string-literal argument of a RuleRef function
 	// ([OAR-FIRE-11]) to a rule index, or returns ok=false when no loaded rule matches.
 	ResolveRule func(ref string) (rule int, ok bool)
+	// RuleRefs yields the references a RuleRef argument could have meant when
+	// ResolveRule finds none, for its diagnostic's "did you mean"; nil suggests none.
+	RuleRefs func(ref string) iter.Seq[string]
 }

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 
@@ -109,15 +110,41 @@ func (c *checker) reference(sym types.Symbol) {
 	c.refs = append(c.refs, sym)
 }
 
-// unknown rejects a name the environment does not declare ([OAR-FACT-3]).
-func (c *checker) unknown(name string, at int) {
-	switch {
-	case name == "null":
+// unknown rejects a name the environment does not declare ([OAR-FACT-3]), suggesting
+// the declared name it most likely misspells: a function or built-in for a call, a
+// fact otherwise.
+func (c *checker) unknown(name string, at int, call bool) {
+	if name == "null" {
 		c.errorf("OAR-FACT-3", at, "unknown identifier \"null\" at offset %d: null has no meaning here, because there is no null value and every fact always has a value", at)
-	case strings.Contains(name, "."):
-		c.errorf("OAR-FACT-3", at, "unknown identifier %q at offset %d: a dotted name is the single name of a host-tier fact, and there is no field selection", clip(name), at)
-	default:
-		c.errorf("OAR-FACT-3", at, "unknown identifier %q at offset %d", clip(name), at)
+		return
+	}
+	e := newError(c.src, "OAR-FACT-3", at, "unknown identifier %q at offset %d", clip(name), at).Suggest(name, c.names(call))
+	if e.Suggestion == "" && strings.Contains(name, ".") {
+		e.Message += ": a dotted name is the single name of a host-tier fact, and there is no field selection"
+	}
+	c.errs.Add(e)
+}
+
+// names yields the names available where an unknown one stands: the built-ins and the
+// declared observation functions for a call, the declared facts otherwise.
+func (c *checker) names(call bool) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		if call {
+			for name := range builtins {
+				if !yield(name) {
+					return
+				}
+			}
+		}
+		env, ok := c.opts.Symbols.(types.Listing)
+		if !ok {
+			return
+		}
+		for sym := range env.All() {
+			if sym.Func == call && !yield(sym.Name) {
+				return
+			}
+		}
 	}
 }
 
@@ -130,7 +157,7 @@ func (c *checker) checkIdent(n *ident) types.Kind {
 	sym, ok := c.lookup(n.name)
 	switch {
 	case !ok:
-		c.unknown(n.name, n.at)
+		c.unknown(n.name, n.at, false)
 		return types.Invalid
 	case sym.Func:
 		c.errorf("OAR-FACT-4", n.at, "%s at offset %d is an observation function %s and must be called, as in %s(...)", n.name, n.at, signature(sym), n.name)
@@ -153,7 +180,7 @@ func (c *checker) checkCall(n *call) types.Kind {
 	sym, ok := c.lookup(n.name)
 	switch {
 	case !ok:
-		c.unknown(n.name, n.at)
+		c.unknown(n.name, n.at, true)
 	case !sym.Func:
 		c.errorf("OAR-FACT-4", n.at, "%s at offset %d is a fact of type %s, not a function, and cannot be called", n.name, n.at, sym.Type)
 	case !sym.Arg.Scalar() || !sym.Type.Scalar() || sym.RuleRef && (sym.Arg != types.String || sym.Type != types.Int):
@@ -200,7 +227,11 @@ func (c *checker) checkObservation(n *call) types.Kind {
 			rule, ok = c.opts.ResolveRule(lit.s)
 		}
 		if !ok {
-			c.errorf("OAR-FIRE-11", arg.pos(), "%s(%s) at offset %d names no loaded rule", n.name, strconv.Quote(clip(lit.s)), arg.pos())
+			e := newError(c.src, "OAR-FIRE-11", arg.pos(), "%s(%s) at offset %d names no loaded rule", n.name, strconv.Quote(clip(lit.s)), arg.pos())
+			if c.opts.RuleRefs != nil {
+				e.Suggest(lit.s, c.opts.RuleRefs(lit.s))
+			}
+			c.errs.Add(e)
 			return n.sym.Type
 		}
 		n.rule = rule

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/oar-operator/oar-operator/internal/engine/types"
@@ -361,5 +362,47 @@ func TestFACT11_RefsListsReferencedSymbolsOnce(t *testing.T) {
 	}
 	if refs := mustCompile(t, `size("abc") == 3 && true`).Refs(); len(refs) != 0 {
 		t.Errorf("built-ins and literals reference no symbol; got %v", refs)
+	}
+}
+
+// An unknown name suggests the one declared name available at its place that is close
+// ([OAR-FACT-3], [OAR-FIRE-11]): a fact for a name, a function or built-in for a call, a
+// loaded rule for a rule-counter argument; and nothing when none is close.
+func TestFACT3_UnknownNamesSuggestTheCloseDeclaredOne(t *testing.T) {
+	for _, c := range []struct {
+		name, src, clause, suggestion string
+	}{
+		{"FACT-3 fact misspelt", `tol == "x"`, "OAR-FACT-3", "tool"},
+		{"FACT-3 fact in the wrong case", `Tool == "x"`, "OAR-FACT-3", "tool"},
+		{"FACT-3 function misspelt", `pth_outside_scope("read")`, "OAR-FACT-3", "path_outside_scope"},
+		{"FACT-3 built-in misspelt", `startsWith(tool, "a")`, "OAR-FACT-3", "starts_with"},
+		{"FACT-3 host fact misspelt", `acme.tenant_tir == "gold"`, "OAR-FACT-3", "acme.tenant_tier"},
+		{"FIRE-11 rule misspelt", `fire_count_of("WRTIE") > 0`, "OAR-FIRE-11", "WRITE"},
+		{"FIRE-11 qualified rule misspelt", `fire_count_of("acme.security/REDA") > 0`, "OAR-FIRE-11", "acme.security/READ"},
+
+		{"FACT-3 nothing close", `undefined == "x"`, "OAR-FACT-3", ""},
+		{"FACT-3 a call suggests no fact", `tol("x")`, "OAR-FACT-3", ""},
+		{"FACT-3 a name suggests no function", `pth_outside_scope == true`, "OAR-FACT-3", ""},
+		{"FACT-3 null is explained, not corrected", `tool == null`, "OAR-FACT-3", ""},
+		{"FACT-3 dotted name with nothing close", `tool_args.path == "/etc"`, "OAR-FACT-3", ""},
+		{"FIRE-11 no rule close", `fire_count_of("NOPE") > 0`, "OAR-FIRE-11", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, errs := Compile(c.src, testOptions)
+			if len(errs) != 1 || errs[0].Clause != c.clause {
+				t.Fatalf("Compile(%q) = %v; want one %s error", c.src, errs, c.clause)
+			}
+			e := errs[0]
+			if e.Suggestion != c.suggestion {
+				t.Errorf("Suggestion = %q; want %q (message %q)", e.Suggestion, c.suggestion, e.Message)
+			}
+			hint := `did you mean "` + c.suggestion + `"?`
+			if has := strings.Contains(e.Message, "did you mean"); has != (c.suggestion != "") || c.suggestion != "" && !strings.HasSuffix(e.Message, hint) {
+				t.Errorf("message %q; want it to end in %q only when there is a suggestion", e.Message, hint)
+			}
+		})
+	}
+	if _, errs := Compile("tol", Options{Symbols: struct{ types.Symbols }{testSymbols}, MaxNodes: 256}); len(errs) != 1 || errs[0].Suggestion != "" {
+		t.Errorf("an environment that cannot list its names suggests nothing; got %v", errs)
 	}
 }

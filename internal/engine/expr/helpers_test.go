@@ -3,6 +3,8 @@ package expr
 import (
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -19,6 +21,8 @@ func (s symbolTable) Lookup(name string) (types.Symbol, bool) {
 	sym, ok := s[name]
 	return sym, ok
 }
+
+func (s symbolTable) All() iter.Seq[types.Symbol] { return maps.Values(s) }
 
 // The symbol IDs of the fake environment.
 const (
@@ -93,7 +97,10 @@ func resolveRule(ref string) (int, bool) {
 	return r, ok
 }
 
-var testOptions = Options{Symbols: testSymbols, MaxNodes: 256, ResolveRule: resolveRule}
+// ruleRefs offers every rule the fake ResolveRule knows as a suggestion.
+func ruleRefs(string) iter.Seq[string] { return maps.Keys(testRules) }
+
+var testOptions = Options{Symbols: testSymbols, MaxNodes: 256, ResolveRule: resolveRule, RuleRefs: ruleRefs}
 
 // errProvider is what the fake environment returns for a failing provider.
 var errProvider = errors.New("provider unavailable")

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math"
 	"strconv"
 	"strings"
@@ -405,4 +406,12 @@ type Symbol struct {
 // Symbols looks names up in a fact environment.
 type Symbols interface {
 	Lookup(name string) (Symbol, bool)
+}
+
+// Listing is a fact environment that can also list its entries, so a diagnostic
+// about an unknown name can suggest a declared one.
+type Listing interface {
+	Symbols
+	// All yields every entry, facts and observation functions.
+	All() iter.Seq[Symbol]
 }
