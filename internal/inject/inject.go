@@ -7,6 +7,7 @@ package inject
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +37,10 @@ const (
 	EngineURLEnv = "OAR_ENGINE_URL"
 	// ProbePortName names the sidecar's probe and metrics port.
 	ProbePortName = "oar-probes"
+	// StoreVolumeName is the volume of the shared session store's password Secret.
+	StoreVolumeName = "oar-session-store"
+	// StoreSecretDir is where the sidecar mounts it; the password is the key "password".
+	StoreSecretDir = "/etc/oar/session-store"
 	// engineCommand is the engine's path in the operator's image.
 	engineCommand = "/oar-engine"
 )
@@ -51,6 +56,12 @@ const (
 	AnnotationCPURequest     = annotationPrefix + "cpu-request"
 	AnnotationMemoryRequest  = annotationPrefix + "memory-request"
 	AnnotationMemoryLimit    = annotationPrefix + "memory-limit"
+	// AnnotationSessionStore shares sessions across replicas: memory (the default) or a
+	// redis:// or rediss:// URL without a password (README "Several replicas").
+	AnnotationSessionStore = annotationPrefix + "session-store"
+	// AnnotationSessionStoreSecret names a Secret in the pod's namespace whose key
+	// "password" is the store's password, mounted as a file (never a flag).
+	AnnotationSessionStoreSecret = annotationPrefix + "session-store-secret"
 )
 
 // Options are the sidecar a pod gets when its annotations say nothing else.
@@ -64,6 +75,10 @@ type Options struct {
 	CPURequest     resource.Quantity
 	MemoryRequest  resource.Quantity
 	MemoryLimit    resource.Quantity
+	// SessionStore is the engine's --session-store, empty for sessions in memory.
+	SessionStore string
+	// SessionStoreSecret names the Secret holding SessionStore's password, if any.
+	SessionStoreSecret string
 	// SkipNamespaces are never mutated: the operator's own and kube-system.
 	SkipNamespaces []string
 }
@@ -150,6 +165,9 @@ func Inject(p Pod, o Options) (Result, error) {
 		}
 		out.InitContainers = slices.Insert(out.InitContainers, 0, container(o))
 		out.Volumes = append(out.Volumes, volume(capability))
+		if o.SessionStoreSecret != "" {
+			out.Volumes = append(out.Volumes, storeVolume(o.SessionStoreSecret))
+		}
 		res.Changed = true
 	}
 	url := "http://127.0.0.1:" + strconv.Itoa(port)
@@ -228,6 +246,9 @@ func clashes(s *corev1.PodSpec, o Options) error {
 		if v.Name == VolumeName {
 			return &Refusal{Field: fmt.Sprintf("spec.volumes[%d].name", i), Cause: fmt.Sprintf("a volume is already called %q, the name of the bundle volume the injector adds: rename it", VolumeName)}
 		}
+		if v.Name == StoreVolumeName && o.SessionStoreSecret != "" {
+			return &Refusal{Field: fmt.Sprintf("spec.volumes[%d].name", i), Cause: fmt.Sprintf("a volume is already called %q, the name of the session store's password volume the injector adds: rename it", StoreVolumeName)}
+		}
 	}
 	return nil
 }
@@ -293,6 +314,16 @@ func tune(annotations map[string]string, o Options) (Options, []string, error) {
 			err = quantity(key, value, &o.MemoryRequest)
 		case AnnotationMemoryLimit:
 			err = quantity(key, value, &o.MemoryLimit)
+		case AnnotationSessionStore:
+			o.SessionStore, err = sessionStore(value)
+			if err != nil {
+				err = bad(key, value, err.Error())
+			}
+		case AnnotationSessionStoreSecret:
+			if errs := validation.IsDNS1123Subdomain(value); len(errs) > 0 {
+				err = bad(key, value, "the name of a Secret in the pod's namespace (a lowercase DNS subdomain) whose key \"password\" is the session store's password")
+			}
+			o.SessionStoreSecret = value
 		default:
 			warnings = append(warnings, fmt.Sprintf("annotation %s is not one the engine injector knows (%s); it is ignored", key, strings.Join(knownAnnotations, ", ")))
 		}
@@ -303,13 +334,32 @@ func tune(annotations map[string]string, o Options) (Options, []string, error) {
 	if o.Port == o.ProbePort {
 		return o, nil, &Refusal{Field: "metadata.annotations[" + AnnotationProbePort + "]", Cause: fmt.Sprintf("the probe port and the API port are both %d: they must differ", o.Port)}
 	}
+	if o.SessionStoreSecret != "" && o.SessionStore == "" {
+		return o, nil, &Refusal{Field: "metadata.annotations[" + AnnotationSessionStoreSecret + "]", Cause: fmt.Sprintf("a password Secret is named but sessions stay in memory: set %s to the redis:// or rediss:// URL of the store", AnnotationSessionStore)}
+	}
 	if o.MemoryLimit.Cmp(o.MemoryRequest) < 0 {
 		return o, nil, &Refusal{Field: "metadata.annotations[" + AnnotationMemoryLimit + "]", Cause: fmt.Sprintf("the memory limit %s is below the memory request %s: it must be at least the request", o.MemoryLimit.String(), o.MemoryRequest.String())}
 	}
 	return o, warnings, nil
 }
 
-var knownAnnotations = []string{AnnotationImage, AnnotationPort, AnnotationProbePort, AnnotationMaxSessions, AnnotationSessionIdleTTL, AnnotationCPURequest, AnnotationMemoryRequest, AnnotationMemoryLimit}
+var knownAnnotations = []string{AnnotationImage, AnnotationPort, AnnotationProbePort, AnnotationMaxSessions, AnnotationSessionIdleTTL, AnnotationCPURequest, AnnotationMemoryRequest, AnnotationMemoryLimit, AnnotationSessionStore, AnnotationSessionStoreSecret}
+
+// sessionStore reads the session-store annotation: "" for memory, else the URL the engine
+// is given. The error says what is accepted.
+func sessionStore(value string) (string, error) {
+	if value == "memory" {
+		return "", nil
+	}
+	u, err := url.Parse(value)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		return "", fmt.Errorf("memory, or a redis:// or rediss:// URL with a host, e.g. redis://acme-redis:6379")
+	}
+	if _, set := u.User.Password(); set {
+		return "", fmt.Errorf("a URL without a password: the password comes from the Secret %s names", AnnotationSessionStoreSecret)
+	}
+	return value, nil
+}
 
 // container is the engine sidecar of config/samples/agent_deployment.yaml, tuned by o.
 // No CPU limit: CFS throttling would stall answers for milliseconds at a time.
@@ -323,7 +373,7 @@ func container(o Options) corev1.Container {
 		}
 	}
 	yes, no := true, false
-	return corev1.Container{
+	c := corev1.Container{
 		Name:          ContainerName,
 		Image:         o.Image,
 		RestartPolicy: &always,
@@ -356,6 +406,22 @@ func container(o Options) corev1.Container {
 		},
 		VolumeMounts: []corev1.VolumeMount{{Name: VolumeName, MountPath: BundleDir, ReadOnly: true}},
 	}
+	if o.SessionStore != "" {
+		c.Args = append(c.Args, "--session-store="+o.SessionStore)
+	}
+	if o.SessionStoreSecret != "" {
+		c.Args = append(c.Args, "--session-store-password-file="+StoreSecretDir+"/password")
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: StoreVolumeName, MountPath: StoreSecretDir, ReadOnly: true})
+	}
+	return c
+}
+
+// storeVolume mounts the key "password" of the named Secret, the session store's password.
+func storeVolume(secret string) corev1.Volume {
+	return corev1.Volume{Name: StoreVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: secret,
+		Items:      []corev1.KeyToPath{{Key: "password", Path: "password"}},
+	}}}
 }
 
 // volume mounts the bundle ConfigMap as a directory (never subPath: the kubelet does not

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,6 +87,9 @@ func TestSidecarIsTheHandWrittenSample(t *testing.T) {
 	wantVolume.ConfigMap.Optional = &yes
 	if got := injected.Volumes[0]; !reflect.DeepEqual(got, wantVolume) {
 		t.Errorf("volume %+v, want %+v", got, wantVolume)
+	}
+	if got, want := injected.Volumes[1:], hand.Volumes[1:]; !reflect.DeepEqual(got, want) {
+		t.Errorf("session store volumes %+v, want %+v", got, want)
 	}
 	if got, want := injected.Containers[0].Env, hand.Containers[0].Env; !reflect.DeepEqual(got, want) {
 		t.Errorf("agent env %+v, want %+v", got, want)
@@ -182,6 +186,11 @@ func TestAnnotations(t *testing.T) {
 		t.Fatalf("OAR_ENGINE_URL %s", got)
 	}
 
+	p.Annotations = map[string]string{AnnotationSessionStore: "memory"}
+	if c := mustInject(t, p).Spec.InitContainers[0]; slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--session-store") }) || len(c.VolumeMounts) != 1 {
+		t.Fatalf("sessions in memory: args %q mounts %+v", c.Args, c.VolumeMounts)
+	}
+
 	p.Annotations = map[string]string{"rules.oar.dev/engine-prot": "9000"}
 	if r := mustInject(t, p); len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "rules.oar.dev/engine-prot") {
 		t.Fatalf("unknown annotation: warnings %q", r.Warnings)
@@ -216,6 +225,10 @@ func TestBadAnnotationsAreRefused(t *testing.T) {
 		{AnnotationMemoryRequest, "0", "a positive Kubernetes quantity"},
 		{AnnotationMemoryLimit, "12 Mi", "a positive Kubernetes quantity"},
 		{AnnotationImage, "a b", "an image reference"},
+		{AnnotationSessionStore, "postgres://db:5432", "memory, or a redis:// or rediss:// URL"},
+		{AnnotationSessionStore, "redis://", "memory, or a redis:// or rediss:// URL"},
+		{AnnotationSessionStore, "redis://:hunter2@acme-redis:6379", "a URL without a password"},
+		{AnnotationSessionStoreSecret, "Acme_Redis", "the name of a Secret"},
 	}
 	for _, c := range cases {
 		t.Run(c.key+"="+c.value, func(t *testing.T) {
@@ -232,6 +245,12 @@ func TestBadAnnotationsAreRefused(t *testing.T) {
 	p.Annotations = map[string]string{AnnotationMemoryLimit: "32Mi"}
 	_, err = Inject(p, Defaults())
 	refused(t, err, "metadata.annotations["+AnnotationMemoryLimit+"]", "below the memory request 64Mi")
+	p.Annotations = map[string]string{AnnotationSessionStoreSecret: "acme-redis"}
+	_, err = Inject(p, Defaults())
+	refused(t, err, "metadata.annotations["+AnnotationSessionStoreSecret+"]", "sessions stay in memory")
+	p.Annotations = map[string]string{AnnotationSessionStore: "memory", AnnotationSessionStoreSecret: "acme-redis"}
+	_, err = Inject(p, Defaults())
+	refused(t, err, "metadata.annotations["+AnnotationSessionStoreSecret+"]", "sessions stay in memory")
 	p.Annotations, p.Labels = nil, map[string]string{CapabilityLabel: "Acme_Gateway"}
 	_, err = Inject(p, Defaults())
 	refused(t, err, "metadata.labels["+CapabilityLabel+"]", `"Acme_Gateway" is not a Capability name`)
@@ -251,6 +270,9 @@ func TestClashesAreRefused(t *testing.T) {
 		{"volume name", func(s *corev1.PodSpec) {
 			s.Volumes = []corev1.Volume{{Name: VolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 		}, "spec.volumes[0].name", `already called "oar-bundle"`},
+		{"session store volume name", func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{{Name: StoreVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		}, "spec.volumes[0].name", `already called "oar-session-store"`},
 		{"API port", func(s *corev1.PodSpec) { s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8181}} }, "spec.containers[0].ports[0].containerPort", `container "agent" already uses port 8181`},
 		{"probe port", func(s *corev1.PodSpec) {
 			s.InitContainers = []corev1.Container{{Name: "setup", Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 8182}}}}
