@@ -49,6 +49,31 @@ type decodedBundle struct {
 	bundle          *bundle.Bundle
 }
 
+// snapshot reads each Capability's bundle once, so that one check sees one state of it.
+// The controller may publish between two reads: a configuration judged against the
+// rule set of the bundle before a pack was published, and against neighbours read from
+// the bundle after, would find that pack's rules neither published nor pending.
+type snapshot struct {
+	Cluster
+	bundles map[types.NamespacedName]*bundle.Bundle
+}
+
+func snapshotOf(cl Cluster) *snapshot {
+	return &snapshot{Cluster: cl, bundles: map[types.NamespacedName]*bundle.Bundle{}}
+}
+
+// Bundle implements Cluster: the first answer for the Capability, every time.
+func (s *snapshot) Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, error) {
+	if b, ok := s.bundles[capability]; ok {
+		return b, nil
+	}
+	b, err := s.Cluster.Bundle(ctx, capability)
+	if err == nil {
+		s.bundles[capability] = b
+	}
+	return b, err
+}
+
 // refresher is a Cluster that can also be read past its cache.
 type refresher interface {
 	// Fresh returns the same cluster read from the API server.

@@ -75,6 +75,7 @@ func (v *OperatorConfigValidator) validate(ctx context.Context, oc *rulesv1alpha
 // or only the document's shape when nothing is published.
 func (v *OperatorConfigValidator) check(ctx context.Context, cl Cluster, key types.NamespacedName, doc any) (warnings, diag.List, error) {
 	var w warnings
+	cl = snapshotOf(cl)
 	rs, why, err := publishedRules(ctx, cl, key, named([]any{doc}))
 	if err != nil {
 		return w, nil, err

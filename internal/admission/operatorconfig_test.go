@@ -7,9 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // TestOperatorConfigAdmission: a configuration is refused for its shape and version and
@@ -135,4 +138,53 @@ func TestConfigurationOfAPackTheCacheHasNotSeen(t *testing.T) {
 	if _, err := v.ValidateCreate(ctx, operatorConfig(t, ns, "tuning", "gateway", doc)); err == nil {
 		t.Error("admitted with only the lagging cache: the test shows nothing")
 	}
+}
+
+// publishedMidCheck is a reader before which the controller publishes between any two
+// reads of one bundle ConfigMap: odd reads see before, the bundle as it was before its
+// latest pack was published, even reads the cluster as it is.
+type publishedMidCheck struct {
+	client.Reader
+	before *corev1.ConfigMap
+	reads  int
+}
+
+func (p *publishedMidCheck) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if cm, ok := obj.(*corev1.ConfigMap); ok && key == client.ObjectKeyFromObject(p.before) {
+		if p.reads++; p.reads%2 == 1 {
+			p.before.DeepCopyInto(cm)
+			return nil
+		}
+	}
+	return p.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestConfigurationJudgedOnOneStateOfTheBundle: a bundle published while the webhook
+// judges a configuration naming the new pack's rule does not make the rule look neither
+// published nor pending ([OAR-CFG-4]): the check reads the bundle once, sees the pack
+// not yet published, and admits with the "not published yet" warning. (make run's
+// tour applies a pack and such a configuration back to back.)
+func TestConfigurationJudgedOnOneStateOfTheBundle(t *testing.T) {
+	needEnv(t)
+	ns := namespace(t)
+	ctx := context.Background()
+	mustCreate(t, capabilityObject(ns, "gateway", gatewaySpec()))
+	base := rulePack(t, ns, "base", "gateway", 0, []map[string]any{rule("acme.base", "A")})
+	mustCreate(t, base)
+	published(t, ns, "gateway", []*rulesv1alpha1.RulePack{base})
+	before := &corev1.ConfigMap{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: resource.BundleName("gateway")}, before); err != nil {
+		t.Fatal(err)
+	}
+	late := rulePack(t, ns, "late", "gateway", 0, []map[string]any{rule("acme.late", "NEW")})
+	mustCreate(t, late)
+	published(t, ns, "gateway", []*rulesv1alpha1.RulePack{base, late})
+
+	v := &OperatorConfigValidator{Cluster: &ClientCluster{Reader: &publishedMidCheck{Reader: k8s, before: before}}}
+	doc := map[string]any{"oar_config": "1.0", "enforcement": map[string]any{"acme.late/NEW": "monitor"}}
+	ws, err := v.ValidateCreate(ctx, operatorConfig(t, ns, "tuning", "gateway", doc))
+	if err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	hasWarning(t, ws, "[OAR-CFG-4]", `RulePack "late"`, "not published yet")
 }
