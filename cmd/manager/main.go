@@ -103,6 +103,19 @@ func parseFlags(args []string) (options, error) {
 	fs.Func("injector-cpu-request", "The sidecar's CPU request (default "+in.sidecar.CPURequest.String()+"; no CPU limit is set).", quantityFlag(&in.sidecar.CPURequest))
 	fs.Func("injector-memory-request", "The sidecar's memory request (default "+in.sidecar.MemoryRequest.String()+").", quantityFlag(&in.sidecar.MemoryRequest))
 	fs.Func("injector-memory-limit", "The sidecar's memory limit (default "+in.sidecar.MemoryLimit.String()+"); GOMEMLIMIT is 80% of it.", quantityFlag(&in.sidecar.MemoryLimit))
+	fs.Func("injector-session-store", "Where the sidecars share sessions unless a pod's "+inject.AnnotationSessionStore+" says otherwise: memory (the default, each pod its own) or a redis:// or rediss:// URL without a password.", func(v string) error {
+		if v == "" {
+			in.sidecar.SessionStore = ""
+			return nil
+		}
+		store, err := inject.ParseSessionStore(v)
+		in.sidecar.SessionStore = store
+		return err
+	})
+	fs.Func("injector-session-store-secret", "The Secret, in each injected pod's namespace, whose key \"password\" is --injector-session-store's password; a pod naming its own store (or memory) does not get it.", func(v string) error {
+		in.sidecar.SessionStoreSecret = v
+		return inject.CheckSessionStoreSecret(v)
+	})
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -113,6 +126,9 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("--webhook-cert-mode must be %s or %s, not %q", certSelfManaged, certExternal, w.certMode)
 	case w.certMode == certSelfManaged && w.certs.Namespace == "":
 		return o, errors.New("self-managed webhook certificates need --webhook-namespace (or $POD_NAMESPACE)")
+	}
+	if in.sidecar.SessionStoreSecret != "" && in.sidecar.SessionStore == "" {
+		return o, errors.New("--injector-session-store-secret names a password Secret but sessions stay in memory: set --injector-session-store to the redis:// or rediss:// URL of the store")
 	}
 	if in.enabled {
 		if ns := w.certs.Namespace; ns != "" {

@@ -66,6 +66,44 @@ func TestInjectorFlags(t *testing.T) {
 	}
 }
 
+// TestInjectorSessionStoreFlags: sessions stay in memory by default; the store and its
+// Secret become the sidecar's defaults, checked by the annotation's rules and named by
+// flag when refused, and a Secret without a store is refused.
+func TestInjectorSessionStoreFlags(t *testing.T) {
+	o, err := parseFlags([]string{"--webhook-namespace=oar-system"})
+	if s := o.webhooks.injector.sidecar; err != nil || s.SessionStore != "" || s.SessionStoreSecret != "" {
+		t.Fatalf("defaults: store %q secret %q %v", s.SessionStore, s.SessionStoreSecret, err)
+	}
+	o, err = parseFlags([]string{"--webhook-namespace=oar-system", "--injector-session-store=rediss://shared-redis.redis:6380/1",
+		"--injector-session-store-secret=shared-redis"})
+	if s := o.webhooks.injector.sidecar; err != nil || s.SessionStore != "rediss://shared-redis.redis:6380/1" || s.SessionStoreSecret != "shared-redis" {
+		t.Fatalf("shared: store %q secret %q %v", s.SessionStore, s.SessionStoreSecret, err)
+	}
+	for _, store := range []string{"memory", ""} {
+		o, err = parseFlags([]string{"--webhook-namespace=oar-system", "--injector-session-store=" + store})
+		if s := o.webhooks.injector.sidecar; err != nil || s.SessionStore != "" {
+			t.Fatalf("--injector-session-store=%s: store %q %v", store, s.SessionStore, err)
+		}
+	}
+	for _, c := range []struct{ args, want []string }{
+		{[]string{"--injector-session-store=postgres://db:5432"}, []string{"injector-session-store", "postgres://db:5432", "redis:// or rediss://"}},
+		{[]string{"--injector-session-store=redis://:hunter2@shared-redis:6379"}, []string{"injector-session-store", "without a password"}},
+		{[]string{"--injector-session-store=redis://shared-redis:6379", "--injector-session-store-secret=Shared_Redis"}, []string{"injector-session-store-secret", "Shared_Redis", "name of a Secret"}},
+		{[]string{"--injector-session-store-secret=shared-redis"}, []string{"--injector-session-store-secret", "sessions stay in memory"}},
+		{[]string{"--injector-session-store=memory", "--injector-session-store-secret=shared-redis"}, []string{"--injector-session-store-secret", "sessions stay in memory"}},
+	} {
+		_, err := parseFlags(append([]string{"--webhook-namespace=oar-system"}, c.args...))
+		if err == nil {
+			t.Fatalf("%v accepted", c.args)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: error %q does not say %q", c.args, err, w)
+			}
+		}
+	}
+}
+
 // TestMetricsCertDir: without --metrics-cert-dir controller-runtime generates a
 // certificate; with it the certificate must be there, or the manager refuses to start
 // rather than serve a self-signed one no scraper can verify.

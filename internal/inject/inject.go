@@ -6,6 +6,7 @@
 package inject
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -77,7 +78,9 @@ type Options struct {
 	MemoryLimit    resource.Quantity
 	// SessionStore is the engine's --session-store, empty for sessions in memory.
 	SessionStore string
-	// SessionStoreSecret names the Secret holding SessionStore's password, if any.
+	// SessionStoreSecret names the Secret holding SessionStore's password, if any. The
+	// two are a pair: a pod's AnnotationSessionStore replaces both, so a pod that says
+	// memory, or names its own store, never gets (nor sends its password to) the default.
 	SessionStoreSecret string
 	// SkipNamespaces are never mutated: the operator's own and kube-system.
 	SkipNamespaces []string
@@ -283,6 +286,9 @@ func tune(annotations map[string]string, o Options) (Options, []string, error) {
 		}
 	}
 	slices.Sort(keys)
+	if _, ok := annotations[AnnotationSessionStore]; ok {
+		o.SessionStoreSecret = ""
+	}
 	for _, key := range keys {
 		value := annotations[key]
 		var err error
@@ -315,13 +321,13 @@ func tune(annotations map[string]string, o Options) (Options, []string, error) {
 		case AnnotationMemoryLimit:
 			err = quantity(key, value, &o.MemoryLimit)
 		case AnnotationSessionStore:
-			o.SessionStore, err = sessionStore(value)
+			o.SessionStore, err = ParseSessionStore(value)
 			if err != nil {
 				err = bad(key, value, err.Error())
 			}
 		case AnnotationSessionStoreSecret:
-			if errs := validation.IsDNS1123Subdomain(value); len(errs) > 0 {
-				err = bad(key, value, "the name of a Secret in the pod's namespace (a lowercase DNS subdomain) whose key \"password\" is the session store's password")
+			if err = CheckSessionStoreSecret(value); err != nil {
+				err = bad(key, value, err.Error())
 			}
 			o.SessionStoreSecret = value
 		default:
@@ -345,9 +351,9 @@ func tune(annotations map[string]string, o Options) (Options, []string, error) {
 
 var knownAnnotations = []string{AnnotationImage, AnnotationPort, AnnotationProbePort, AnnotationMaxSessions, AnnotationSessionIdleTTL, AnnotationCPURequest, AnnotationMemoryRequest, AnnotationMemoryLimit, AnnotationSessionStore, AnnotationSessionStoreSecret}
 
-// sessionStore reads the session-store annotation: "" for memory, else the URL the engine
-// is given. The error says what is accepted.
-func sessionStore(value string) (string, error) {
+// ParseSessionStore reads a session store (the annotation, or the manager's default): ""
+// for memory, else the URL the engine is given. The error says what is accepted.
+func ParseSessionStore(value string) (string, error) {
 	if value == "memory" {
 		return "", nil
 	}
@@ -356,9 +362,18 @@ func sessionStore(value string) (string, error) {
 		return "", fmt.Errorf("memory, or a redis:// or rediss:// URL with a host, e.g. redis://acme-redis:6379")
 	}
 	if _, set := u.User.Password(); set {
-		return "", fmt.Errorf("a URL without a password: the password comes from the Secret %s names", AnnotationSessionStoreSecret)
+		return "", errors.New("a URL without a password: the password comes from the store's Secret, mounted as a file")
 	}
 	return value, nil
+}
+
+// CheckSessionStoreSecret refuses what cannot name the store's password Secret; the
+// error says what is accepted.
+func CheckSessionStoreSecret(name string) error {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return errors.New("the name of a Secret in the pod's namespace (a lowercase DNS subdomain) whose key \"password\" is the session store's password")
+	}
+	return nil
 }
 
 // container is the engine sidecar of config/samples/agent_deployment.yaml, tuned by o.

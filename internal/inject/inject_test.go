@@ -197,6 +197,60 @@ func TestAnnotations(t *testing.T) {
 	}
 }
 
+// TestDefaultSessionStore: the manager's default store and Secret reach a pod that says
+// nothing; a pod's session-store annotation replaces both (memory drops the default
+// Secret instead of being refused for a Secret without a store, and a store of its own
+// never gets the default's password), while a Secret annotation alone keeps the store.
+func TestDefaultSessionStore(t *testing.T) {
+	o := Defaults()
+	o.SessionStore, o.SessionStoreSecret = "rediss://shared-redis.redis:6380", "shared-redis"
+	cases := []struct {
+		name          string
+		annotations   map[string]string
+		store, secret string
+	}{
+		{"no annotation", nil, "rediss://shared-redis.redis:6380", "shared-redis"},
+		{"memory", map[string]string{AnnotationSessionStore: "memory"}, "", ""},
+		{"its own store", map[string]string{AnnotationSessionStore: "redis://acme-redis:6379"}, "redis://acme-redis:6379", ""},
+		{"its own store and Secret", map[string]string{AnnotationSessionStore: "redis://acme-redis:6379", AnnotationSessionStoreSecret: "acme-redis"}, "redis://acme-redis:6379", "acme-redis"},
+		{"its own Secret", map[string]string{AnnotationSessionStoreSecret: "acme-redis"}, "rediss://shared-redis.redis:6380", "acme-redis"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := samplePod(t, "agent_injected.yaml")
+			p.Annotations = c.annotations
+			r, err := Inject(p, o)
+			if err != nil {
+				t.Fatalf("inject: %v", err)
+			}
+			sidecar := r.Spec.InitContainers[0]
+			var store, file string
+			for _, a := range sidecar.Args {
+				if v, ok := strings.CutPrefix(a, "--session-store="); ok {
+					store = v
+				}
+				if v, ok := strings.CutPrefix(a, "--session-store-password-file="); ok {
+					file = v
+				}
+			}
+			var secret string
+			for _, v := range r.Spec.Volumes {
+				if v.Name == StoreVolumeName {
+					secret = v.Secret.SecretName
+				}
+			}
+			mounted := slices.ContainsFunc(sidecar.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == StoreVolumeName })
+			if store != c.store || secret != c.secret || mounted != (c.secret != "") || (file != "") != (c.secret != "") {
+				t.Fatalf("store %q secret %q (mounted %v, file %q); want store %q secret %q", store, secret, mounted, file, c.store, c.secret)
+			}
+		})
+	}
+	p := samplePod(t, "agent_injected.yaml")
+	p.Annotations = map[string]string{AnnotationSessionStore: "memory", AnnotationSessionStoreSecret: "acme-redis"}
+	_, err := Inject(p, o)
+	refused(t, err, "metadata.annotations["+AnnotationSessionStoreSecret+"]", "sessions stay in memory")
+}
+
 // refused asserts a Refusal at field whose cause contains every part.
 func refused(t *testing.T, err error, field string, parts ...string) {
 	t.Helper()
