@@ -147,7 +147,11 @@ priorityClassName: platform-high
 terminationGracePeriodSeconds: 30
 podDisruptionBudget: {minAvailable: "50%"}
 webhook: {port: 10443}
-injector: {image: registry.example/oar/oar-operator:v9, resources: {requests: {cpu: 20m, memory: 32Mi}, limits: {memory: 256Mi}}, timeoutSeconds: 3}
+injector:
+  image: registry.example/oar/oar-operator:v9
+  resources: {requests: {cpu: 20m, memory: 32Mi}, limits: {memory: 256Mi}}
+  timeoutSeconds: 3
+  sessionStore: {url: "rediss://oar@redis.redis.svc:6380/1", passwordSecret: shared-redis}
 metrics: {port: 9443}`,
 		kinds: concat(baseKinds[:5], []string{"ServiceAccount/oar-manager"}, webhookKinds, selfManaged, metricsKinds, pdbKinds),
 	},

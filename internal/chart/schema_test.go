@@ -44,6 +44,11 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"empty alert for:", `metrics: {prometheusRule: {for: ""}}`, "for"},
 		{"severity with a space", `metrics: {prometheusRule: {severity: "very high"}}`, "severity"},
 		{"Prometheus namespace not a DNS label", "metrics: {serviceMonitor: {prometheusServiceAccount: {name: prometheus, namespace: Monitoring}}}", "namespace"},
+		{"session store not Redis", "injector: {sessionStore: {url: postgres://db:5432}}", "url"},
+		{"session store URL with a password", `injector: {sessionStore: {url: "redis://:hunter2@redis:6379"}}`, "url"},
+		{"session store password Secret not a name", "injector: {sessionStore: {url: redis://redis:6379, passwordSecret: Shared_Redis}}", "passwordSecret"},
+		{"session store password Secret without a store", "injector: {sessionStore: {passwordSecret: shared-redis}}", "url"},
+		{"session store password Secret with memory", "injector: {sessionStore: {url: memory, passwordSecret: shared-redis}}", "url"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render(t, "oar-system", tc.values)
@@ -59,8 +64,9 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 
 // TestSchemaAcceptsDocumentedAlternatives renders the alternatives values.yaml documents
 // that the value sets do not: an integer log level without other changes, a PDB as a
-// number, an existing ServiceAccount, compound scrape durations and prefixed labels, and
-// an unverified scrape chosen with cert-manager certificates.
+// number, an existing ServiceAccount, compound scrape durations and prefixed labels, an
+// unverified scrape chosen with cert-manager certificates, and a session store of memory
+// or a Redis without a password Secret.
 func TestSchemaAcceptsDocumentedAlternatives(t *testing.T) {
 	for _, values := range []string{
 		"manager: {logLevel: 5}",
@@ -69,6 +75,8 @@ func TestSchemaAcceptsDocumentedAlternatives(t *testing.T) {
 		"image: {tag: v0.2.0}",
 		"metrics: {serviceMonitor: {interval: 1m30s, scrapeTimeout: 500ms, labels: {prometheus.example/team: platform, release: kps}}}",
 		"{webhook: {certManagement: cert-manager}, metrics: {serviceMonitor: {enabled: true, insecureSkipVerify: true}}}",
+		"injector: {sessionStore: {url: memory}}",
+		"injector: {sessionStore: {url: redis://redis.redis:6379}}",
 	} {
 		if _, err := render(t, "oar-system", values); err != nil {
 			t.Errorf("values %s: %v", values, err)

@@ -57,7 +57,8 @@ func generated(tb testing.TB, kind string, into any) {
 // MutatingWebhookConfiguration: the same webhooks but for the Service they call (the
 // chart's), the release namespace among the namespaces neither sees (the operator's
 // own), and the timeout of injector.timeoutSeconds. The manager is told its name, its
-// image (the manager's own unless injector.image says otherwise) and resources.
+// image (the manager's own unless injector.image says otherwise), resources and, only
+// when set, the shared session store and its password Secret.
 func TestInjectorMatchesTheGenerated(t *testing.T) {
 	var want admissionregistrationv1.MutatingWebhookConfiguration
 	generated(t, "MutatingWebhookConfiguration", &want)
@@ -82,6 +83,10 @@ func TestInjectorMatchesTheGenerated(t *testing.T) {
 						Requests struct{ CPU, Memory string } `json:"requests"`
 						Limits   struct{ Memory string }      `json:"limits"`
 					} `json:"resources"`
+					SessionStore struct {
+						URL            string `json:"url"`
+						PasswordSecret string `json:"passwordSecret"`
+					} `json:"sessionStore"`
 				} `json:"injector"`
 			}
 			if err := yaml.Unmarshal([]byte(vs.values), &values); err != nil {
@@ -116,6 +121,16 @@ func TestInjectorMatchesTheGenerated(t *testing.T) {
 				"--injector-cpu-request=" + cpu, "--injector-memory-request=" + mem, "--injector-memory-limit=" + limit} {
 				if !slices.Contains(args, a) {
 					t.Errorf("args %v lack %s", args, a)
+				}
+			}
+			for flag, value := range map[string]string{"--injector-session-store=": values.Injector.SessionStore.URL,
+				"--injector-session-store-secret=": values.Injector.SessionStore.PasswordSecret} {
+				i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, flag) })
+				switch {
+				case value == "" && i >= 0:
+					t.Errorf("args %v have %s without a value asking for it", args, args[i])
+				case value != "" && !slices.Contains(args, flag+value):
+					t.Errorf("args %v lack %s%s", args, flag, value)
 				}
 			}
 		})
