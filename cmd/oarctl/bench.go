@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oar-operator/oar-operator/internal/cputime"
 	"github.com/oar-operator/oar-operator/internal/engine"
 )
 
@@ -150,7 +151,7 @@ func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailu
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := cputime.Process()
 	start := time.Now()
 	for i := range n {
 		o := occs[i%len(occs)]
@@ -162,7 +163,7 @@ func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailu
 		}
 	}
 	wall := time.Since(start)
-	cpu1, _ := processCPU()
+	cpu1, _ := cputime.Process()
 	runtime.ReadMemStats(&after)
 	var cpuPerEval int64
 	if cpuOK {

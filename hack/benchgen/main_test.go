@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oar-operator/oar-operator/internal/cputime"
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/occurrence"
 )
@@ -191,9 +192,9 @@ func benchmarkWorkload(b *testing.B, tenants int) {
 // reportCPU starts measuring the process CPU time; the function it returns reports it
 // per operation as cpu-ns/op.
 func reportCPU(b *testing.B) func() {
-	start, ok := processCPU()
+	start, ok := cputime.Process()
 	return func() {
-		if end, _ := processCPU(); ok && b.N > 0 {
+		if end, _ := cputime.Process(); ok && b.N > 0 {
 			b.ReportMetric(float64((end-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		}
 	}
