@@ -88,14 +88,15 @@ func (s *MemoryCounters) Get(k CounterKey) (Counts, error) {
 func (s *MemoryCounters) Apply(k CounterKey, a Action) (Counts, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := applyAction(s.m[k], a)
+	c := s.m[k].After(a)
 	s.m[k] = c
 	return c, nil
 }
 
-// applyAction is [OAR-FIRE-3] and [OAR-FIRE-4]: increments add one, resets set zero, each
-// bound to its own counter.
-func applyAction(c Counts, a Action) Counts {
+// After is c once action a is applied ([OAR-FIRE-3], [OAR-FIRE-4]): increments add one,
+// resets set zero, each bound to its own counter. Every CounterStore applies actions
+// through it, so the stores cannot disagree on what an action does.
+func (c Counts) After(a Action) Counts {
 	switch a {
 	case ActionIncrementCounter:
 		c.Fire++

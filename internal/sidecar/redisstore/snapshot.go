@@ -80,24 +80,9 @@ func (s *Snapshot) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, e
 		}
 		c.added = true
 	}
-	c.now = apply(c.now, a)
+	c.now = c.now.After(a)
 	s.counters[f] = c
 	return c.now, nil
-}
-
-// apply is one counter action ([OAR-FIRE-3], [OAR-FIRE-4]).
-func apply(c engine.Counts, a engine.Action) engine.Counts {
-	switch a {
-	case engine.ActionIncrementCounter:
-		c.Fire++
-	case engine.ActionResetCounter:
-		c.Fire = 0
-	case engine.ActionIncrementBreaker:
-		c.Breaker++
-	case engine.ActionResetBreaker:
-		c.Breaker = 0
-	}
-	return c
 }
 
 // Window implements engine.ActivityStore.

@@ -146,24 +146,8 @@ func (s *Store) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, erro
 		s.total++
 	}
 	c := &st.counters[i].counts
-	*c = apply(*c, a)
+	*c = c.After(a)
 	return *c, nil
-}
-
-// apply is one counter action: increments add one, resets set zero, each bound to its
-// own counter ([OAR-FIRE-3], [OAR-FIRE-4]).
-func apply(c engine.Counts, a engine.Action) engine.Counts {
-	switch a {
-	case engine.ActionIncrementCounter:
-		c.Fire++
-	case engine.ActionResetCounter:
-		c.Fire = 0
-	case engine.ActionIncrementBreaker:
-		c.Breaker++
-	case engine.ActionResetBreaker:
-		c.Breaker = 0
-	}
-	return c
 }
 
 // Window implements engine.ActivityStore. The slice is never modified afterwards:
