@@ -48,14 +48,20 @@ type fileState struct {
 
 // Run polls until ctx ends, starting at once.
 func (w *Watcher) Run(ctx context.Context) {
-	interval := w.Interval
+	PollEvery(ctx, w.Interval, func() { w.Poll() })
+}
+
+// PollEvery calls poll at once, then every interval (DefaultInterval when it is not
+// positive) until ctx ends. Both watchers, of a bundle directory and of plain documents,
+// poll this way.
+func PollEvery(ctx context.Context, interval time.Duration, poll func()) {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		w.Poll()
+		poll()
 		select {
 		case <-ctx.Done():
 			return

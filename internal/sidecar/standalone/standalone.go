@@ -137,20 +137,7 @@ type Watcher struct {
 
 // Run polls until ctx ends, starting at once.
 func (w *Watcher) Run(ctx context.Context) {
-	interval := w.Interval
-	if interval <= 0 {
-		interval = reload.DefaultInterval
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		w.Poll()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	reload.PollEvery(ctx, w.Interval, func() { w.Poll() })
 }
 
 // Poll reads the files once when they changed since the last poll and installs what
