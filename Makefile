@@ -44,6 +44,7 @@ FUZZ_TARGETS := \
 	./internal/engine:FuzzDecodeDocuments \
 	./internal/engine:FuzzDecodeJSON \
 	./internal/occurrence:FuzzDecode \
+	./internal/decisionlog:FuzzReadDecisionLog \
 	./internal/bundle:FuzzDecode \
 	./internal/sidecar:FuzzAppendString \
 	./internal/sidecar:FuzzEvaluate \

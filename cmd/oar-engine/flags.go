@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 
+	"github.com/oar-operator/oar-operator/internal/decisionlog"
 	"github.com/oar-operator/oar-operator/internal/sidecar"
 	"github.com/oar-operator/oar-operator/internal/sidecar/events"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
@@ -44,6 +46,13 @@ bounded by --max-sessions, --session-idle-ttl and --max-counters, across reloads
 --max-counters to the container's memory (a counter, one per distinct counter_scope
 value of a scoped rule, takes about 150 bytes). A session_id is at most 1,024 bytes.
 Logs are JSON on stderr; publish_event records are JSON lines on stdout.
+
+--decision-log=stdout|FILE (off by default) writes one JSON line of kind "decision"
+per evaluated occurrence, for oarctl replay: how a rule change would have decided
+what was logged. --decision-log-content says how much of the content it keeps
+(default omit: its length only), --decision-log-sample which fraction of sessions.
+It never delays or fails an evaluation: lines wait in a bounded buffer, and those
+that do not fit are dropped and counted in oar_engine_decision_log_dropped_total.
 
 The Go runtime's variables tune it; the defaults are kept, on measurement (hack/loadgen):
 GOMAXPROCS follows the container's CPU limit, else every CPU. One CPU is plenty at a
@@ -93,6 +102,10 @@ type options struct {
 	storeTimeout             time.Duration
 	storeRetries             int
 	eventBuffer              int
+	decisionLog              string
+	decisionLogContent       decisionlog.ContentMode
+	decisionLogSample        float64
+	decisionLogBuffer        int
 	shutdown                 time.Duration
 	logLevel                 slog.Level
 }
@@ -131,6 +144,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.storeRetries, "session-store-retries", sidecar.DefaultSessionRetries, "times an occurrence is read and evaluated again when another replica changed its session meanwhile; past them, its rules needing session state follow their on_error")
 	fs.Int64Var(&o.maxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest POST /v1/evaluate body, in `bytes`")
 	fs.IntVar(&o.eventBuffer, "event-buffer", events.DefaultBuffer, "records buffered per /v1/events subscriber before a slow one is dropped")
+	fs.StringVar(&o.decisionLog, "decision-log", "", "write one JSON line per evaluated occurrence (its facts, tool call, recent activity, decision, traced rules and bundle digest) to stdout, next to the publish_event records, or append them to a `FILE`; empty: no decision log. oarctl replay reads it")
+	content := fs.String("decision-log-content", string(decisionlog.ContentOmit), "how much of an occurrence's content a decision log line keeps: omit (its length only), hash (its length and SHA-256, which can confirm a guessed text) or full (the text; needed to replay content rules and transforms)")
+	fs.Float64Var(&o.decisionLogSample, "decision-log-sample", 1, "fraction of sessions whose occurrences are logged, 0 to 1; chosen by a hash of the session_id, so a session is logged whole or not at all, on every replica")
+	fs.IntVar(&o.decisionLogBuffer, "decision-log-buffer", decisionlog.DefaultBuffer, "decision log lines held for a slow destination; past them lines are dropped (counted in oar_engine_decision_log_dropped_total), never an evaluation delayed")
 	fs.DurationVar(&o.shutdown, "shutdown-timeout", sidecar.DefaultShutdownTimeout, "how long to let in-flight requests finish after SIGTERM")
 	level := fs.String("log-level", "info", "`level` of the JSON logs on stderr: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -147,6 +164,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q; oar-engine takes flags only", fs.Arg(0))
 	}
+	mode, err := decisionlog.ParseContentMode(*content)
+	if err != nil {
+		return o, fmt.Errorf("--decision-log-content: %w", err)
+	}
+	o.decisionLogContent = mode
 	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return o, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", *level)
 	}
@@ -177,6 +199,7 @@ func (o options) check() error {
 		{"--max-counters", o.maxTotal > 0},
 		{"--max-body-bytes", o.maxBodyBytes > 0},
 		{"--event-buffer", o.eventBuffer > 0},
+		{"--decision-log-buffer", o.decisionLogBuffer > 0},
 		{"--shutdown-timeout", o.shutdown > 0},
 		{"--session-store-timeout", o.storeTimeout > 0},
 		{"--session-store-retries", o.storeRetries > 0},
@@ -188,6 +211,9 @@ func (o options) check() error {
 	}
 	if o.sessionStore != "memory" && !strings.HasPrefix(o.sessionStore, "redis://") && !strings.HasPrefix(o.sessionStore, "rediss://") {
 		errs = append(errs, fmt.Sprintf("--session-store %q is neither memory nor a redis:// or rediss:// URL", o.sessionStore))
+	}
+	if !(o.decisionLogSample >= 0 && o.decisionLogSample <= 1) {
+		errs = append(errs, fmt.Sprintf("--decision-log-sample %v is not a fraction from 0 to 1", o.decisionLogSample))
 	}
 	if o.sessionIdleTTL < 0 {
 		errs = append(errs, "--session-idle-ttl must not be negative")
@@ -207,7 +233,30 @@ func (o options) sharedStore() (*redisstore.Store, error) {
 		Prefix: o.storePrefix, IdleTTL: o.sessionIdleTTL, Timeout: o.storeTimeout, MaxCounters: o.maxCounters})
 }
 
-func (o options) sidecarOptions(events io.Writer, log logr.Logger, shared *redisstore.Store) sidecar.Options {
+// openDecisionLog starts the decision log --decision-log asks for, writing to stdout or
+// appending to a file; nil when there is none. The caller closes it and the file.
+func (o options) openDecisionLog(stdout io.Writer, log logr.Logger) (*decisionlog.Writer, io.Closer, error) {
+	if o.decisionLog == "" {
+		return nil, nil, nil
+	}
+	w, closer := stdout, io.Closer(nil)
+	if o.decisionLog != "stdout" {
+		f, err := os.OpenFile(o.decisionLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, nil, err
+		}
+		w, closer = f, f
+	}
+	log = log.WithName("decision-log")
+	return decisionlog.NewWriter(w, decisionlog.Options{
+		Content: o.decisionLogContent, Sample: o.decisionLogSample, Buffer: o.decisionLogBuffer,
+		OnWriteError: func(err error, failures uint64) {
+			log.Error(err, "a decision log line could not be written; the evaluation was answered", "failures", failures)
+		},
+	}), closer, nil
+}
+
+func (o options) sidecarOptions(events io.Writer, log logr.Logger, shared *redisstore.Store, decisions *decisionlog.Writer) sidecar.Options {
 	bundleDir, documents := o.bundleDir, (*standalone.Files)(nil)
 	if o.standalone {
 		bundleDir, documents = "", &o.documents
@@ -222,6 +271,7 @@ func (o options) sidecarOptions(events io.Writer, log logr.Logger, shared *redis
 		SessionRetries:  o.storeRetries,
 		Events:          events,
 		EventBuffer:     o.eventBuffer,
+		DecisionLog:     decisions,
 		ShutdownTimeout: o.shutdown,
 		Log:             log,
 	}

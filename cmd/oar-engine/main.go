@@ -18,9 +18,11 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 
+	"github.com/oar-operator/oar-operator/internal/decisionlog"
 	"github.com/oar-operator/oar-operator/internal/sidecar"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 )
@@ -74,7 +76,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitFail
 		}
 	}
-	sc := sidecar.New(o.sidecarOptions(stdout, log, shared))
+	decisions, logFile, err := o.openDecisionLog(stdout, log)
+	if err != nil {
+		_ = api.Close()
+		if probes != nil {
+			_ = probes.Close()
+		}
+		log.Error(err, "cannot open the decision log")
+		return exitFail
+	}
+	if decisions != nil {
+		defer closeDecisionLog(decisions, logFile, o.shutdown, log)
+	}
+	sc := sidecar.New(o.sidecarOptions(stdout, log, shared, decisions))
 	source := []any{"bundleDir", o.bundleDir}
 	if o.standalone {
 		source = []any{"capability", o.documents.Capability, "rules", o.documents.Rules, "configs", o.documents.Configs}
@@ -87,6 +101,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info("stopped")
 	return exitOK
+}
+
+// closeDecisionLog writes the lines still buffered, for at most timeout, and closes
+// the file.
+func closeDecisionLog(w *decisionlog.Writer, file io.Closer, timeout time.Duration, log logr.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		log.Error(err, "closing the decision log", "dropped", w.Dropped(), "writeFailures", w.WriteFailures())
+	}
+	if file != nil {
+		if err := file.Close(); err != nil {
+			log.Error(err, "closing the decision log file")
+		}
+	}
 }
 
 // storeName names where sessions live, without credentials.

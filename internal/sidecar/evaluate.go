@@ -93,6 +93,9 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		anchor = metrics.UndeclaredAnchorLabel
 	}
 	writeAnswer(w, a)
+	if s.opt.DecisionLog != nil {
+		s.opt.DecisionLog.Log(digest, occ, d)
+	}
 	s.metrics.Evaluated(anchor, d.Decision, time.Since(start))
 }
 

@@ -31,6 +31,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/oar-operator/oar-operator/internal/decisionlog"
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/sidecar/events"
 	"github.com/oar-operator/oar-operator/internal/sidecar/metrics"
@@ -75,6 +76,9 @@ type Options struct {
 	// EventBuffer is each /v1/events subscriber's buffer, in records.
 	Events      io.Writer
 	EventBuffer int
+	// DecisionLog, when set, is told of every evaluated occurrence (it samples and
+	// writes in the background; the caller closes it after Run).
+	DecisionLog *decisionlog.Writer
 	// StreamWriteTimeout bounds each write to a /v1/events client: one that stops
 	// reading is disconnected after it, rather than holding its connection, a
 	// goroutine and its buffered records until it goes away.
@@ -120,12 +124,16 @@ func New(opt Options) *Sidecar {
 		sessions: session.New(opt.Sessions),
 		events:   events.NewStream(opt.Events, opt.EventBuffer),
 	}
-	s.metrics = metrics.New(metrics.Sources{
+	src := metrics.Sources{
 		Sessions:    s.sessions.Len,
 		Evictions:   s.sessions.Evictions,
 		Subscribers: s.events.Subscribers,
 		Dropped:     s.events.Dropped,
-	})
+	}
+	if dl := opt.DecisionLog; dl != nil {
+		src.DecisionLog = func() (uint64, uint64, uint64) { return dl.Written(), dl.Dropped(), dl.WriteFailures() }
+	}
+	s.metrics = metrics.New(src)
 	detectors := engine.ReservedDetectors()
 	if opt.SharedSessions != nil {
 		opt.SharedSessions.SetObserver(s.metrics)

@@ -3,7 +3,7 @@
 // requests refused before evaluation, bundle reloads and refused bundles, the served
 // bundle's digest as an info metric, occurrences at anchors the served capability does
 // not declare (by anchor, bounded), the sessions held and evicted, the event stream's
-// subscribers, and the Go runtime and process collectors (resident memory included).
+// subscribers, the decision log's lines written, dropped and refused, and the Go runtime and process collectors (resident memory included).
 // Every series lives in the sidecar's own registry, so several sidecars in one process
 // (tests) never collide.
 package metrics
@@ -56,6 +56,9 @@ type Sources struct {
 	// for falling behind.
 	Subscribers func() int
 	Dropped     func() uint64
+	// DecisionLog returns the decision log's lines written, dropped because its
+	// buffer was full, and refused by its destination; nil when there is no log.
+	DecisionLog func() (written, dropped, failed uint64)
 }
 
 // Metrics is the sidecar's instrumentation. It implements reload.Observer.
@@ -189,6 +192,11 @@ func (m *Metrics) registerSources(src Sources) {
 	}
 	if src.Dropped != nil {
 		counter("event_subscribers_dropped_total", "GET /v1/events subscribers dropped for falling behind.", nil, func() float64 { return float64(src.Dropped()) })
+	}
+	if src.DecisionLog != nil {
+		counter("decision_log_lines_total", "Decision log lines written.", nil, func() float64 { n, _, _ := src.DecisionLog(); return float64(n) })
+		counter("decision_log_dropped_total", "Decision log lines dropped, never written, because the log's buffer was full (its destination is too slow); the evaluations were answered.", nil, func() float64 { _, n, _ := src.DecisionLog(); return float64(n) })
+		counter("decision_log_write_failures_total", "Decision log lines its destination refused; the evaluations were answered.", nil, func() float64 { _, _, n := src.DecisionLog(); return float64(n) })
 	}
 }
 

@@ -1,0 +1,155 @@
+package decisionlog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/occurrence"
+)
+
+// MaxLineBytes bounds one line Read accepts: more than any occurrence the sidecar
+// accepts by default (1 MiB) with its decision.
+const MaxLineBytes = 4 << 20
+
+// Entry is one decision line read back.
+type Entry struct {
+	// Line is the line's number in its input, from 1.
+	Line   int
+	Record Record
+	// Occ is the logged occurrence as the engine takes it, read as the sidecar reads a
+	// POST /v1/evaluate body. Without the content (Record.Reproducible false) it
+	// carries none.
+	Occ *engine.Occurrence
+}
+
+// Log is what Read found in its input.
+type Log struct {
+	Entries []Entry
+	// Skipped counts the JSON lines of another kind (publish_event records that share
+	// the sidecar's stdout) and blank lines.
+	Skipped int
+}
+
+// LineError is a line Read could not read.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Read reads a decision log: one JSON object per line, those of kind "decision" its
+// records, any other JSON object skipped. A line that is not a JSON object, or a
+// decision line that is malformed, is an error naming the line (a *LineError); every
+// such error is returned, joined, with the entries that did read.
+func Read(r io.Reader) (*Log, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
+	out := &Log{}
+	var errs []error
+	n := 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			out.Skipped++
+			continue
+		}
+		e, isDecision, err := ReadLine(line)
+		switch {
+		case err != nil:
+			errs = append(errs, &LineError{Line: n, Err: err})
+		case !isDecision:
+			out.Skipped++
+		default:
+			e.Line = n
+			out.Entries = append(out.Entries, e)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("after line %d: %w", n, err))
+	}
+	return out, errors.Join(errs...)
+}
+
+// lineHead is what tells a decision line from another.
+type lineHead struct {
+	Kind string `json:"kind"`
+}
+
+// lineBody is a decision line with its occurrence left raw, for occurrence.Decode.
+type lineBody struct {
+	Record
+	Occurrence json.RawMessage `json:"occurrence"`
+}
+
+// ReadLine reads one line. isDecision is false for a JSON object of another kind.
+func ReadLine(line []byte) (e Entry, isDecision bool, err error) {
+	var head lineHead
+	if err := json.Unmarshal(line, &head); err != nil {
+		return Entry{}, false, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if head.Kind != Kind {
+		return Entry{}, false, nil
+	}
+	var body lineBody
+	d := json.NewDecoder(bytes.NewReader(line))
+	d.UseNumber()
+	d.DisallowUnknownFields()
+	if err := d.Decode(&body); err != nil {
+		return Entry{}, true, fmt.Errorf("a decision line: %w", err)
+	}
+	if len(body.Occurrence) == 0 {
+		return Entry{}, true, errors.New("a decision line: missing member \"occurrence\"")
+	}
+	occ, errs := occurrence.Decode(body.Occurrence, occurrence.HostMembers)
+	if errs != nil {
+		return Entry{}, true, fmt.Errorf("a decision line's occurrence: %w", errs)
+	}
+	rec := body.Record
+	rec.Occurrence = Occurrence{Anchor: occ.Anchor, SessionID: occ.SessionID, Facts: occ.Facts, ToolCall: occ.ToolCall}
+	if occ.HasRecentActivity {
+		rec.Occurrence.RecentActivity = &occ.RecentActivity
+	}
+	if occ.HasContent {
+		rec.Occurrence.Content = &occ.Content
+	}
+	if err := rec.check(occ); err != nil {
+		return Entry{}, true, fmt.Errorf("a decision line: %w", err)
+	}
+	return Entry{Record: rec, Occ: occ}, true, nil
+}
+
+// check refuses a line whose members contradict each other.
+func (r *Record) check(occ *engine.Occurrence) error {
+	switch {
+	case r.Decision == "":
+		return errors.New("missing member \"decision\"")
+	case r.Anchor != occ.Anchor || r.Session != occ.SessionID:
+		return errors.New("anchor and session_id differ from the occurrence's")
+	case r.Content == nil && occ.HasContent:
+		return errors.New("the occurrence carries content but the line has no \"content\" member")
+	case r.Content == nil:
+		return nil
+	}
+	switch r.Content.Mode {
+	case ContentFull:
+		if !occ.HasContent {
+			return errors.New("content mode full but the occurrence carries no content")
+		}
+	case ContentOmit, ContentHash:
+		if occ.HasContent {
+			return fmt.Errorf("content mode %s but the occurrence carries its content", r.Content.Mode)
+		}
+	default:
+		return fmt.Errorf("content mode %q is not one of omit, hash, full", r.Content.Mode)
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package decisionlog
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+const decisionLine = `{"kind":"decision","time":"2026-12-01T12:00:00Z","bundle":"sha256:abc","session_id":"s1","anchor":"tool.pre_invoke","occurrence":{"anchor":"tool.pre_invoke","session_id":"s1","tool_call":{"name":"read","arguments":{}}},"decision":"allow","fired":[],"applied":[]}`
+
+// TestReadSkipsOtherLinesAndNamesBadOnes: publish_event records sharing stdout are
+// skipped; a line that is no JSON object, or a decision line that is malformed, is an
+// error naming its line, and the good lines still read.
+func TestReadSkipsOtherLinesAndNamesBadOnes(t *testing.T) {
+	input := strings.Join([]string{
+		decisionLine,
+		`{"time":"2026-12-01T12:00:00Z","bundle":"sha256:abc","rule":"r","anchor":"tool.pre_invoke","effect":"warn"}`,
+		``,
+		`not json`,
+		`{"kind":"decision","occurrence":{"anchor":"a"}}`,
+		`{"kind":"decision","anchor":"a","decision":"allow","occurrence":{"anchor":"a","bogus":1}}`,
+		`{"kind":"decision","anchor":"a","decision":"allow","occurrence":{"anchor":"a","content":"x"},"content":{"mode":"omit","length":1}}`,
+		`{"kind":"decision","anchor":"b","decision":"allow","occurrence":{"anchor":"a"}}`,
+		`{"kind":"decision","anchor":"a","decision":"allow","occurrence":{"anchor":"a"},"extra":1}`,
+		decisionLine,
+	}, "\n")
+	log, err := Read(strings.NewReader(input))
+	if len(log.Entries) != 2 || log.Entries[0].Line != 1 || log.Entries[1].Line != 10 {
+		t.Fatalf("entries %+v", log.Entries)
+	}
+	if log.Skipped != 2 {
+		t.Errorf("skipped %d lines; want 2 (the event and the blank line)", log.Skipped)
+	}
+	for _, want := range []string{"line 4: not a JSON object", `line 5: a decision line: missing member "decision"`,
+		`line 6: a decision line's occurrence: bogus: [OAR-CONF-18] unknown occurrence member`,
+		"line 7: a decision line: content mode omit but the occurrence carries its content",
+		"line 8: a decision line: anchor and session_id differ", `line 9: a decision line: json: unknown field "extra"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 4 {
+		t.Errorf("the first error is not a *LineError of line 4: %v", err)
+	}
+}
+
+// FuzzReadDecisionLog: whatever the input, Read never panics, and every entry it
+// returns is a decision line whose occurrence the engine can take and whose line
+// number is in the input.
+func FuzzReadDecisionLog(f *testing.F) {
+	f.Add([]byte(decisionLine + "\n"))
+	f.Add([]byte(`{"kind":"decision","anchor":"a","decision":"block","occurrence":{"anchor":"a","content":"x","recent_activity":["r"]},"content":{"mode":"full","length":1}}`))
+	f.Add([]byte("{}\n\n[1]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		log, _ := Read(bytes.NewReader(data))
+		lines := bytes.Count(data, []byte("\n")) + 1
+		for _, e := range log.Entries {
+			if e.Occ == nil || e.Record.Kind != Kind || e.Record.Decision == "" || e.Occ.Anchor != e.Record.Anchor {
+				t.Fatalf("entry %+v", e)
+			}
+			if e.Line < 1 || e.Line > lines {
+				t.Fatalf("line %d of %d", e.Line, lines)
+			}
+			if e.Record.Reproducible() != (e.Record.Content == nil || e.Occ.HasContent) {
+				t.Fatalf("Reproducible %v but the occurrence has content %v", e.Record.Reproducible(), e.Occ.HasContent)
+			}
+		}
+	})
+}

@@ -1,0 +1,155 @@
+// Package decisionlog is the engine sidecar's decision log (issue 17): one JSON line per
+// evaluated occurrence, holding the occurrence as the host sent it, the decision, the
+// rules the engine traced and the digest of the bundle that answered, so `oarctl replay`
+// can evaluate the same occurrences again under another rule set.
+//
+// The sidecar writes it through a Writer, which never blocks or fails an evaluation: a
+// bounded buffer feeds a background goroutine, and a line that does not fit is dropped
+// and counted. Read reads the lines back; it is what oarctl and the tests use. Lines
+// are JSON objects whose "kind" is "decision", so they can share the sidecar's stdout
+// with publish_event records, which Read skips.
+//
+// Content can be sensitive, so how much of it a line keeps is a choice (ContentMode):
+// omit keeps its length only, hash adds its SHA-256, full keeps the text. Sampling is
+// per session (Sampled), deterministic across replicas and restarts, so a sampled
+// session is logged whole and its counters and activity replay exactly.
+package decisionlog
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+)
+
+// Kind is the value of every decision line's "kind" member.
+const Kind = "decision"
+
+// ContentMode says how much of an occurrence's content a line keeps.
+type ContentMode string
+
+// The content modes.
+const (
+	// ContentOmit keeps the content's length only: nothing of the text, not even a
+	// digest that would let a reader confirm a guessed secret.
+	ContentOmit ContentMode = "omit"
+	// ContentHash keeps the length and the SHA-256 of the text: enough to tell two
+	// occurrences with the same content apart from different ones, or to check a
+	// candidate text, never to read it.
+	ContentHash ContentMode = "hash"
+	// ContentFull keeps the text, so a replay reproduces transforms and content rules.
+	ContentFull ContentMode = "full"
+)
+
+// ParseContentMode reads a --decision-log-content value.
+func ParseContentMode(s string) (ContentMode, error) {
+	switch m := ContentMode(s); m {
+	case ContentOmit, ContentHash, ContentFull:
+		return m, nil
+	}
+	return "", fmt.Errorf("%q is not one of omit, hash, full", s)
+}
+
+// Record is one line of the decision log.
+type Record struct {
+	Kind string    `json:"kind"`
+	Time time.Time `json:"time"`
+	// Bundle is the digest of the bundle that answered.
+	Bundle  string `json:"bundle"`
+	Session string `json:"session_id"`
+	Anchor  string `json:"anchor"`
+	// Occurrence is the occurrence as the host sent it, a POST /v1/evaluate body,
+	// without its content unless the content mode is full.
+	Occurrence Occurrence `json:"occurrence"`
+	// Content describes the occurrence's content; nil when it carried none.
+	Content *Content `json:"content,omitempty"`
+	// Decision, Code and Rule are the answer's decision, code and deciding rule.
+	Decision string `json:"decision"`
+	Code     string `json:"code,omitempty"`
+	Rule     string `json:"rule,omitempty"`
+	// Fired are the rules that fired, in evaluation order; Applied is the engine's
+	// whole trace (rule:fired, rule:passed, rule:errored, ...), what a replay compares.
+	Fired   []string `json:"fired"`
+	Applied []string `json:"applied"`
+}
+
+// Occurrence is an occurrence in the members of a POST /v1/evaluate body.
+type Occurrence struct {
+	Anchor         string           `json:"anchor"`
+	SessionID      string           `json:"session_id,omitempty"`
+	Facts          map[string]any   `json:"facts,omitempty"`
+	RecentActivity *[]string        `json:"recent_activity,omitempty"`
+	ToolCall       *engine.ToolCall `json:"tool_call,omitempty"`
+	// Content is present in full mode only.
+	Content *string `json:"content,omitempty"`
+}
+
+// Content is what a line says of the occurrence's content.
+type Content struct {
+	Mode   ContentMode `json:"mode"`
+	Length int         `json:"length"`
+	// SHA256 is the hex SHA-256 of the text, in hash mode.
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Reproducible reports whether the line holds the occurrence whole: it carried no
+// content, or the content is logged in full.
+func (r *Record) Reproducible() bool {
+	return r.Content == nil || r.Content.Mode == ContentFull
+}
+
+// NewRecord builds the line of one evaluated occurrence. It copies what it keeps of d.
+func NewRecord(now time.Time, bundle string, mode ContentMode, occ *engine.Occurrence, d *engine.Decision) Record {
+	r := Record{
+		Kind:     Kind,
+		Time:     now.UTC(),
+		Bundle:   bundle,
+		Session:  occ.SessionID,
+		Anchor:   occ.Anchor,
+		Decision: d.Decision,
+		Code:     d.Code,
+		Rule:     d.Rule,
+		Fired:    []string{},
+		Applied:  append([]string{}, d.Applied...),
+		Occurrence: Occurrence{
+			Anchor:    occ.Anchor,
+			SessionID: occ.SessionID,
+			Facts:     occ.Facts,
+			ToolCall:  occ.ToolCall,
+		},
+	}
+	for _, a := range d.Applied {
+		if rule, ok := strings.CutSuffix(a, ":fired"); ok {
+			r.Fired = append(r.Fired, rule)
+		}
+	}
+	if occ.HasRecentActivity {
+		steps := append([]string{}, occ.RecentActivity...)
+		r.Occurrence.RecentActivity = &steps
+	}
+	if occ.HasContent {
+		r.Content = &Content{Mode: mode, Length: len(occ.Content)}
+		switch mode {
+		case ContentFull:
+			text := occ.Content
+			r.Occurrence.Content = &text
+		case ContentHash:
+			sum := sha256.Sum256([]byte(occ.Content))
+			r.Content.SHA256 = hex.EncodeToString(sum[:])
+		}
+	}
+	return r
+}
+
+// MarshalLine is the line of r: its JSON and a newline.
+func MarshalLine(r Record) ([]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("decisionlog: encoding the line: %w", err)
+	}
+	return append(b, '\n'), nil
+}

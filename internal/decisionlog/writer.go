@@ -1,0 +1,175 @@
+package decisionlog
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+)
+
+// DefaultBuffer is how many lines a Writer holds for its background goroutine when
+// Options give no buffer: at a thousand evaluations a second, about a second of a
+// stalled destination before lines are dropped.
+const DefaultBuffer = 1024
+
+// Options configure a Writer.
+type Options struct {
+	// Content is how much of each occurrence's content a line keeps (ContentOmit when
+	// empty).
+	Content ContentMode
+	// Sample is the fraction of sessions logged, from 0 (none) to 1 (all); Sampled
+	// says which.
+	Sample float64
+	// Buffer is how many lines wait for the destination before more are dropped
+	// (DefaultBuffer when not positive).
+	Buffer int
+	// Now stamps the lines (time.Now when nil).
+	Now func() time.Time
+	// OnWriteError is told of failed writes: the first, and then the 10th, 100th,
+	// 1000th..., so a destination that stays broken is reported without flooding the
+	// log. Nil: not reported (the count is in WriteFailures).
+	OnWriteError func(err error, failures uint64)
+}
+
+// Writer writes the decision log. Log never blocks and never fails: lines are built
+// and written by a background goroutine, from a bounded buffer; a line that finds the
+// buffer full is dropped and counted. It is safe for concurrent use.
+type Writer struct {
+	w   io.Writer
+	opt Options
+	ch  chan pending
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+
+	written, dropped, failed atomic.Uint64
+}
+
+// pending is one evaluated occurrence waiting to be written.
+type pending struct {
+	at     time.Time
+	bundle string
+	occ    *engine.Occurrence
+	d      *engine.Decision
+}
+
+// NewWriter starts a writer of lines to w. Close stops it.
+func NewWriter(w io.Writer, opt Options) *Writer {
+	if opt.Content == "" {
+		opt.Content = ContentOmit
+	}
+	if opt.Buffer <= 0 {
+		opt.Buffer = DefaultBuffer
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	lw := &Writer{w: w, opt: opt, ch: make(chan pending, opt.Buffer), stop: make(chan struct{}), done: make(chan struct{})}
+	go lw.run()
+	return lw
+}
+
+// Sampled reports whether the writer logs the session: whether the session's hash,
+// as a fraction of the hash space, is below the sample rate. The same session is
+// always in or always out, in every replica and across restarts.
+func (lw *Writer) Sampled(session string) bool { return Sampled(session, lw.opt.Sample) }
+
+// Sampled reports whether a session is logged at the given rate (see Writer.Sampled).
+func Sampled(session string, rate float64) bool {
+	switch {
+	case rate >= 1:
+		return true
+	case rate <= 0:
+		return false
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(session))
+	// The top 53 bits, as a fraction in [0, 1) a float64 holds exactly.
+	return float64(h.Sum64()>>11)/(1<<53) < rate
+}
+
+// Log queues the line of one evaluated occurrence of a sampled session; it returns at
+// once. occ and d must not change afterwards: the line is built from them later.
+func (lw *Writer) Log(bundle string, occ *engine.Occurrence, d *engine.Decision) {
+	if !lw.Sampled(occ.SessionID) {
+		return
+	}
+	select {
+	case lw.ch <- pending{at: lw.opt.Now(), bundle: bundle, occ: occ, d: d}:
+	default:
+		lw.dropped.Add(1)
+	}
+}
+
+func (lw *Writer) run() {
+	defer close(lw.done)
+	for {
+		select {
+		case p := <-lw.ch:
+			lw.write(p)
+		case <-lw.stop:
+			for {
+				select {
+				case p := <-lw.ch:
+					lw.write(p)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// write writes one line, in one Write call so lines sharing a destination with other
+// writers (publish_event records on stdout) never interleave.
+func (lw *Writer) write(p pending) {
+	line, err := MarshalLine(NewRecord(p.at, p.bundle, lw.opt.Content, p.occ, p.d))
+	if err == nil {
+		_, err = lw.w.Write(line)
+	}
+	if err != nil {
+		n := lw.failed.Add(1)
+		if lw.opt.OnWriteError != nil && isPowerOfTen(n) {
+			lw.opt.OnWriteError(err, n)
+		}
+		return
+	}
+	lw.written.Add(1)
+}
+
+func isPowerOfTen(n uint64) bool {
+	for n%10 == 0 && n > 1 {
+		n /= 10
+	}
+	return n == 1
+}
+
+// ErrNotDrained is Close's error when ctx ended before the buffered lines were written.
+var ErrNotDrained = errors.New("decisionlog: lines were still buffered when the writer was closed")
+
+// Close writes the lines already buffered and stops the writer, waiting until ctx ends
+// at most. Lines logged after Close are never written.
+func (lw *Writer) Close(ctx context.Context) error {
+	lw.closeOnce.Do(func() { close(lw.stop) })
+	select {
+	case <-lw.done:
+		return nil
+	case <-ctx.Done():
+		return ErrNotDrained
+	}
+}
+
+// Written returns how many lines were written.
+func (lw *Writer) Written() uint64 { return lw.written.Load() }
+
+// Dropped returns how many lines were dropped because the buffer was full.
+func (lw *Writer) Dropped() uint64 { return lw.dropped.Load() }
+
+// WriteFailures returns how many lines the destination refused.
+func (lw *Writer) WriteFailures() uint64 { return lw.failed.Load() }

@@ -1,0 +1,83 @@
+package sidecar
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/oar-operator/oar-operator/internal/decisionlog"
+)
+
+// TestDecisionLog posts occurrences with the decision log on and reads its lines back:
+// one per answered occurrence (none for a refused request), each with the occurrence
+// as posted, the answer's decision and rule, the traced rules and the digest, and the
+// content as the content mode says; the lines share the event writer with the
+// publish_event records and are told apart by their kind.
+func TestDecisionLog(t *testing.T) {
+	for _, mode := range []decisionlog.ContentMode{decisionlog.ContentOmit, decisionlog.ContentFull} {
+		out := &syncBuffer{}
+		dl := decisionlog.NewWriter(out, decisionlog.Options{Content: mode, Sample: 1})
+		b := sealed(t, testCapability, testRules)
+		ts := serve(t, b, Options{Events: out, DecisionLog: dl})
+		shell := occ("tool.pre_invoke", "s1", `"tool_call": {"name": "shell", "arguments": {"cmd": "ls"}}`)
+		var answers []Answer
+		for range 3 {
+			answers = append(answers, ts.evaluate(t, shell))
+		}
+		answers = append(answers, ts.evaluate(t, occ("model.output", "s1", `"facts": {"acme.gateway.tenant_tier": "free"}, "content": "hello world"`)))
+		ts.problem(t, 400, "POST", "/v1/evaluate", `{"anchor": 1}`)
+		if err := dl.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+
+		log, err := decisionlog.Read(strings.NewReader(out.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(log.Entries) != len(answers) || log.Skipped != 3 {
+			t.Fatalf("mode %s: %d decision lines and %d other lines; want %d and 3 publish_event records:\n%s", mode, len(log.Entries), log.Skipped, len(answers), out.String())
+		}
+		for i, e := range log.Entries {
+			a, r := answers[i], e.Record
+			if r.Bundle != b.Digest || r.Session != "s1" || r.Decision != a.Decision.Decision || r.Rule != a.Rule ||
+				strings.Join(r.Applied, " ") != strings.Join(a.Applied, " ") {
+				t.Errorf("mode %s: line %d %+v; the answer was %+v", mode, e.Line, r, a.Decision)
+			}
+		}
+		if got := log.Entries[2].Record; got.Decision != "block" || got.Rule != "acme.ops/SHELL_LIMIT" || strings.Join(got.Fired, " ") != "acme.ops/COUNT_SHELL acme.ops/SHELL_LIMIT" {
+			t.Errorf("the third shell call's line: %+v", got)
+		}
+		if e := log.Entries[0]; e.Occ.ToolCall.Name != "shell" || e.Occ.ToolCall.Arguments["cmd"] != "ls" {
+			t.Errorf("the tool call is not the one posted: %+v", e.Occ.ToolCall)
+		}
+		content := log.Entries[3]
+		if content.Record.Content == nil || content.Record.Content.Length != len("hello world") || content.Record.Content.Mode != mode ||
+			content.Occ.Facts["acme.gateway.tenant_tier"] != "free" {
+			t.Errorf("mode %s: the content line %+v", mode, content.Record)
+		}
+		if leaked := strings.Contains(out.String(), "hello world"); leaked != (mode == decisionlog.ContentFull) {
+			t.Errorf("mode %s: the content is in the log: %v", mode, leaked)
+		}
+		if got := ts.metric(t, "oar_engine_decision_log_lines_total", nil); got != float64(len(answers)) {
+			t.Errorf("oar_engine_decision_log_lines_total %v; want %d", got, len(answers))
+		}
+	}
+}
+
+// TestDecisionLogFailureNeverFailsAnEvaluation: a destination that refuses every line
+// leaves the answers as they are, and the refusals are counted.
+func TestDecisionLogFailureNeverFailsAnEvaluation(t *testing.T) {
+	dl := decisionlog.NewWriter(failingWriter{}, decisionlog.Options{Sample: 1})
+	ts := serve(t, sealed(t, testCapability, testRules), Options{DecisionLog: dl})
+	for i, want := range []string{"warn", "warn", "block"} {
+		if a := ts.evaluate(t, occ("tool.pre_invoke", "s", `"tool_call": {"name": "shell"}`)); a.Decision.Decision != want || len(a.Failures) != 0 {
+			t.Errorf("call %d: %+v; want %s and no failure", i+1, a.Decision, want)
+		}
+	}
+	if err := dl.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := ts.metric(t, "oar_engine_decision_log_write_failures_total", nil); got != 3 {
+		t.Errorf("oar_engine_decision_log_write_failures_total %v; want 3", got)
+	}
+}
