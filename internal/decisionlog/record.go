@@ -10,7 +10,10 @@
 // with publish_event records, which Read skips.
 //
 // Content can be sensitive, so how much of it a line keeps is a choice (ContentMode):
-// omit keeps its length only, hash adds its SHA-256, full keeps the text. Sampling is
+// omit keeps its length only, hash adds its SHA-256, full keeps the text. The engine
+// reads content only to transform it, so a line without the text still replays every
+// decision (a placeholder of the same length takes its place); only the transformed
+// text is lost. Sampling is
 // per session (Sampled), deterministic across replicas and restarts, so a sampled
 // session is logged whole and its counters and activity replay exactly.
 package decisionlog
@@ -24,6 +27,7 @@ import (
 	"time"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 )
 
 // Kind is the value of every decision line's "kind" member.
@@ -90,8 +94,11 @@ type Occurrence struct {
 
 // Content is what a line says of the occurrence's content.
 type Content struct {
-	Mode   ContentMode `json:"mode"`
-	Length int         `json:"length"`
+	Mode ContentMode `json:"mode"`
+	// Length is the content's length in code points, as the engine counts it for
+	// transform spans ([OAR-FACT-23]): a replay without the text stands in a
+	// placeholder of that length, so the same spans apply or are skipped.
+	Length int `json:"length"`
 	// SHA256 is the hex SHA-256 of the text, in hash mode.
 	SHA256 string `json:"sha256,omitempty"`
 }
@@ -132,7 +139,7 @@ func NewRecord(now time.Time, bundle string, mode ContentMode, occ *engine.Occur
 		r.Occurrence.RecentActivity = &steps
 	}
 	if occ.HasContent {
-		r.Content = &Content{Mode: mode, Length: len(occ.Content)}
+		r.Content = &Content{Mode: mode, Length: codepoint.Count(occ.Content)}
 		switch mode {
 		case ContentFull:
 			text := occ.Content

@@ -1,0 +1,419 @@
+// Package replay evaluates the occurrences of a decision log (internal/decisionlog)
+// again under two rule sets, "before" and "after", and reports what a rule change
+// would have changed (issue 17, `oarctl replay`). Each side gets a fresh runtime and
+// sees every session's occurrences in their logged order, so counters, breakers and
+// activity windows evolve as they did in the sidecar.
+//
+// The before side is also checked against the log: replaying the rules that produced
+// it must reproduce every logged decision. Where it cannot, the report says which
+// occurrences and why: their content was not logged (omit and hash modes: the
+// decision replays, with a placeholder of the content's length, but the transformed
+// text cannot), they were
+// logged by another bundle than the before side's, or the before rules decide
+// otherwise (a line dropped, a session the sidecar evicted or shared with another
+// replica, or simply other rules).
+package replay
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/oar-operator/oar-operator/internal/decisionlog"
+	"github.com/oar-operator/oar-operator/internal/engine"
+)
+
+// Side is one rule set a log is replayed under.
+type Side struct {
+	Program *engine.Program
+	// Digest is the digest of the bundle these rules make, when known: the log's
+	// lines carry the digest that answered them. Empty: not compared.
+	Digest string
+}
+
+// Options configure Run.
+type Options struct {
+	Before, After Side
+	// MaxListed bounds the changes and mismatches listed one by one, and the lines
+	// listed per reason an occurrence cannot be reproduced (DefaultMaxListed when
+	// not positive); the report counts the rest.
+	MaxListed int
+}
+
+// DefaultMaxListed is Options.MaxListed's default.
+const DefaultMaxListed = 20
+
+// The reasons a logged decision is not reproduced, the values of Mismatch.Reason and
+// Unreproducible.Reason.
+const (
+	// ReasonContent: the content was not logged (omit or hash mode). The occurrence
+	// is replayed with a placeholder of the logged length, which reproduces the
+	// decision and the transform spans (the engine reads content only to transform
+	// it) but not the transformed text.
+	ReasonContent = "content not logged"
+	// ReasonBundle: another bundle than the before side's answered the occurrence.
+	ReasonBundle = "logged by another bundle"
+	// ReasonDiffers: nothing in the line explains it; the before rules decide
+	// otherwise.
+	ReasonDiffers = "the before rules decide otherwise"
+)
+
+// Outcome is what one side decided for an occurrence.
+type Outcome struct {
+	Decision string   `json:"decision"`
+	Rule     string   `json:"rule,omitempty"`
+	Code     string   `json:"code,omitempty"`
+	Fired    []string `json:"fired"`
+	// Applied is the engine's trace; compared with the log's, not reported.
+	Applied []string `json:"-"`
+	// Error is an evaluation the engine refused.
+	Error string `json:"error,omitempty"`
+}
+
+// Change is an occurrence the two sides decide differently.
+type Change struct {
+	Line    int     `json:"line"`
+	Session string  `json:"session_id"`
+	Anchor  string  `json:"anchor"`
+	Tool    string  `json:"tool,omitempty"`
+	Before  Outcome `json:"before"`
+	After   Outcome `json:"after"`
+	// Rules are the rules responsible (see responsible).
+	Rules []string `json:"rules"`
+	// WithoutContent: the occurrence's content was not logged, so the change is what
+	// the rules decide without it.
+	WithoutContent bool `json:"without_content,omitempty"`
+}
+
+// Mismatch is an occurrence whose logged decision the before side does not reproduce.
+type Mismatch struct {
+	Line    int     `json:"line"`
+	Session string  `json:"session_id"`
+	Anchor  string  `json:"anchor"`
+	Tool    string  `json:"tool,omitempty"`
+	Logged  Outcome `json:"logged"`
+	Before  Outcome `json:"before"`
+	Reason  string  `json:"reason"`
+}
+
+// Unreproducible groups the occurrences that cannot be replayed exactly, for one reason.
+type Unreproducible struct {
+	Reason string `json:"reason"`
+	Count  int    `json:"count"`
+	// Lines are the first of them (MaxListed).
+	Lines []int `json:"lines"`
+}
+
+// Count is a number of occurrences under a name.
+type Count struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+}
+
+// Report is what Run found.
+type Report struct {
+	Occurrences int `json:"occurrences"`
+	Sessions    int `json:"sessions"`
+	// Bundles counts the occurrences each logged bundle digest answered.
+	Bundles []Count `json:"bundles"`
+	// Before and After count the decisions of each side by effect.
+	Before []Count `json:"before"`
+	After  []Count `json:"after"`
+	// Changed counts the occurrences whose decision or deciding rule differs;
+	// ByRule and ByTool count them by responsible rule and by tool.
+	Changed int      `json:"changed"`
+	ByRule  []Count  `json:"by_rule"`
+	ByTool  []Count  `json:"by_tool"`
+	Changes []Change `json:"changes"`
+	// ChangesNotListed is Changed minus the changes listed.
+	ChangesNotListed int `json:"changes_not_listed"`
+	// Reproduced counts the logged decisions the before side reproduced (decision,
+	// deciding rule and trace); Mismatched those it did not, listed in Mismatches.
+	Reproduced          int              `json:"reproduced"`
+	Mismatched          int              `json:"mismatched"`
+	Mismatches          []Mismatch       `json:"mismatches"`
+	MismatchesNotListed int              `json:"mismatches_not_listed"`
+	Unreproducible      []Unreproducible `json:"unreproducible"`
+}
+
+// effectOrder lists effects from least to most severe, the order of the tables.
+var effectOrder = []string{"none", "warn", "nudge", "transform", "block"}
+
+// Run replays the log's entries under both sides.
+func Run(entries []decisionlog.Entry, opt Options) *Report {
+	if opt.MaxListed <= 0 {
+		opt.MaxListed = DefaultMaxListed
+	}
+	r := &runner{opt: opt, before: newRuntime(), after: newRuntime(),
+		rep:    &Report{Changes: []Change{}, Mismatches: []Mismatch{}, Unreproducible: []Unreproducible{}},
+		counts: map[string]map[string]int{}, unrepro: map[string]*Unreproducible{},
+		modified: modifiedRules(opt.Before.Program, opt.After.Program)}
+	sessions := bySession(entries)
+	r.rep.Sessions = len(sessions)
+	for _, s := range sessions {
+		for _, e := range s {
+			r.replay(e)
+		}
+	}
+	r.finish()
+	return r.rep
+}
+
+// bySession groups entries by session, sessions in the order they first appear and
+// each session's entries in time order (stable, so one log's order stands where times
+// tie); logs of several replicas can be read together.
+func bySession(entries []decisionlog.Entry) [][]decisionlog.Entry {
+	index := map[string]int{}
+	var out [][]decisionlog.Entry
+	for _, e := range entries {
+		i, ok := index[e.Record.Session]
+		if !ok {
+			i = len(out)
+			index[e.Record.Session] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], e)
+	}
+	for _, s := range out {
+		slices.SortStableFunc(s, func(a, b decisionlog.Entry) int { return a.Record.Time.Compare(b.Record.Time) })
+	}
+	return out
+}
+
+type runner struct {
+	opt           Options
+	before, after *engine.Runtime
+	rep           *Report
+	// counts holds the tables by name: "before", "after", "rule", "tool", "bundle".
+	counts  map[string]map[string]int
+	unrepro map[string]*Unreproducible
+	// modified names the rules the change touches (modifiedRules).
+	modified map[string]bool
+}
+
+func (r *runner) count(table, name string) {
+	m := r.counts[table]
+	if m == nil {
+		m = map[string]int{}
+		r.counts[table] = m
+	}
+	m[name]++
+}
+
+// discard is an event sink that keeps nothing: a replay publishes no events.
+type discard struct{}
+
+func (discard) Publish(engine.Event) error { return nil }
+
+// newRuntime is a side's runtime: in-memory sessions, no events, and the detectors
+// the sidecar registers.
+func newRuntime() *engine.Runtime {
+	return &engine.Runtime{Counters: engine.NewMemoryCounters(), Activity: engine.NewMemoryActivity(),
+		Events: discard{}, Detectors: engine.ReservedDetectors()}
+}
+
+func evaluate(p *engine.Program, rt *engine.Runtime, occ *engine.Occurrence) Outcome {
+	d, err := p.Evaluate(rt, occ)
+	if err != nil {
+		return Outcome{Decision: "error", Error: err.Error(), Fired: []string{}}
+	}
+	return Outcome{Decision: d.Decision, Rule: d.Rule, Code: d.Code, Fired: fired(d.Applied), Applied: d.Applied}
+}
+
+func fired(applied []string) []string {
+	out := []string{}
+	for _, a := range applied {
+		if rule, ok := strings.CutSuffix(a, ":fired"); ok {
+			out = append(out, rule)
+		}
+	}
+	return out
+}
+
+func (r *runner) replay(e decisionlog.Entry) {
+	rec := &e.Record
+	r.rep.Occurrences++
+	r.count("bundle", rec.Bundle)
+	occ := e.Occ
+	if !rec.Reproducible() {
+		stand := *occ
+		stand.Content, stand.HasContent = strings.Repeat("x", rec.Content.Length), true
+		occ = &stand
+		r.unreproducible(fmt.Sprintf("%s (%s mode): replayed with a placeholder of its length, so decisions and transform spans reproduce but the transformed text does not", ReasonContent, rec.Content.Mode), e.Line)
+	}
+	before := evaluate(r.opt.Before.Program, r.before, occ)
+	after := evaluate(r.opt.After.Program, r.after, occ)
+	r.count("before", before.Decision)
+	r.count("after", after.Decision)
+	tool := ""
+	if e.Occ.ToolCall != nil {
+		tool = e.Occ.ToolCall.Name
+	}
+
+	logged := Outcome{Decision: rec.Decision, Rule: rec.Rule, Code: rec.Code, Fired: rec.Fired, Applied: rec.Applied}
+	if same(logged, before) {
+		r.rep.Reproduced++
+	} else {
+		r.rep.Mismatched++
+		if len(r.rep.Mismatches) < r.opt.MaxListed {
+			r.rep.Mismatches = append(r.rep.Mismatches, Mismatch{Line: e.Line, Session: rec.Session, Anchor: rec.Anchor, Tool: tool,
+				Logged: logged, Before: before, Reason: r.reason(rec)})
+		}
+	}
+
+	if before.Decision == after.Decision && before.Rule == after.Rule {
+		return
+	}
+	r.rep.Changed++
+	c := Change{Line: e.Line, Session: rec.Session, Anchor: rec.Anchor, Tool: tool, Before: before, After: after,
+		Rules: responsible(before, after, r.modified), WithoutContent: !rec.Reproducible()}
+	for _, rule := range c.Rules {
+		r.count("rule", rule)
+	}
+	r.count("tool", cmp.Or(tool, "(no tool call)"))
+	if len(r.rep.Changes) < r.opt.MaxListed {
+		r.rep.Changes = append(r.rep.Changes, c)
+	}
+}
+
+// reason explains a mismatch by what the line says of itself.
+func (r *runner) reason(rec *decisionlog.Record) string {
+	switch {
+	case !rec.Reproducible():
+		return ReasonContent
+	case r.opt.Before.Digest != "" && rec.Bundle != r.opt.Before.Digest:
+		return fmt.Sprintf("%s (%s; the before side is %s)", ReasonBundle, rec.Bundle, r.opt.Before.Digest)
+	}
+	return ReasonDiffers
+}
+
+func (r *runner) unreproducible(reason string, line int) {
+	u := r.unrepro[reason]
+	if u == nil {
+		u = &Unreproducible{Reason: reason, Lines: []int{}}
+		r.unrepro[reason] = u
+	}
+	u.Count++
+	if len(u.Lines) < r.opt.MaxListed {
+		u.Lines = append(u.Lines, line)
+	}
+}
+
+// same reports whether two outcomes are one decision: effect, deciding rule and trace.
+func same(a, b Outcome) bool {
+	return a.Decision == b.Decision && a.Rule == b.Rule && a.Code == b.Code && a.Error == b.Error && slices.Equal(a.Applied, b.Applied)
+}
+
+// responsible lists, sorted, the rules a change is due to. The candidates are the
+// deciding rule of either side and every rule whose trace entry differs between them
+// (fired on one side and passed, errored, suppressed or not reached on the other); of
+// those, the rules the change modified are responsible when there are any (a rule that
+// merely lost the decision to a changed one is not), and all of them otherwise (the
+// change came through session state: a counter or the activity window).
+func responsible(before, after Outcome, modified map[string]bool) []string {
+	set := map[string]bool{}
+	for _, rule := range []string{before.Rule, after.Rule} {
+		if rule != "" {
+			set[rule] = true
+		}
+	}
+	b, a := traceOf(before.Applied), traceOf(after.Applied)
+	for rule, st := range b {
+		if a[rule] != st {
+			set[rule] = true
+		}
+	}
+	for rule, st := range a {
+		if b[rule] != st {
+			set[rule] = true
+		}
+	}
+	changed := map[string]bool{}
+	for rule := range set {
+		if modified[rule] {
+			changed[rule] = true
+		}
+	}
+	if len(changed) > 0 {
+		set = changed
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// traceOf maps each rule of a trace to its outcome.
+func traceOf(applied []string) map[string]string {
+	m := make(map[string]string, len(applied))
+	for _, entry := range applied {
+		if i := strings.LastIndexByte(entry, ':'); i > 0 {
+			m[entry[:i]] = entry[i+1:]
+		}
+	}
+	return m
+}
+
+// modifiedRules names the rules whose document or enforcement differs between the two
+// programs, or that only one of them has.
+func modifiedRules(before, after *engine.Program) map[string]bool {
+	out := map[string]bool{}
+	rules := func(p *engine.Program) map[string]*engine.Rule {
+		m := map[string]*engine.Rule{}
+		for _, r := range p.RuleSet().Rules {
+			m[r.QID] = r
+		}
+		return m
+	}
+	b, a := rules(before), rules(after)
+	for qid, rb := range b {
+		ra, ok := a[qid]
+		if !ok || !reflect.DeepEqual(rb.Document(), ra.Document()) || before.Enforcement(rb.Index) != after.Enforcement(ra.Index) {
+			out[qid] = true
+		}
+	}
+	for qid := range a {
+		if _, ok := b[qid]; !ok {
+			out[qid] = true
+		}
+	}
+	return out
+}
+
+func (r *runner) finish() {
+	rep := r.rep
+	rep.Before = effects(r.counts["before"])
+	rep.After = effects(r.counts["after"])
+	rep.ByRule = byCount(r.counts["rule"])
+	rep.ByTool = byCount(r.counts["tool"])
+	rep.Bundles = byCount(r.counts["bundle"])
+	rep.ChangesNotListed = rep.Changed - len(rep.Changes)
+	rep.MismatchesNotListed = rep.Mismatched - len(rep.Mismatches)
+	for _, reason := range slices.Sorted(maps.Keys(r.unrepro)) {
+		rep.Unreproducible = append(rep.Unreproducible, *r.unrepro[reason])
+	}
+}
+
+// effects lists every effect, in severity order, then any other decision (an error).
+func effects(m map[string]int) []Count {
+	out := []Count{}
+	for _, e := range effectOrder {
+		out = append(out, Count{e, m[e]})
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(effectOrder, k) {
+			out = append(out, Count{k, m[k]})
+		}
+	}
+	return out
+}
+
+// byCount lists a table most first, ties by name.
+func byCount(m map[string]int) []Count {
+	out := []Count{}
+	for k, n := range m {
+		out = append(out, Count{k, n})
+	}
+	slices.SortFunc(out, func(a, b Count) int { return cmp.Or(b.Count-a.Count, strings.Compare(a.Name, b.Name)) })
+	return out
+}
