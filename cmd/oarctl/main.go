@@ -7,6 +7,8 @@
 //	                 admission webhook's verdict
 //	oarctl test      run conformance fixtures in the shape of section 10.2
 //	oarctl eval      resolve one occurrence to its decision (sections 4, 6, 7)
+//	oarctl replay    re-evaluate a decision log (oar-engine --decision-log) under the rules
+//	                 before and after a change, and report the decisions that change
 //	oarctl bench     measure evaluation latency and allocations over recorded occurrences
 //	oarctl pack      wrap a publisher's directory of rule files into a RulePack manifest
 //	oarctl inject    add the oar-engine sidecar to the pod templates that opt in, as the
@@ -42,6 +44,7 @@ func init() {
 		{"validate", validateSynopsis, "check rule, capability and configuration documents; give manifests the webhook's verdict", runValidate},
 		{"test", testSynopsis, "run the conformance fixtures under each DIR", runTest},
 		{"eval", evalSynopsis, "print the decision one occurrence resolves to", runEval},
+		{"replay", replaySynopsis, "re-evaluate a decision log under the rules before and after a change; report what changed", runReplay},
 		{"bench", benchSynopsis, "measure evaluation latency over a JSON Lines file of occurrences", runBench},
 		{"pack", packSynopsis, "wrap a directory of rule files into a RulePack manifest", runPack},
 		{"inject", injectSynopsis, "add the oar-engine sidecar to the pod templates that opt in, as the webhook does", runInject},

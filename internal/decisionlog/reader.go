@@ -18,7 +18,9 @@ const MaxLineBytes = 4 << 20
 
 // Entry is one decision line read back.
 type Entry struct {
-	// Line is the line's number in its input, from 1.
+	// Source names the input, when the caller sets it (a file); Line is the line's
+	// number in it, from 1.
+	Source string
 	Line   int
 	Record Record
 	// Occ is the logged occurrence as the engine takes it, read as the sidecar reads a

@@ -75,6 +75,7 @@ type Outcome struct {
 
 // Change is an occurrence the two sides decide differently.
 type Change struct {
+	Log     string  `json:"log,omitempty"`
 	Line    int     `json:"line"`
 	Session string  `json:"session_id"`
 	Anchor  string  `json:"anchor"`
@@ -90,6 +91,7 @@ type Change struct {
 
 // Mismatch is an occurrence whose logged decision the before side does not reproduce.
 type Mismatch struct {
+	Log     string  `json:"log,omitempty"`
 	Line    int     `json:"line"`
 	Session string  `json:"session_id"`
 	Anchor  string  `json:"anchor"`
@@ -104,7 +106,13 @@ type Unreproducible struct {
 	Reason string `json:"reason"`
 	Count  int    `json:"count"`
 	// Lines are the first of them (MaxListed).
-	Lines []int `json:"lines"`
+	Lines []Place `json:"lines"`
+}
+
+// Place is a line of a log.
+type Place struct {
+	Log  string `json:"log,omitempty"`
+	Line int    `json:"line"`
 }
 
 // Count is a number of occurrences under a name.
@@ -115,8 +123,11 @@ type Count struct {
 
 // Report is what Run found.
 type Report struct {
-	Occurrences int `json:"occurrences"`
-	Sessions    int `json:"sessions"`
+	// BeforeBundle and AfterBundle are the sides' digests, when known.
+	BeforeBundle string `json:"before_bundle,omitempty"`
+	AfterBundle  string `json:"after_bundle,omitempty"`
+	Occurrences  int    `json:"occurrences"`
+	Sessions     int    `json:"sessions"`
 	// Bundles counts the occurrences each logged bundle digest answered.
 	Bundles []Count `json:"bundles"`
 	// Before and After count the decisions of each side by effect.
@@ -242,7 +253,7 @@ func (r *runner) replay(e decisionlog.Entry) {
 		stand := *occ
 		stand.Content, stand.HasContent = strings.Repeat("x", rec.Content.Length), true
 		occ = &stand
-		r.unreproducible(fmt.Sprintf("%s (%s mode): replayed with a placeholder of its length, so decisions and transform spans reproduce but the transformed text does not", ReasonContent, rec.Content.Mode), e.Line)
+		r.unreproducible(fmt.Sprintf("%s (%s mode): replayed with a placeholder of its length, so decisions and transform spans reproduce but the transformed text does not", ReasonContent, rec.Content.Mode), Place{e.Source, e.Line})
 	}
 	before := evaluate(r.opt.Before.Program, r.before, occ)
 	after := evaluate(r.opt.After.Program, r.after, occ)
@@ -259,7 +270,7 @@ func (r *runner) replay(e decisionlog.Entry) {
 	} else {
 		r.rep.Mismatched++
 		if len(r.rep.Mismatches) < r.opt.MaxListed {
-			r.rep.Mismatches = append(r.rep.Mismatches, Mismatch{Line: e.Line, Session: rec.Session, Anchor: rec.Anchor, Tool: tool,
+			r.rep.Mismatches = append(r.rep.Mismatches, Mismatch{Log: e.Source, Line: e.Line, Session: rec.Session, Anchor: rec.Anchor, Tool: tool,
 				Logged: logged, Before: before, Reason: r.reason(rec)})
 		}
 	}
@@ -268,7 +279,7 @@ func (r *runner) replay(e decisionlog.Entry) {
 		return
 	}
 	r.rep.Changed++
-	c := Change{Line: e.Line, Session: rec.Session, Anchor: rec.Anchor, Tool: tool, Before: before, After: after,
+	c := Change{Log: e.Source, Line: e.Line, Session: rec.Session, Anchor: rec.Anchor, Tool: tool, Before: before, After: after,
 		Rules: responsible(before, after, r.modified), WithoutContent: !rec.Reproducible()}
 	for _, rule := range c.Rules {
 		r.count("rule", rule)
@@ -290,15 +301,15 @@ func (r *runner) reason(rec *decisionlog.Record) string {
 	return ReasonDiffers
 }
 
-func (r *runner) unreproducible(reason string, line int) {
+func (r *runner) unreproducible(reason string, at Place) {
 	u := r.unrepro[reason]
 	if u == nil {
-		u = &Unreproducible{Reason: reason, Lines: []int{}}
+		u = &Unreproducible{Reason: reason, Lines: []Place{}}
 		r.unrepro[reason] = u
 	}
 	u.Count++
 	if len(u.Lines) < r.opt.MaxListed {
-		u.Lines = append(u.Lines, line)
+		u.Lines = append(u.Lines, at)
 	}
 }
 
@@ -382,6 +393,7 @@ func modifiedRules(before, after *engine.Program) map[string]bool {
 
 func (r *runner) finish() {
 	rep := r.rep
+	rep.BeforeBundle, rep.AfterBundle = r.opt.Before.Digest, r.opt.After.Digest
 	rep.Before = effects(r.counts["before"])
 	rep.After = effects(r.counts["after"])
 	rep.ByRule = byCount(r.counts["rule"])
