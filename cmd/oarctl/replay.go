@@ -57,9 +57,13 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 
 	l := &loader{w: stderr}
-	b := before.load(l, capability)
-	a := after.load(l, capability)
 	entries := readLogs(l, logs)
+	logged := map[string]bool{}
+	for _, e := range entries {
+		logged[e.Record.Bundle] = true
+	}
+	b := before.load(l, capability, logged)
+	a := after.load(l, capability, logged)
 	if b == nil || a == nil || l.failed {
 		return exitFail
 	}
@@ -109,8 +113,11 @@ func replayUsage(rest []string, capability string, before, after replaySide, log
 	return ""
 }
 
-// load loads one side, reporting every problem; nil when it does not load.
-func (s *replaySide) load(l *loader, capability string) *replay.Side {
+// load loads one side, reporting every problem; nil when it does not load. Rules
+// from files carry a digest only when it is one the log was written by: the digest an
+// oar-engine serving these files answers with names each pack by its path as given,
+// so a digest that differs proves nothing.
+func (s *replaySide) load(l *loader, capability string, logged map[string]bool) *replay.Side {
 	if s.bundle != "" {
 		return loadBundle(l, s.bundle)
 	}
@@ -119,10 +126,8 @@ func (s *replaySide) load(l *loader, capability string) *replay.Side {
 	if p == nil {
 		return nil
 	}
-	// The digest a sidecar serving these files (oar-engine --capability --rules
-	// --config) answers with; a log it wrote is then known to be of these rules.
 	var digest string
-	if b, err := (standalone.Files{Capability: capability, Rules: s.rules, Configs: s.configs}).Read(); err == nil {
+	if b, err := (standalone.Files{Capability: capability, Rules: s.rules, Configs: s.configs}).Read(); err == nil && logged[b.Digest] {
 		digest = b.Digest
 	}
 	return &replay.Side{Program: p, Digest: digest}
@@ -311,7 +316,7 @@ func outcome(o replay.Outcome) string {
 
 func orUnknown(digest string) string {
 	if digest == "" {
-		return "(digest unknown)"
+		return "rules from files, not a bundle the log names"
 	}
 	return "bundle " + digest
 }

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/sidecar/standalone"
+)
+
+// The replay fixtures: the sample documents, the same pack with SHELL_AFTER_FETCH
+// blocking instead of nudging, and a decision log an oar-engine serving the samples
+// wrote (--decision-log, content omitted) while answering 240 occurrences of 12 agent
+// sessions.
+const (
+	sampleCap    = "../../config/samples/oar/capability.yaml"
+	sampleRules  = "../../config/samples/oar/rules.yaml"
+	sampleConfig = "../../config/samples/oar/config.yaml"
+	shellBlocks  = "testdata/replay/rules-shell-blocks.yaml"
+	sampleLog    = "testdata/replay/decisions.jsonl"
+)
+
+func replayArgs(extra ...string) []string {
+	return append([]string{"replay", "--capability", sampleCap, "--rules", sampleRules, "--config", sampleConfig,
+		"--against", shellBlocks, "--against-config", sampleConfig, "--log", sampleLog}, extra...)
+}
+
+// TestReplayTable: the change shows in the tables (30 nudges become blocks, all
+// SHELL_AFTER_FETCH, all shell calls), the changes are listed up to --max-changes,
+// and the before side reproduces every logged decision while saying which
+// occurrences it replayed without their content.
+func TestReplayTable(t *testing.T) {
+	stdout, stderr, code := oarctl(t, replayArgs("--max-changes", "3")...)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	containsInOrder(t, lines(stdout), []string{
+		"replayed 240 occurrences in 12 sessions from " + sampleLog,
+		"  240 logged by bundle sha256:",
+		"  before: rules from files, not a bundle the log names",
+		"  after:  rules from files, not a bundle the log names",
+		"decision   before  after",
+		"none       138     138",
+		"warn       0       0",
+		"nudge      30      0",
+		"transform  54      54",
+		"block      18      48",
+		"changed            30",
+		"changed by rule                  occurrences",
+		"acme.security/SHELL_AFTER_FETCH  30",
+		"changed by tool  occurrences",
+		"shell            30",
+		"changes (3 of 30):",
+		"line  session   anchor           tool   before → after",
+		"32    agent-08  tool.pre_invoke  shell  nudge (acme.security/SHELL_AFTER_FETCH) → block (acme.security/SHELL_AFTER_FETCH)  acme.security/SHELL_AFTER_FETCH",
+		"... and 27 more (--max-changes)",
+		"the before side against the log: 240 of 240 decisions reproduced, 0 not",
+		"cannot reproduce 54 occurrences exactly: content not logged (omit mode): replayed with a placeholder of its length",
+	})
+}
+
+// TestReplayJSON is the --json shape CI reads.
+func TestReplayJSON(t *testing.T) {
+	stdout, stderr, code := oarctl(t, replayArgs("--json", "--max-changes", "2")...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	type count struct {
+		Name  string
+		Count int
+	}
+	var rep struct {
+		Occurrences, Sessions, Changed, Reproduced, Mismatched int
+		ChangesNotListed                                       int `json:"changes_not_listed"`
+		Before, After                                          []count
+		ByRule                                                 []count `json:"by_rule"`
+		ByTool                                                 []count `json:"by_tool"`
+		Changes                                                []struct {
+			Line          int
+			Session       string `json:"session_id"`
+			Tool          string
+			Before, After struct{ Decision, Rule string }
+			Rules         []string
+		}
+		Unreproducible []struct {
+			Reason string
+			Count  int
+			Lines  []struct{ Line int }
+		}
+	}
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	for _, key := range []string{`"by_rule"`, `"by_tool"`, `"changes_not_listed"`, `"mismatches"`, `"unreproducible"`} {
+		if !strings.Contains(stdout, key) {
+			t.Errorf("no %s member", key)
+		}
+	}
+	if rep.Occurrences != 240 || rep.Sessions != 12 || rep.Changed != 30 || rep.Reproduced != 240 || rep.Mismatched != 0 || rep.ChangesNotListed != 28 {
+		t.Errorf("report %+v", rep)
+	}
+	if len(rep.ByRule) != 1 || rep.ByRule[0].Name != "acme.security/SHELL_AFTER_FETCH" || rep.ByRule[0].Count != 30 || len(rep.ByTool) != 1 || rep.ByTool[0].Name != "shell" {
+		t.Errorf("by rule %+v, by tool %+v", rep.ByRule, rep.ByTool)
+	}
+	if len(rep.Changes) != 2 || rep.Changes[0].Session != "agent-08" || rep.Changes[0].Before.Decision != "nudge" || rep.Changes[0].After.Decision != "block" || rep.Changes[0].Tool != "shell" ||
+		strings.Join(rep.Changes[0].Rules, ",") != "acme.security/SHELL_AFTER_FETCH" {
+		t.Errorf("changes %+v", rep.Changes)
+	}
+	if len(rep.Unreproducible) != 1 || rep.Unreproducible[0].Count != 54 || len(rep.Unreproducible[0].Lines) != 2 {
+		t.Errorf("unreproducible %+v", rep.Unreproducible)
+	}
+}
+
+// TestReplayFailOnChange: --fail-on-change exits 1 when a decision changed, 0 when
+// none did.
+func TestReplayFailOnChange(t *testing.T) {
+	if _, _, code := oarctl(t, replayArgs("--fail-on-change")...); code != exitFail {
+		t.Errorf("a change with --fail-on-change: exit %d, want 1", code)
+	}
+	same := []string{"replay", "--capability", sampleCap, "--rules", sampleRules, "--config", sampleConfig,
+		"--against", sampleRules, "--against-config", sampleConfig, "--log", sampleLog, "--fail-on-change", "--fail-on-mismatch"}
+	stdout, stderr, code := oarctl(t, same...)
+	if code != exitOK || !strings.Contains(stdout, "changed            0") {
+		t.Errorf("no change: exit %d, %s%s", code, stdout, stderr)
+	}
+}
+
+// TestReplayMismatches: replaying a log under other rules than those that wrote it
+// names each occurrence not reproduced and why, and --fail-on-mismatch fails. Rules
+// from files have no digest the log knows, so the reason is the rules themselves.
+func TestReplayMismatches(t *testing.T) {
+	args := []string{"replay", "--capability", sampleCap, "--rules", shellBlocks, "--config", sampleConfig,
+		"--against", shellBlocks, "--against-config", sampleConfig, "--log", sampleLog, "--max-changes", "2"}
+	stdout, _, code := oarctl(t, args...)
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	containsInOrder(t, lines(stdout), []string{
+		"the before side against the log: 210 of 240 decisions reproduced, 30 not",
+		"line  session   anchor           tool   logged → replayed",
+		"32    agent-08  tool.pre_invoke  shell  nudge (acme.security/SHELL_AFTER_FETCH) → block (acme.security/SHELL_AFTER_FETCH)  the before rules decide otherwise",
+		"... and 28 more",
+	})
+	if _, _, code := oarctl(t, append(args, "--fail-on-mismatch")...); code != exitFail {
+		t.Errorf("--fail-on-mismatch: exit %d, want 1", code)
+	}
+}
+
+// TestReplayBundle: --bundle reads the bundle a sidecar serves, here the one a
+// standalone oar-engine made of the samples, as a ConfigMap manifest and as its
+// bundle.json, and reproduces the log it wrote.
+func TestReplayBundle(t *testing.T) {
+	b, err := (standalone.Files{Capability: sampleCap, Rules: []string{sampleRules}, Configs: []string{sampleConfig}}).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := bundle.Encode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	manifest := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "gateway-oar-bundle"}}
+	if enc.Compressed {
+		manifest["binaryData"] = map[string]string{bundle.KeyGzip: base64.StdEncoding.EncodeToString(enc.BinaryData[bundle.KeyGzip])}
+	} else {
+		manifest["data"] = enc.Data
+	}
+	cm, _ := json.Marshal(manifest)
+	files := map[string][]byte{"configmap.json": cm, "bundle.json": []byte(enc.Data[bundle.KeyPlain])}
+	for name, data := range files {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := oarctl(t, "replay", "--bundle", path, "--against-bundle", path, "--log", sampleLog, "--fail-on-mismatch")
+		if code != exitOK || !strings.Contains(stdout, "240 of 240 decisions reproduced, 0 not") || !strings.Contains(stdout, "before: bundle "+b.Digest) {
+			t.Errorf("%s: exit %d\n%s%s", name, code, stdout, stderr)
+		}
+	}
+}
+
+// TestReplayBadInput: a malformed log line is named FILE:LINE and fails; a command
+// line missing a side or the log is a usage error.
+func TestReplayBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	data, err := os.ReadFile(sampleLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	if err := os.WriteFile(bad, []byte(first+"\n{\"kind\":\"decision\"}\nnot json\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := oarctl(t, "replay", "--capability", sampleCap, "--rules", sampleRules, "--against", sampleRules, "--log", bad)
+	if code != exitFail || !strings.Contains(stderr, bad+":2: a decision line: missing member \"occurrence\"") || !strings.Contains(stderr, bad+":3: not a JSON object") {
+		t.Errorf("exit %d, stderr %s", code, stderr)
+	}
+	for _, args := range [][]string{
+		{"replay", "--capability", sampleCap, "--rules", sampleRules, "--against", sampleRules},
+		{"replay", "--capability", sampleCap, "--rules", sampleRules, "--log", sampleLog},
+		{"replay", "--rules", sampleRules, "--against", sampleRules, "--log", sampleLog},
+		{"replay", "--bundle", "x", "--rules", sampleRules, "--capability", sampleCap, "--against", sampleRules, "--log", sampleLog},
+	} {
+		if _, stderr, code := oarctl(t, args...); code != exitUsage || !strings.Contains(stderr, "Usage: oarctl replay") {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
+	}
+}
