@@ -116,6 +116,19 @@ func parseFlags(args []string) (options, error) {
 		in.sidecar.SessionStoreSecret = v
 		return inject.CheckSessionStoreSecret(v)
 	})
+	fs.Func("injector-decision-log", "Whether the sidecars write their decision log (for oarctl replay) to stdout unless a pod's "+inject.AnnotationDecisionLog+" says otherwise: off (the default) or stdout.", func(v string) error {
+		on, err := inject.ParseDecisionLog(v)
+		in.sidecar.DecisionLog = on
+		return err
+	})
+	fs.Func("injector-decision-log-content", "How much of each occurrence's content the sidecars' decision log keeps unless a pod's "+inject.AnnotationDecisionLogContent+" says otherwise: omit (the default: its length only), hash (its length and SHA-256) or full.", func(v string) error {
+		in.sidecar.DecisionLogContent = v
+		return inject.CheckDecisionLogContent(v)
+	})
+	fs.Func("injector-decision-log-sample", "The fraction of sessions the sidecars' decision log keeps, 0 to 1 (default 1), unless a pod's "+inject.AnnotationDecisionLogSample+" says otherwise.", func(v string) error {
+		in.sidecar.DecisionLogSample = v
+		return inject.CheckDecisionLogSample(v)
+	})
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -104,6 +104,29 @@ func TestInjectorSessionStoreFlags(t *testing.T) {
 	}
 }
 
+// TestInjectorDecisionLogFlags: the decision log is off by default; the flags become
+// the sidecar's defaults, checked by the annotations' rules and named when refused.
+func TestInjectorDecisionLogFlags(t *testing.T) {
+	o, err := parseFlags([]string{"--webhook-namespace=oar-system"})
+	if s := o.webhooks.injector.sidecar; err != nil || s.DecisionLog || s.DecisionLogContent != "" || s.DecisionLogSample != "" {
+		t.Fatalf("defaults: %+v %v", s, err)
+	}
+	o, err = parseFlags([]string{"--webhook-namespace=oar-system", "--injector-decision-log=stdout", "--injector-decision-log-content=hash", "--injector-decision-log-sample=0.1"})
+	if s := o.webhooks.injector.sidecar; err != nil || !s.DecisionLog || s.DecisionLogContent != "hash" || s.DecisionLogSample != "0.1" {
+		t.Fatalf("set: %+v %v", s, err)
+	}
+	for _, c := range []struct{ arg, want string }{
+		{"--injector-decision-log=/var/log/d.jsonl", "stdout"},
+		{"--injector-decision-log-content=secret", "omit"},
+		{"--injector-decision-log-sample=2", "from 0 to 1"},
+	} {
+		_, err := parseFlags([]string{"--webhook-namespace=oar-system", c.arg})
+		if err == nil || !strings.Contains(err.Error(), strings.Split(strings.TrimPrefix(c.arg, "--"), "=")[0]) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.arg, err)
+		}
+	}
+}
+
 // TestMetricsCertDir: without --metrics-cert-dir controller-runtime generates a
 // certificate; with it the certificate must be there, or the manager refuses to start
 // rather than serve a self-signed one no scraper can verify.

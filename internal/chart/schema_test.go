@@ -49,6 +49,9 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"session store password Secret not a name", "injector: {sessionStore: {url: redis://redis:6379, passwordSecret: Shared_Redis}}", "passwordSecret"},
 		{"session store password Secret without a store", "injector: {sessionStore: {passwordSecret: shared-redis}}", "url"},
 		{"session store password Secret with memory", "injector: {sessionStore: {url: memory, passwordSecret: shared-redis}}", "url"},
+		{"decision log content not a mode", "injector: {decisionLog: {enabled: true, content: secret}}", "content"},
+		{"decision log sample over 1", "injector: {decisionLog: {enabled: true, sample: 2}}", "sample"},
+		{"decision log to a file", "injector: {decisionLog: {file: /var/log/d.jsonl}}", "file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render(t, "oar-system", tc.values)
@@ -77,6 +80,8 @@ func TestSchemaAcceptsDocumentedAlternatives(t *testing.T) {
 		"{webhook: {certManagement: cert-manager}, metrics: {serviceMonitor: {enabled: true, insecureSkipVerify: true}}}",
 		"injector: {sessionStore: {url: memory}}",
 		"injector: {sessionStore: {url: redis://redis.redis:6379}}",
+		"injector: {decisionLog: {enabled: true}}",
+		"injector: {decisionLog: {enabled: true, content: full, sample: 0}}",
 	} {
 		if _, err := render(t, "oar-system", values); err != nil {
 			t.Errorf("values %s: %v", values, err)

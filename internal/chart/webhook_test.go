@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -87,6 +88,11 @@ func TestInjectorMatchesTheGenerated(t *testing.T) {
 						URL            string `json:"url"`
 						PasswordSecret string `json:"passwordSecret"`
 					} `json:"sessionStore"`
+					DecisionLog struct {
+						Enabled bool    `json:"enabled"`
+						Content string  `json:"content"`
+						Sample  *string `json:"sample"`
+					} `json:"decisionLog"`
 				} `json:"injector"`
 			}
 			if err := yaml.Unmarshal([]byte(vs.values), &values); err != nil {
@@ -132,6 +138,23 @@ func TestInjectorMatchesTheGenerated(t *testing.T) {
 				case value != "" && !slices.Contains(args, flag+value):
 					t.Errorf("args %v lack %s%s", args, flag, value)
 				}
+			}
+			logArgs := []string{}
+			for _, a := range args {
+				if strings.HasPrefix(a, "--injector-decision-log") {
+					logArgs = append(logArgs, a)
+				}
+			}
+			wantLog := []string{}
+			if dl := values.Injector.DecisionLog; dl.Enabled {
+				content, sample := cmp.Or(dl.Content, "omit"), "1"
+				if dl.Sample != nil {
+					sample = *dl.Sample
+				}
+				wantLog = []string{"--injector-decision-log=stdout", "--injector-decision-log-content=" + content, "--injector-decision-log-sample=" + sample}
+			}
+			if !slices.Equal(logArgs, wantLog) {
+				t.Errorf("decision log args %q; want %q", logArgs, wantLog)
 			}
 		})
 	}

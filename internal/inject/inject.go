@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/oar-operator/oar-operator/internal/decisionlog"
 	oarresource "github.com/oar-operator/oar-operator/internal/resource"
 )
 
@@ -63,6 +64,15 @@ const (
 	// AnnotationSessionStoreSecret names a Secret in the pod's namespace whose key
 	// "password" is the store's password, mounted as a file (never a flag).
 	AnnotationSessionStoreSecret = annotationPrefix + "session-store-secret"
+	// AnnotationDecisionLog turns the engine's decision log on (stdout, where the
+	// cluster's log pipeline collects it with the publish_event records) or off
+	// (README "Changing rules safely").
+	AnnotationDecisionLog = annotationPrefix + "decision-log"
+	// AnnotationDecisionLogContent is how much of each occurrence's content the log
+	// keeps: omit (the default), hash or full.
+	AnnotationDecisionLogContent = annotationPrefix + "decision-log-content"
+	// AnnotationDecisionLogSample is the fraction of sessions logged, 0 to 1.
+	AnnotationDecisionLogSample = annotationPrefix + "decision-log-sample"
 )
 
 // Options are the sidecar a pod gets when its annotations say nothing else.
@@ -82,6 +92,12 @@ type Options struct {
 	// two are a pair: a pod's AnnotationSessionStore replaces both, so a pod that says
 	// memory, or names its own store, never gets (nor sends its password to) the default.
 	SessionStoreSecret string
+	// DecisionLog writes the engine's decision log to its stdout (--decision-log);
+	// DecisionLogContent and DecisionLogSample are its --decision-log-content (empty:
+	// the engine's default, omit) and --decision-log-sample (empty: every session).
+	DecisionLog        bool
+	DecisionLogContent string
+	DecisionLogSample  string
 	// SkipNamespaces are never mutated: the operator's own and kube-system.
 	SkipNamespaces []string
 }
@@ -330,6 +346,21 @@ func tune(annotations map[string]string, o Options) (Options, []string, error) {
 				err = bad(key, value, err.Error())
 			}
 			o.SessionStoreSecret = value
+		case AnnotationDecisionLog:
+			o.DecisionLog, err = ParseDecisionLog(value)
+			if err != nil {
+				err = bad(key, value, err.Error())
+			}
+		case AnnotationDecisionLogContent:
+			if err = CheckDecisionLogContent(value); err != nil {
+				err = bad(key, value, err.Error())
+			}
+			o.DecisionLogContent = value
+		case AnnotationDecisionLogSample:
+			if err = CheckDecisionLogSample(value); err != nil {
+				err = bad(key, value, err.Error())
+			}
+			o.DecisionLogSample = value
 		default:
 			warnings = append(warnings, fmt.Sprintf("annotation %s is not one the engine injector knows (%s); it is ignored", key, strings.Join(knownAnnotations, ", ")))
 		}
@@ -343,13 +374,47 @@ func tune(annotations map[string]string, o Options) (Options, []string, error) {
 	if o.SessionStoreSecret != "" && o.SessionStore == "" {
 		return o, nil, &Refusal{Field: "metadata.annotations[" + AnnotationSessionStoreSecret + "]", Cause: fmt.Sprintf("a password Secret is named but sessions stay in memory: set %s to the redis:// or rediss:// URL of the store", AnnotationSessionStore)}
 	}
+	if !o.DecisionLog && (annotations[AnnotationDecisionLogContent] != "" || annotations[AnnotationDecisionLogSample] != "") {
+		warnings = append(warnings, fmt.Sprintf("annotations %s and %s tune the decision log, which is off: set %s to stdout", AnnotationDecisionLogContent, AnnotationDecisionLogSample, AnnotationDecisionLog))
+	}
 	if o.MemoryLimit.Cmp(o.MemoryRequest) < 0 {
 		return o, nil, &Refusal{Field: "metadata.annotations[" + AnnotationMemoryLimit + "]", Cause: fmt.Sprintf("the memory limit %s is below the memory request %s: it must be at least the request", o.MemoryLimit.String(), o.MemoryRequest.String())}
 	}
 	return o, warnings, nil
 }
 
-var knownAnnotations = []string{AnnotationImage, AnnotationPort, AnnotationProbePort, AnnotationMaxSessions, AnnotationSessionIdleTTL, AnnotationCPURequest, AnnotationMemoryRequest, AnnotationMemoryLimit, AnnotationSessionStore, AnnotationSessionStoreSecret}
+var knownAnnotations = []string{AnnotationImage, AnnotationPort, AnnotationProbePort, AnnotationMaxSessions, AnnotationSessionIdleTTL, AnnotationCPURequest, AnnotationMemoryRequest, AnnotationMemoryLimit, AnnotationSessionStore, AnnotationSessionStoreSecret,
+	AnnotationDecisionLog, AnnotationDecisionLogContent, AnnotationDecisionLogSample}
+
+// ParseDecisionLog reads whether the decision log is on (the annotation, or the
+// manager's default): stdout or off. A file is not offered: the sidecar's root file
+// system is read-only, and stdout is where the cluster collects its records.
+func ParseDecisionLog(value string) (bool, error) {
+	switch value {
+	case "stdout":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, errors.New("stdout (the engine writes its decision log there) or off")
+}
+
+// CheckDecisionLogContent refuses what is not a --decision-log-content mode.
+func CheckDecisionLogContent(value string) error {
+	if _, err := decisionlog.ParseContentMode(value); err != nil {
+		return errors.New("omit (the content's length only), hash (its length and SHA-256) or full (the text)")
+	}
+	return nil
+}
+
+// CheckDecisionLogSample refuses what is not a fraction from 0 to 1.
+func CheckDecisionLogSample(value string) error {
+	f, err := strconv.ParseFloat(value, 64)
+	if err != nil || !(f >= 0 && f <= 1) {
+		return errors.New("the fraction of sessions logged, a number from 0 to 1, e.g. 0.1")
+	}
+	return nil
+}
 
 // ParseSessionStore reads a session store (the annotation, or the manager's default): ""
 // for memory, else the URL the engine is given. The error says what is accepted.
@@ -423,6 +488,15 @@ func container(o Options) corev1.Container {
 	}
 	if o.SessionStore != "" {
 		c.Args = append(c.Args, "--session-store="+o.SessionStore)
+	}
+	if o.DecisionLog {
+		c.Args = append(c.Args, "--decision-log=stdout")
+		if o.DecisionLogContent != "" {
+			c.Args = append(c.Args, "--decision-log-content="+o.DecisionLogContent)
+		}
+		if o.DecisionLogSample != "" {
+			c.Args = append(c.Args, "--decision-log-sample="+o.DecisionLogSample)
+		}
 	}
 	if o.SessionStoreSecret != "" {
 		c.Args = append(c.Args, "--session-store-password-file="+StoreSecretDir+"/password")

@@ -283,6 +283,10 @@ func TestBadAnnotationsAreRefused(t *testing.T) {
 		{AnnotationSessionStore, "redis://", "memory, or a redis:// or rediss:// URL"},
 		{AnnotationSessionStore, "redis://:hunter2@acme-redis:6379", "a URL without a password"},
 		{AnnotationSessionStoreSecret, "Acme_Redis", "the name of a Secret"},
+		{AnnotationDecisionLog, "/var/log/decisions.jsonl", "stdout (the engine writes its decision log there) or off"},
+		{AnnotationDecisionLogContent, "secret", "omit (the content's length only), hash (its length and SHA-256) or full (the text)"},
+		{AnnotationDecisionLogSample, "10%", "a number from 0 to 1"},
+		{AnnotationDecisionLogSample, "1.5", "a number from 0 to 1"},
 	}
 	for _, c := range cases {
 		t.Run(c.key+"="+c.value, func(t *testing.T) {
@@ -354,5 +358,49 @@ func TestOwnEngineURLIsKept(t *testing.T) {
 	}
 	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], `container "agent" sets OAR_ENGINE_URL itself`) {
 		t.Fatalf("warnings %q", r.Warnings)
+	}
+}
+
+// TestDecisionLog: the decision log annotations reach the engine's flags; without
+// them the sidecar is the hand-written sample's; the manager's default is replaced by
+// a pod's "off"; tuning a log that is off is warned about.
+func TestDecisionLog(t *testing.T) {
+	logArgs := func(c corev1.Container) []string {
+		var out []string
+		for _, a := range c.Args {
+			if strings.HasPrefix(a, "--decision-log") {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	p := samplePod(t, "agent_injected.yaml")
+	if got := logArgs(mustInject(t, p).Spec.InitContainers[0]); got != nil {
+		t.Fatalf("no annotation: %q", got)
+	}
+	p.Annotations = map[string]string{AnnotationDecisionLog: "stdout", AnnotationDecisionLogContent: "hash", AnnotationDecisionLogSample: "0.25"}
+	if got := logArgs(mustInject(t, p).Spec.InitContainers[0]); strings.Join(got, " ") != "--decision-log=stdout --decision-log-content=hash --decision-log-sample=0.25" {
+		t.Errorf("annotated: %q", got)
+	}
+	p.Annotations = map[string]string{AnnotationDecisionLog: "stdout"}
+	if got := logArgs(mustInject(t, p).Spec.InitContainers[0]); strings.Join(got, " ") != "--decision-log=stdout" {
+		t.Errorf("the log alone: %q", got)
+	}
+
+	o := Defaults()
+	o.DecisionLog, o.DecisionLogSample = true, "0.5"
+	p.Annotations = nil
+	r, err := Inject(p, o)
+	if err != nil || strings.Join(logArgs(r.Spec.InitContainers[0]), " ") != "--decision-log=stdout --decision-log-sample=0.5" {
+		t.Errorf("the manager's default: %q %v", logArgs(r.Spec.InitContainers[0]), err)
+	}
+	p.Annotations = map[string]string{AnnotationDecisionLog: "off"}
+	if r, err := Inject(p, o); err != nil || logArgs(r.Spec.InitContainers[0]) != nil {
+		t.Errorf("a pod saying off: %q %v", logArgs(r.Spec.InitContainers[0]), err)
+	}
+
+	p.Annotations = map[string]string{AnnotationDecisionLogContent: "full"}
+	if r := mustInject(t, p); len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "the decision log, which is off") || logArgs(r.Spec.InitContainers[0]) != nil {
+		t.Errorf("content without the log: warnings %q args %q", r.Warnings, logArgs(r.Spec.InitContainers[0]))
 	}
 }
