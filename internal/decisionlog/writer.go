@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,13 +96,15 @@ func Sampled(session string, rate float64) bool {
 }
 
 // Log queues the line of one evaluated occurrence of a sampled session; it returns at
-// once. occ and d must not change afterwards: the line is built from them later.
+// once. It copies what it keeps of d, whose lists may be reused; occ must not change
+// afterwards: the line is built from it later.
 func (lw *Writer) Log(bundle string, occ *engine.Occurrence, d *engine.Decision) {
 	if !lw.Sampled(occ.SessionID) {
 		return
 	}
+	kept := &engine.Decision{Decision: d.Decision, Code: d.Code, Rule: d.Rule, Applied: slices.Clone(d.Applied)}
 	select {
-	case lw.ch <- pending{at: lw.opt.Now(), bundle: bundle, occ: occ, d: d}:
+	case lw.ch <- pending{at: lw.opt.Now(), bundle: bundle, occ: occ, d: kept}:
 	default:
 		lw.dropped.Add(1)
 	}

@@ -263,3 +263,24 @@ func TestParseContentMode(t *testing.T) {
 		t.Error("all: accepted")
 	}
 }
+
+// TestLogKeepsTheDecisionAsItWas: the line is built later, in the background, yet
+// says what the decision was when Log was called, even if its lists are reused.
+func TestLogKeepsTheDecisionAsItWas(t *testing.T) {
+	bw := &blockingWriter{release: make(chan struct{})}
+	w := NewWriter(bw, Options{Sample: 1})
+	d := sampleDecision()
+	w.Log("d", sampleOccurrence(), d)
+	d.Decision, d.Rule, d.Applied[0] = "none", "", "reused"
+	close(bw.release)
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	log, err := Read(&bw.buf)
+	if err != nil || len(log.Entries) != 1 {
+		t.Fatalf("%v %d", err, len(log.Entries))
+	}
+	if r := log.Entries[0].Record; r.Decision != "block" || r.Rule != "acme.no-etc" || r.Applied[0] != "acme.audit:fired" {
+		t.Errorf("line %+v", r)
+	}
+}
