@@ -311,3 +311,21 @@ func TestSessionOrder(t *testing.T) {
 		t.Errorf("logs read out of order: %d mismatched %v", rep.Mismatched, rep.Mismatches)
 	}
 }
+
+// TestResponsibleRules: a tighter breaker names the breaker, not the counting rule
+// that fired on both sides; a rule that only lost the decision to a changed one is not
+// named.
+func TestResponsibleRules(t *testing.T) {
+	g := generate(3000, 30)
+	b := sealedBundle(t, rules)
+	entries := read(t, logThroughSidecar(t, b, g.bodies, decisionlog.ContentFull))
+	rep := Run(entries, Options{Before: side(t, b), After: side(t, sealedBundle(t, strings.Replace(rules, ">= 3", ">= 2", 1)))})
+	if rep.Changed == 0 || len(rep.ByRule) != 1 || rep.ByRule[0] != (Count{"acme.ops/SHELL_LIMIT", rep.Changed}) {
+		t.Errorf("%d changed, by rule %v; want all of them SHELL_LIMIT's", rep.Changed, rep.ByRule)
+	}
+	for _, c := range rep.Changes {
+		if c.Tool != "shell" || c.Before.Decision != "warn" || c.After.Decision != "block" {
+			t.Errorf("change %+v", c)
+		}
+	}
+}
