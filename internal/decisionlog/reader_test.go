@@ -3,8 +3,12 @@ package decisionlog
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
 )
 
 const decisionLine = `{"kind":"decision","time":"2026-12-01T12:00:00Z","bundle":"sha256:abc","session_id":"s1","anchor":"tool.pre_invoke","occurrence":{"anchor":"tool.pre_invoke","session_id":"s1","tool_call":{"name":"read","arguments":{}}},"decision":"allow","fired":[],"applied":[]}`
@@ -47,8 +51,8 @@ func TestReadSkipsOtherLinesAndNamesBadOnes(t *testing.T) {
 }
 
 // FuzzReadDecisionLog: whatever the input, Read never panics, and every entry it
-// returns is a decision line whose occurrence the engine can take and whose line
-// number is in the input.
+// returns is a decision line whose occurrence the engine can take, whose line number
+// is in the input, and which, written again, reads back the same.
 func FuzzReadDecisionLog(f *testing.F) {
 	f.Add([]byte(decisionLine + "\n"))
 	f.Add([]byte(`{"kind":"decision","anchor":"a","decision":"block","occurrence":{"anchor":"a","content":"x","recent_activity":["r"]},"content":{"mode":"full","length":1}}`))
@@ -65,6 +69,15 @@ func FuzzReadDecisionLog(f *testing.F) {
 			}
 			if e.Record.Reproducible() != (e.Record.Content == nil || e.Occ.HasContent) {
 				t.Fatalf("Reproducible %v but the occurrence has content %v", e.Record.Reproducible(), e.Occ.HasContent)
+			}
+			// Written again, in full, the occurrence reads back the same.
+			line, err := MarshalLine(NewRecord(time.Time{}, e.Record.Bundle, ContentFull, e.Occ, &engine.Decision{Decision: e.Record.Decision}))
+			if err != nil {
+				t.Fatalf("writing %+v again: %v", e.Occ, err)
+			}
+			again, _, err := ReadLine(line)
+			if err != nil || !reflect.DeepEqual(again.Occ, e.Occ) {
+				t.Fatalf("written again as %s: %+v, %v; want %+v", line, again.Occ, err, e.Occ)
 			}
 		}
 	})

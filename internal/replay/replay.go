@@ -180,10 +180,10 @@ func bySession(entries []decisionlog.Entry) [][]decisionlog.Entry {
 	index := map[string]int{}
 	var out [][]decisionlog.Entry
 	for _, e := range entries {
-		i, ok := index[e.Record.Session]
+		i, ok := index[e.Occ.SessionID]
 		if !ok {
 			i = len(out)
-			index[e.Record.Session] = i
+			index[e.Occ.SessionID] = i
 			out = append(out, nil)
 		}
 		out[i] = append(out[i], e)
