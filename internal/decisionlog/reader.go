@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/occurrence"
@@ -101,6 +102,9 @@ func ReadLine(line []byte) (e Entry, isDecision bool, err error) {
 	if head.Kind != Kind {
 		return Entry{}, false, nil
 	}
+	if err := exactMembers(line); err != nil {
+		return Entry{}, true, fmt.Errorf("a decision line: %w", err)
+	}
 	var body lineBody
 	d := json.NewDecoder(bytes.NewReader(line))
 	d.UseNumber()
@@ -163,4 +167,36 @@ func lossy(s string) string {
 	var out string
 	_ = json.Unmarshal(b, &out)
 	return out
+}
+
+// The members of a decision line and of its content member.
+var (
+	lineMembers    = []string{"kind", "time", "bundle", "session_id", "anchor", "occurrence", "content", "decision", "code", "rule", "fired", "applied"}
+	contentMembers = []string{"mode", "length", "sha256"}
+)
+
+// exactMembers refuses what encoding/json would let through: a member given twice, or
+// one whose name differs from a known one only in case.
+func exactMembers(line []byte) error {
+	v, err := engine.DecodeJSON(line)
+	if err != nil {
+		return err
+	}
+	obj, _ := v.(map[string]any)
+	if err := known(obj, lineMembers, ""); err != nil {
+		return err
+	}
+	if c, ok := obj["content"].(map[string]any); ok {
+		return known(c, contentMembers, "content.")
+	}
+	return nil
+}
+
+func known(obj map[string]any, names []string, prefix string) error {
+	for k := range obj {
+		if !slices.Contains(names, k) {
+			return fmt.Errorf("unknown member %q", prefix+k)
+		}
+	}
+	return nil
 }

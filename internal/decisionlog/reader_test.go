@@ -27,10 +27,12 @@ func TestReadSkipsOtherLinesAndNamesBadOnes(t *testing.T) {
 		`{"kind":"decision","anchor":"a","decision":"allow","occurrence":{"anchor":"a","content":"x"},"content":{"mode":"omit","length":1}}`,
 		`{"kind":"decision","anchor":"b","decision":"allow","occurrence":{"anchor":"a"}}`,
 		`{"kind":"decision","anchor":"a","decision":"allow","occurrence":{"anchor":"a"},"extra":1}`,
+		`{"kind":"decision","anchor":"a","decision":"allow","Decision":"block","occurrence":{"anchor":"a"}}`,
+		`{"kind":"decision","anchor":"a","decision":"allow","decision":"block","occurrence":{"anchor":"a"}}`,
 		decisionLine,
 	}, "\n")
 	log, err := Read(strings.NewReader(input))
-	if len(log.Entries) != 2 || log.Entries[0].Line != 1 || log.Entries[1].Line != 10 {
+	if len(log.Entries) != 2 || log.Entries[0].Line != 1 || log.Entries[1].Line != 12 {
 		t.Fatalf("entries %+v", log.Entries)
 	}
 	if log.Skipped != 2 {
@@ -39,7 +41,8 @@ func TestReadSkipsOtherLinesAndNamesBadOnes(t *testing.T) {
 	for _, want := range []string{"line 4: not a JSON object", `line 5: a decision line: missing member "decision"`,
 		`line 6: a decision line's occurrence: bogus: [OAR-CONF-18] unknown occurrence member`,
 		"line 7: a decision line: content mode omit but the occurrence carries its content",
-		"line 8: a decision line: anchor and session_id differ", `line 9: a decision line: json: unknown field "extra"`} {
+		"line 8: a decision line: anchor and session_id differ", `line 9: a decision line: unknown member "extra"`,
+		`line 10: a decision line: unknown member "Decision"`, `line 11: a decision line: duplicate key "decision"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
