@@ -52,12 +52,14 @@ type Writer struct {
 	written, dropped, failed atomic.Uint64
 }
 
-// pending is one evaluated occurrence waiting to be written.
+// pending is one evaluated occurrence waiting to be written, with what the line keeps
+// of its decision.
 type pending struct {
-	at     time.Time
-	bundle string
-	occ    *engine.Occurrence
-	d      *engine.Decision
+	at                   time.Time
+	bundle               string
+	occ                  *engine.Occurrence
+	decision, code, rule string
+	applied              []string
 }
 
 // NewWriter starts a writer of lines to w. Close stops it.
@@ -102,9 +104,8 @@ func (lw *Writer) Log(bundle string, occ *engine.Occurrence, d *engine.Decision)
 	if !lw.Sampled(occ.SessionID) {
 		return
 	}
-	kept := &engine.Decision{Decision: d.Decision, Code: d.Code, Rule: d.Rule, Applied: slices.Clone(d.Applied)}
 	select {
-	case lw.ch <- pending{at: lw.opt.Now(), bundle: bundle, occ: occ, d: kept}:
+	case lw.ch <- pending{at: lw.opt.Now(), bundle: bundle, occ: occ, decision: d.Decision, code: d.Code, rule: d.Rule, applied: slices.Clone(d.Applied)}:
 	default:
 		lw.dropped.Add(1)
 	}
@@ -132,7 +133,8 @@ func (lw *Writer) run() {
 // write writes one line, in one Write call so lines sharing a destination with other
 // writers (publish_event records on stdout) never interleave.
 func (lw *Writer) write(p pending) {
-	line, err := MarshalLine(NewRecord(p.at, p.bundle, lw.opt.Content, p.occ, p.d))
+	d := engine.Decision{Decision: p.decision, Code: p.code, Rule: p.rule, Applied: p.applied}
+	line, err := MarshalLine(NewRecord(p.at, p.bundle, lw.opt.Content, p.occ, &d))
 	if err == nil {
 		_, err = lw.w.Write(line)
 	}
