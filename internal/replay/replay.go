@@ -8,10 +8,10 @@
 // it must reproduce every logged decision. Where it cannot, the report says which
 // occurrences and why: their content was not logged (omit and hash modes: the
 // decision replays, with a placeholder of the content's length, but the transformed
-// text cannot), they were
-// logged by another bundle than the before side's, or the before rules decide
-// otherwise (a line dropped, a session the sidecar evicted or shared with another
-// replica, or simply other rules).
+// text cannot), they were logged by another bundle than the before side's, or the
+// before rules decide otherwise (a line dropped, a session the sidecar evicted, a counter it refused past
+// its bounds, a session shared with a replica whose log is missing, or simply other
+// rules). The replay's own sessions are unbounded.
 package replay
 
 import (
