@@ -91,6 +91,7 @@ type options struct {
 	storeCA                  string
 	storePrefix              string
 	storeTimeout             time.Duration
+	storeCache               int
 	storeRetries             int
 	eventBuffer              int
 	shutdown                 time.Duration
@@ -128,6 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.storeCA, "session-store-ca-file", "", "`file` of PEM certificates that verify a rediss:// server (default: the system's)")
 	fs.StringVar(&o.storePrefix, "session-store-prefix", redisstore.DefaultPrefix, "`prefix` of every session's Redis key")
 	fs.DurationVar(&o.storeTimeout, "session-store-timeout", redisstore.DefaultTimeout, "bound on each call to the Redis session store; past it, rules needing session state follow their on_error")
+	fs.IntVar(&o.storeCache, "session-store-cache", redisstore.DefaultCacheSessions, "sessions whose last known state this replica keeps, so that an occurrence of a session that stays on it costs one round trip (its commit, which checks the version) instead of two; 0 keeps none")
 	fs.IntVar(&o.storeRetries, "session-store-retries", sidecar.DefaultSessionRetries, "times an occurrence is read and evaluated again when another replica changed its session meanwhile; past them, its rules needing session state follow their on_error")
 	fs.Int64Var(&o.maxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest POST /v1/evaluate body, in `bytes`")
 	fs.IntVar(&o.eventBuffer, "event-buffer", events.DefaultBuffer, "records buffered per /v1/events subscriber before a slow one is dropped")
@@ -189,6 +191,9 @@ func (o options) check() error {
 	if o.sessionStore != "memory" && !strings.HasPrefix(o.sessionStore, "redis://") && !strings.HasPrefix(o.sessionStore, "rediss://") {
 		errs = append(errs, fmt.Sprintf("--session-store %q is neither memory nor a redis:// or rediss:// URL", o.sessionStore))
 	}
+	if o.storeCache < 0 {
+		errs = append(errs, "--session-store-cache must not be negative")
+	}
 	if o.sessionIdleTTL < 0 {
 		errs = append(errs, "--session-idle-ttl must not be negative")
 	}
@@ -204,7 +209,8 @@ func (o options) sharedStore() (*redisstore.Store, error) {
 		return nil, nil
 	}
 	return redisstore.New(redisstore.Options{URL: o.sessionStore, PasswordFile: o.storePassword, CAFile: o.storeCA,
-		Prefix: o.storePrefix, IdleTTL: o.sessionIdleTTL, Timeout: o.storeTimeout, MaxCounters: o.maxCounters})
+		Prefix: o.storePrefix, IdleTTL: o.sessionIdleTTL, Timeout: o.storeTimeout, MaxCounters: o.maxCounters,
+		CacheSessions: o.storeCache})
 }
 
 func (o options) sidecarOptions(events io.Writer, log logr.Logger, shared *redisstore.Store) sidecar.Options {
