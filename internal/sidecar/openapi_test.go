@@ -225,11 +225,53 @@ func (ts *testSidecar) mustConform(t testing.TB, method, path, body string, stat
 	return r
 }
 
+// occurrenceSchema is where the document keeps the schema of POST /v1/evaluate's body.
+const occurrenceSchema = "/paths/~1v1~1evaluate/post/requestBody/content/application~1json/schema"
+
+// checkEventStream validates the events of a text/event-stream body against the schema
+// the document names for each event's data by its event name (x-oar-event-data; an
+// event without a name is a "message"), and returns how many it validated.
+func (s *apiSpec) checkEventStream(stream string) (int, error) {
+	media, _, err := s.at("/paths/~1v1~1events/get/responses/200/content/text~1event-stream")
+	if err != nil {
+		return 0, err
+	}
+	schemas, _ := media["x-oar-event-data"].(map[string]any)
+	n := 0
+	for _, event := range strings.Split(stream, "\n\n") {
+		name, data, hasData := "message", "", false
+		for _, line := range strings.Split(event, "\n") {
+			switch {
+			case line == "" || strings.HasPrefix(line, ":"):
+			case strings.HasPrefix(line, "event: "):
+				name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && !hasData:
+				data, hasData = strings.TrimPrefix(line, "data: "), true
+			default:
+				return n, fmt.Errorf("line %q of event %q is not one the document describes", line, event)
+			}
+		}
+		if !hasData {
+			continue
+		}
+		ref, ok := schemas[name].(string)
+		if !ok {
+			return n, fmt.Errorf("the document names no schema for the data of an event %q", name)
+		}
+		if err := s.validate(strings.TrimPrefix(ref, "#"), []byte(data)); err != nil {
+			return n, fmt.Errorf("event %q: %w", name, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
 // TestCorpusAnswersConformToOpenAPI posts every occurrence of the conformance corpus
 // that a sidecar can serve (as TestConformanceOverHTTP does) and validates each answer,
 // and each fixture's GET /v1/bundle and /v1/capability, against the OpenAPI document.
 // The occurrences a host may not send (detector_facts) are posted too: their 400s
-// must conform as well. It then checks the corpus reached every member of a decision,
+// must conform as well, and the Occurrence schema must refuse exactly the requests the
+// sidecar refuses. It then checks the corpus reached every member of a decision,
 // so that no part of the schema goes unvalidated.
 func TestCorpusAnswersConformToOpenAPI(t *testing.T) {
 	s := spec(t)
@@ -249,9 +291,14 @@ func TestCorpusAnswersConformToOpenAPI(t *testing.T) {
 		}
 		ts := serve(t, fixtureBundle(t, f), Options{})
 		for i, o := range f.Occurrences {
-			r := ts.do(t, http.MethodPost, "/v1/evaluate", string(requestBody(f, o.Occurrence)))
+			body := requestBody(f, o.Occurrence)
+			r := ts.do(t, http.MethodPost, "/v1/evaluate", string(body))
 			if err := s.check(http.MethodPost, "/v1/evaluate", r); err != nil {
 				t.Fatalf("%s occurrence %d: %v", f.ID, i, err)
+			}
+			// The request schema agrees with the sidecar on what it accepts.
+			if err := s.validate(occurrenceSchema, body); (err == nil) != (r.status == http.StatusOK) {
+				t.Fatalf("%s occurrence %d: answered %d, and the Occurrence schema says %v of %s", f.ID, i, r.status, err, body)
 			}
 			if r.status != http.StatusOK {
 				refusals++
@@ -293,18 +340,30 @@ func TestCorpusAnswersConformToOpenAPI(t *testing.T) {
 func TestErrorAnswersConformToOpenAPI(t *testing.T) {
 	ts := serve(t, sealed(t, testCapability, testRules), Options{MaxBodyBytes: 2048})
 	const evaluate = "/v1/evaluate"
-	for name, body := range map[string]string{
-		"not JSON":          `{"anchor": `,
-		"not an object":     `["tool.pre_invoke"]`,
-		"no anchor":         `{"session_id": "s"}`,
-		"unknown member":    occ("tool.pre_invoke", "s", `"fact": {}`),
-		"unknown tool_call": occ("tool.pre_invoke", "s", `"tool_call": {"name": "shell", "args": {}}`),
-		"detector facts":    occ("tool.pre_invoke", "s", `"detector_facts": {"score": 1}`),
-		"wrong type":        occ("tool.pre_invoke", "s", `"tool_call": {"name": 1}, "recent_activity": [1]`),
-		"duplicate member":  `{"anchor": "tool.pre_invoke", "anchor": "x"}`,
-		"long session":      occ("tool.pre_invoke", strings.Repeat("s", MaxSessionIDBytes+1), ""),
+	for _, tt := range []struct {
+		name, body string
+		// schema: whether the Occurrence schema can say it is malformed; JSON Schema
+		// sees neither a member given twice nor a length in bytes.
+		schema bool
+	}{
+		{"not JSON", `{"anchor": `, true},
+		{"not an object", `["tool.pre_invoke"]`, true},
+		{"no anchor", `{"session_id": "s"}`, true},
+		{"empty anchor", `{"anchor": ""}`, true},
+		{"unknown member", occ("tool.pre_invoke", "s", `"fact": {}`), true},
+		{"unknown tool_call member", occ("tool.pre_invoke", "s", `"tool_call": {"name": "shell", "args": {}}`), true},
+		{"detector facts", occ("tool.pre_invoke", "s", `"detector_facts": {"score": 1}`), true},
+		{"wrong types", occ("tool.pre_invoke", "s", `"tool_call": {"name": 1}, "recent_activity": [1]`), true},
+		{"facts not an object", occ("tool.pre_invoke", "s", `"facts": []`), true},
+		{"duplicate member", `{"anchor": "tool.pre_invoke", "anchor": "x"}`, false},
+		{"long session", occ("tool.pre_invoke", strings.Repeat("s", MaxSessionIDBytes+1), ""), false},
 	} {
-		t.Run(name, func(t *testing.T) { ts.mustConform(t, http.MethodPost, evaluate, body, http.StatusBadRequest) })
+		t.Run(tt.name, func(t *testing.T) {
+			ts.mustConform(t, http.MethodPost, evaluate, tt.body, http.StatusBadRequest)
+			if err := spec(t).validate(occurrenceSchema, []byte(tt.body)); tt.schema && err == nil {
+				t.Errorf("the Occurrence schema accepts %s", tt.body)
+			}
+		})
 	}
 	ts.mustConform(t, http.MethodPost, evaluate, occ("tool.pre_invoke", "s", `"content": "`+strings.Repeat("x", 3000)+`"`), http.StatusRequestEntityTooLarge)
 	ts.mustConform(t, http.MethodPost, evaluate, occ("gateway.unknown", "s", ""), http.StatusOK)
@@ -362,7 +421,8 @@ func TestServedDocument(t *testing.T) {
 }
 
 // TestEventStreamConformsToOpenAPI validates an event stream's answer and a record it
-// carries against the document's EventRecord.
+// carries against the document (TestSlowSubscriberIsDropped validates a dropped
+// subscriber's last event).
 func TestEventStreamConformsToOpenAPI(t *testing.T) {
 	s := spec(t)
 	ts := serve(t, sealed(t, testCapability, testRules), Options{})
@@ -376,17 +436,16 @@ func TestEventStreamConformsToOpenAPI(t *testing.T) {
 	}
 	lines := bufio.NewReader(resp.Body)
 	ts.evaluate(t, occ("tool.pre_invoke", "sse", `"tool_call": {"name": "shell"}`))
-	for {
+	var stream strings.Builder
+	for !strings.Contains(stream.String(), "data: ") || !strings.HasSuffix(stream.String(), "\n\n") {
 		line, err := lines.ReadString('\n')
 		if err != nil {
 			t.Fatal(err)
 		}
-		if data, ok := strings.CutPrefix(line, "data: "); ok {
-			if err := s.validate("/components/schemas/EventRecord", []byte(data)); err != nil {
-				t.Fatalf("record %s: %v", data, err)
-			}
-			return
-		}
+		stream.WriteString(line)
+	}
+	if n, err := s.checkEventStream(stream.String()); err != nil || n != 1 {
+		t.Fatalf("%d events of %q conform: %v", n, stream.String(), err)
 	}
 }
 
@@ -447,10 +506,15 @@ func TestOpenAPISchemasAreStrict(t *testing.T) {
 			t.Errorf("%s: want an error naming %s, got %v", tt.name, tt.want, err)
 		}
 	}
-	if err := s.validate("/components/schemas/EventRecord", []byte(`{"time":"2026-12-01T00:00:00Z","bundle":"sha256:`+strings.Repeat("0", 64)+`","rule":"a/B","anchor":"x","effect":"warn","extra":1}`)); err == nil {
-		t.Error("an event record with an extra member passed validation")
-	}
-	if err := s.validate("/components/schemas/EventRecord", []byte(`{"time":"yesterday","bundle":"sha256:`+strings.Repeat("0", 64)+`","rule":"a/B","anchor":"x","effect":"warn"}`)); err == nil {
-		t.Error("an event record whose time is not a date-time passed validation")
+	digest := "sha256:" + strings.Repeat("0", 64)
+	for _, tt := range []struct{ name, stream, want string }{
+		{"a record with an extra member", `data: {"time":"2026-12-01T00:00:00Z","bundle":"` + digest + `","rule":"a/B","anchor":"x","effect":"warn","extra":1}`, "'/extra'"},
+		{"a record whose time is not a date-time", `data: {"time":"yesterday","bundle":"` + digest + `","rule":"a/B","anchor":"x","effect":"warn"}`, "'/time'"},
+		{"a dropped event that is not a Problem", `event: dropped` + "\n" + `data: {"reason":"slow"}`, "'reason' not allowed"},
+		{"an event the document does not name", `event: reloaded` + "\n" + `data: {}`, `no schema for the data of an event "reloaded"`},
+	} {
+		if _, err := s.checkEventStream(": subscribed\n\n" + tt.stream + "\n\n"); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: want an error naming %s, got %v", tt.name, tt.want, err)
+		}
 	}
 }
