@@ -32,6 +32,7 @@ load is refused and the previous one keeps serving), and answers on --address:--
   GET  /v1/bundle      served digest, packs with generations and rule ids, reload status
   GET  /v1/capability  the served capability document
   GET  /v1/events      publish_event records as server-sent events
+  GET  /v1/openapi.json  the OpenAPI 3.1 document of this API (docs/sidecar-openapi.json)
   GET  /healthz, /readyz (ready once a bundle is loaded), /metrics (Prometheus)
 
 --probe-address serves /healthz, /readyz and /metrics on the pod's IP for the
