@@ -130,15 +130,21 @@ GEN_PATHS    := {./api/...,./controllers/...,./internal/admission/...}
 CRD_RBAC_GEN = $(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=false webhook paths="$(GEN_PATHS)"
 OBJECT_GEN   = $(CONTROLLER_GEN) object
 
-manifests: bin/controller-gen ## Regenerate CRDs, RBAC and the webhook configuration (config/crd/bases, config/rbac/role.yaml, config/webhook/manifests.yaml), and copy the CRDs into the chart.
+# The sidecar's OpenAPI document is written in the package that embeds and serves it;
+# docs/ holds a copy for readers and client generators.
+OPENAPI_DOC  := internal/sidecar/openapi/openapi.json
+OPENAPI_COPY := docs/sidecar-openapi.json
+
+manifests: bin/controller-gen ## Regenerate CRDs, RBAC and the webhook configuration (config/crd/bases, config/rbac/role.yaml, config/webhook/manifests.yaml), copy the CRDs into the chart and the sidecar's OpenAPI document into docs/.
 	$(CRD_RBAC_GEN) output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
 	rm -f charts/oar-operator/crds/*.yaml && cp config/crd/bases/*.yaml charts/oar-operator/crds/
+	cp $(OPENAPI_DOC) $(OPENAPI_COPY)
 
 generate: bin/controller-gen ## Regenerate zz_generated.deepcopy.go in api/.
 	$(OBJECT_GEN) paths="./api/..."
 
-manifests-check: bin/controller-gen ## Fail when generated CRDs (also the chart's copies), RBAC, webhook configuration or deepcopy are stale.
+manifests-check: bin/controller-gen ## Fail when generated CRDs (also the chart's copies), RBAC, webhook configuration, deepcopy or docs/sidecar-openapi.json are stale.
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
 	$(CRD_RBAC_GEN) output:crd:dir=$$out/crd output:rbac:dir=$$out/rbac output:webhook:dir=$$out/webhook; \
 	stale=0; \
@@ -146,6 +152,7 @@ manifests-check: bin/controller-gen ## Fail when generated CRDs (also the chart'
 	diff -ru charts/oar-operator/crds $$out/crd || stale=1; \
 	diff -u config/rbac/role.yaml $$out/rbac/role.yaml || stale=1; \
 	diff -u config/webhook/manifests.yaml $$out/webhook/manifests.yaml || stale=1; \
+	diff -u $(OPENAPI_COPY) $(OPENAPI_DOC) || stale=1; \
 	for d in $$(ls -d api/*/); do \
 		$(OBJECT_GEN) paths=./$$d output:object:dir=$$out/$$d; \
 		diff -u $${d}zz_generated.deepcopy.go $$out/$${d}zz_generated.deepcopy.go || stale=1; \

@@ -34,6 +34,7 @@ load is refused and the previous one keeps serving), and answers on --address:--
   GET  /v1/bundle      served digest, packs with generations and rule ids, reload status
   GET  /v1/capability  the served capability document
   GET  /v1/events      publish_event records as server-sent events
+  GET  /v1/openapi.json  the OpenAPI 3.1 document of this API (docs/sidecar-openapi.json)
   GET  /healthz, /readyz (ready once a bundle is loaded), /metrics (Prometheus)
 
 --probe-address serves /healthz, /readyz and /metrics on the pod's IP for the
@@ -100,6 +101,7 @@ type options struct {
 	storeCA                  string
 	storePrefix              string
 	storeTimeout             time.Duration
+	storeCache               int
 	storeRetries             int
 	eventBuffer              int
 	decisionLog              string
@@ -141,6 +143,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.storeCA, "session-store-ca-file", "", "`file` of PEM certificates that verify a rediss:// server (default: the system's)")
 	fs.StringVar(&o.storePrefix, "session-store-prefix", redisstore.DefaultPrefix, "`prefix` of every session's Redis key")
 	fs.DurationVar(&o.storeTimeout, "session-store-timeout", redisstore.DefaultTimeout, "bound on each call to the Redis session store; past it, rules needing session state follow their on_error")
+	fs.IntVar(&o.storeCache, "session-store-cache", redisstore.DefaultCacheSessions, "sessions whose last known state this replica keeps, so that an occurrence of a session that stays on it costs one round trip (its commit, which checks the version) instead of two; 0 keeps none")
 	fs.IntVar(&o.storeRetries, "session-store-retries", sidecar.DefaultSessionRetries, "times an occurrence is read and evaluated again when another replica changed its session meanwhile; past them, its rules needing session state follow their on_error")
 	fs.Int64Var(&o.maxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest POST /v1/evaluate body, in `bytes`")
 	fs.IntVar(&o.eventBuffer, "event-buffer", events.DefaultBuffer, "records buffered per /v1/events subscriber before a slow one is dropped")
@@ -215,6 +218,9 @@ func (o options) check() error {
 	if !(o.decisionLogSample >= 0 && o.decisionLogSample <= 1) {
 		errs = append(errs, fmt.Sprintf("--decision-log-sample %v is not a fraction from 0 to 1", o.decisionLogSample))
 	}
+	if o.storeCache < 0 {
+		errs = append(errs, "--session-store-cache must not be negative")
+	}
 	if o.sessionIdleTTL < 0 {
 		errs = append(errs, "--session-idle-ttl must not be negative")
 	}
@@ -230,7 +236,8 @@ func (o options) sharedStore() (*redisstore.Store, error) {
 		return nil, nil
 	}
 	return redisstore.New(redisstore.Options{URL: o.sessionStore, PasswordFile: o.storePassword, CAFile: o.storeCA,
-		Prefix: o.storePrefix, IdleTTL: o.sessionIdleTTL, Timeout: o.storeTimeout, MaxCounters: o.maxCounters})
+		Prefix: o.storePrefix, IdleTTL: o.sessionIdleTTL, Timeout: o.storeTimeout, MaxCounters: o.maxCounters,
+		CacheSessions: o.storeCache})
 }
 
 // openDecisionLog starts the decision log --decision-log asks for, writing to stdout or

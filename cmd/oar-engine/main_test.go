@@ -26,7 +26,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"-address", "-port", "-probe-address", "-bundle-dir", "-reload-interval", "-max-sessions",
 		"-session-idle-ttl", "-max-counters-per-session", "-max-counters", "-max-body-bytes", "-event-buffer",
 		"-shutdown-timeout", "-log-level", "-capability", "-rules", "-config",
-		"-session-store", "-session-store-password-file", "-session-store-ca-file", "-session-store-prefix", "-session-store-timeout", "-session-store-retries"} {
+		"-session-store", "-session-store-password-file", "-session-store-ca-file", "-session-store-prefix", "-session-store-timeout", "-session-store-retries", "-session-store-cache"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -48,6 +48,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--session-store", "memcached://x"}, `--session-store "memcached://x" is neither memory nor a redis:// or rediss:// URL`},
 		{[]string{"--session-store", "redis://u:pw@127.0.0.1:1"}, "carries a password: give it in a file"},
 		{[]string{"--session-store-retries", "0"}, "--session-store-retries must be positive"},
+		{[]string{"--session-store-cache", "-1"}, "--session-store-cache must not be negative"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, "flag provided but not defined"},
 	}

@@ -265,7 +265,8 @@ func TestValueSetsRenderTheirObjects(t *testing.T) {
 			r := mustRender(t, "ns-under-test", vs)
 			want := slices.Clone(vs.kinds)
 			sort.Strings(want)
-			if got := r.kinds(); !slices.Equal(got, want) {
+			got := r.kinds()
+			if !slices.Equal(got, want) {
 				t.Errorf("rendered\n  %v\nwant\n  %v", got, want)
 			}
 			for _, o := range r.objects {
@@ -283,6 +284,10 @@ func TestValueSetsRenderTheirObjects(t *testing.T) {
 			}
 			if !strings.Contains(r.notes, "kubectl get oar -A") || !strings.Contains(r.notes, "namespace ns-under-test") {
 				t.Errorf("NOTES.txt does not say how to check the installation:\n%s", r.notes)
+			}
+			injector := slices.ContainsFunc(got, func(k string) bool { return strings.HasPrefix(k, "MutatingWebhookConfiguration/") })
+			if strings.Contains(r.notes, "the engine injector adds the oar-engine sidecar") != injector {
+				t.Errorf("NOTES.txt and the rendered MutatingWebhookConfiguration (%v) disagree about the engine injector:\n%s", injector, r.notes)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package sidecar
 import (
 	"net/http"
 
+	"github.com/oar-operator/oar-operator/internal/sidecar/openapi"
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
 )
 
@@ -69,6 +70,11 @@ func (s *Sidecar) capability(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set(DigestHeader, sv.Digest())
 	writeJSON(w, http.StatusOK, sv.Bundle.Capability)
+}
+
+// openAPIDocument answers the API's OpenAPI document, as committed.
+func openAPIDocument(w http.ResponseWriter, _ *http.Request) {
+	writeBody(w, http.StatusOK, openapi.Document)
 }
 
 // Probe is the body of /healthz and /readyz.

@@ -106,5 +106,5 @@ func only(method string, h http.HandlerFunc) http.Handler {
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {
-	writeProblem(w, http.StatusNotFound, Problem{Error: fmt.Sprintf("no endpoint %s; the endpoints are POST /v1/evaluate, GET /v1/bundle, /v1/capability, /v1/events, /healthz, /readyz, /metrics", r.URL.Path)})
+	writeProblem(w, http.StatusNotFound, Problem{Error: fmt.Sprintf("no endpoint %s; the endpoints are POST /v1/evaluate, GET /v1/bundle, /v1/capability, /v1/events, /v1/openapi.json, /healthz, /readyz, /metrics", r.URL.Path)})
 }

@@ -34,17 +34,23 @@ func sessionWorkload(stateful bool) [][]byte {
 // BenchmarkSessionStore answers the same occurrences through the handler with sessions
 // in memory and in a real redis-server on loopback, one at a time, and reports each
 // one's p50 and p99 side by side: the store's cost is the difference between the
-// memory and redis rows of one kind.
+// memory and redis rows of one kind. The redis row has the replica's cache of sessions
+// (--session-store-cache's default: a commit, or a version check, per occurrence); the
+// redis-uncached row has none (a read and a commit).
 func BenchmarkSessionStore(b *testing.B) {
 	url := redistest.Shared(b).URL
 	bd := sealed(b, testCapability, testRules)
 	for _, kind := range []string{"stateful", "stateless"} {
 		occs := sessionWorkload(kind == "stateful")
-		for _, store := range []string{"memory", "redis"} {
+		for _, store := range []string{"memory", "redis", "redis-uncached"} {
 			b.Run(kind+"/"+store, func(b *testing.B) {
 				opt := Options{}
-				if store == "redis" {
-					opt.SharedSessions = sharedStore(b, url, redisstore.Options{Prefix: fmt.Sprintf("bench%d:", time.Now().UnixNano()), IdleTTL: time.Minute})
+				if store != "memory" {
+					ro := redisstore.Options{Prefix: fmt.Sprintf("bench%d:", time.Now().UnixNano()), IdleTTL: time.Minute}
+					if store == "redis-uncached" {
+						ro.CacheSessions = -1
+					}
+					opt.SharedSessions = sharedStore(b, url, ro)
 				}
 				h := serve(b, bd, opt).Handler()
 				took := make([]time.Duration, 0, 1<<16)

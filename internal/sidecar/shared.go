@@ -19,10 +19,10 @@ const DefaultSessionRetries = 8
 // the retry bound.
 var ErrContention = errors.New("session store contention")
 
-// evaluateShared evaluates occ against its session as the shared store holds it (one
-// round trip), and commits the changes only if no other replica changed the session
-// meanwhile; on a conflict it reads again and re-evaluates, at most SessionRetries more
-// times. The evaluation's events are published only once its changes are committed,
+// evaluateShared evaluates occ against its session as the shared store holds it (read
+// by one round trip, or from the store's cache of sessions), and commits the changes
+// only if no other replica changed the session meanwhile; on a conflict it re-evaluates
+// against the session as the refusal found it, at most SessionRetries more times. The evaluation's events are published only once its changes are committed,
 // so a re-evaluated occurrence never publishes twice. When the store cannot be read or
 // written, or the session stays contended, the occurrence is evaluated once more
 // without session state, so each rule needing it is handled by its own on_error and

@@ -25,9 +25,14 @@ func TestMain(m *testing.M) {
 
 // sharedStore is a store on url whose keys start with the test's name, so replicas of
 // one test share sessions and tests do not.
+// Its cache holds what --session-store-cache holds by default, unless opt says
+// otherwise (a negative CacheSessions: none).
 func sharedStore(t testing.TB, url string, opt redisstore.Options) *redisstore.Store {
 	t.Helper()
 	opt.URL = url
+	if opt.CacheSessions == 0 {
+		opt.CacheSessions = redisstore.DefaultCacheSessions
+	}
 	if opt.Prefix == "" {
 		opt.Prefix = t.Name() + ":"
 	}
@@ -59,13 +64,23 @@ func shellCall(session string) string {
 // call and later ones. Each answer reports the session's shell count after the call,
 // so the counts a session's answers report must be exactly 1..N (the calls took effect
 // one after the other, in some order), and a call is blocked exactly when its count is
-// 3 or more, as one engine would decide those calls in that order.
+// 3 or more, as one engine would decide those calls in that order. It holds with each
+// replica's cache of sessions (stale at almost every call, since the other replica
+// wrote last) and without one.
 func TestReplicasDecideAsOneEngine(t *testing.T) {
+	for name, cache := range map[string]int{"cached": redisstore.DefaultCacheSessions, "uncached": -1} {
+		t.Run(name, func(t *testing.T) {
+			// A generous timeout: on a loaded machine (or under -race) a round trip that
+			// took longer than the default would send the call to on_error, which is
+			// right for an engine and not what this test is about.
+			replicasDecideAsOneEngine(t, redisstore.Options{IdleTTL: time.Hour, Timeout: 10 * time.Second, CacheSessions: cache})
+		})
+	}
+}
+
+func replicasDecideAsOneEngine(t *testing.T, opt redisstore.Options) {
 	const sessions, calls, clients = 1000, 4, 8
-	// A generous timeout: on a loaded machine (or under -race) a round trip that took
-	// longer than the default would send the call to on_error, which is right for an
-	// engine and not what this test is about.
-	rs := replicas(t, 2, redistest.Shared(t).URL, testRules, redisstore.Options{IdleTTL: time.Hour, Timeout: 10 * time.Second})
+	rs := replicas(t, 2, redistest.Shared(t).URL, testRules, opt)
 	type result struct {
 		count   int64
 		blocked bool
@@ -306,8 +321,9 @@ func TestContentionPastTheRetryBound(t *testing.T) {
 	}
 }
 
-// interferer changes the session through another store after every load, as a busy
-// replica would.
+// interferer changes the session through another store after every read the replica
+// makes — a load, or a refused commit, which returns the session for the next attempt
+// — as a busy replica would.
 type interferer struct {
 	Metrics interface {
 		RoundTrip(string, time.Duration, error)
@@ -319,9 +335,17 @@ type interferer struct {
 
 func (i *interferer) RoundTrip(op string, took time.Duration, err error) {
 	i.Metrics.RoundTrip(op, took, err)
-	if op != "load" {
-		return
+	if op == "load" {
+		i.interfere()
 	}
+}
+
+func (i *interferer) Conflict() {
+	i.Metrics.Conflict()
+	i.interfere()
+}
+
+func (i *interferer) interfere() {
 	snap, err := i.store.Load(i.t.Context(), "s1")
 	if err != nil {
 		i.t.Error(err)
@@ -332,8 +356,6 @@ func (i *interferer) RoundTrip(op string, took time.Duration, err error) {
 		i.t.Error(err)
 	}
 }
-
-func (i *interferer) Conflict() { i.Metrics.Conflict() }
 
 // differentialRules add a breaker, a scoped counter and a fail_open rule reading a
 // counter to testRules.

@@ -7,6 +7,7 @@
 //	GET  /v1/bundle     digest, packs with generations and rule ids, reload status
 //	GET  /v1/capability the served capability document (section 8.2)
 //	GET  /v1/events     publish_event records as server-sent events ([OAR-FIRE-7])
+//	GET  /v1/openapi.json the OpenAPI 3.1 document of these four (package openapi)
 //	GET  /healthz       the process is alive
 //	GET  /readyz        a bundle is loaded
 //	GET  /metrics       Prometheus
@@ -170,6 +171,7 @@ func (s *Sidecar) Handler() http.Handler {
 	mux.Handle("/v1/bundle", only(http.MethodGet, s.bundleInfo))
 	mux.Handle("/v1/capability", only(http.MethodGet, s.capability))
 	mux.Handle("/v1/events", only(http.MethodGet, s.eventStream))
+	mux.Handle("/v1/openapi.json", only(http.MethodGet, openAPIDocument))
 	s.probes(mux)
 	mux.HandleFunc("/", notFound)
 	return mux

@@ -92,6 +92,9 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	if n := strings.Count(out, "data: {\"time\""); n != 2 || !strings.HasSuffix(out, "event: dropped\ndata: {\"error\":\"this subscriber fell behind and was dropped; reconnect\"}\n\n") {
 		t.Errorf("stream (%d records):\n%s", n, out)
 	}
+	if n, err := spec(t).checkEventStream(out); err != nil || n != 3 {
+		t.Errorf("%d events of the stream conform to the OpenAPI document: %v", n, err)
+	}
 	if got := ts.metric(t, "oar_engine_event_subscribers_dropped_total", nil); got != 1 {
 		t.Errorf("dropped subscribers %v, want 1", got)
 	}

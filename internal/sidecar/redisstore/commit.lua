@@ -7,13 +7,14 @@
 -- ARGV[4]  "1" when the activity window changed, ARGV[5] the window
 -- ARGV[6…] counter field, value pairs
 -- Returns 1 when committed (or already committed by this same call, sent again after
--- its answer was lost), 0 on a conflict.
+-- its answer was lost); on a conflict, the session's fields (HGETALL) as another writer
+-- left them, so the next attempt needs no read of its own.
 local v = redis.call('HGET', KEYS[1], 'v') or ''
 if v ~= ARGV[1] then
   if v == ARGV[2] then
     return 1
   end
-  return 0
+  return redis.call('HGETALL', KEYS[1])
 end
 local fields = {'v', ARGV[2]}
 if ARGV[4] == '1' then

@@ -23,7 +23,10 @@ type Snapshot struct {
 	counters      map[string]counts
 	window        []string
 	windowChanged bool
-	maxCounters   int
+	// cached marks a snapshot of the replica's cached state, whose version Commit
+	// checks even when nothing changed.
+	cached      bool
+	maxCounters int
 	// err, when set, makes every read and write fail: the store could not be read, or
 	// the session stayed contended past the retry bound.
 	err error

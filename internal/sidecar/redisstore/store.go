@@ -15,7 +15,12 @@
 // that Snapshot, which implements the engine's CounterStore and ActivityStore for the
 // one session ([OAR-FIRE-6]). Its changes are then written by one Lua script that
 // applies them only if the version is still the one read (Commit); otherwise another
-// replica changed the session meanwhile, and the caller reads again and re-evaluates.
+// replica changed the session meanwhile, the script answers with the session as it now
+// is, and the caller re-evaluates against that. A replica keeps the state it last saw
+// of recent sessions (CacheSessions) and reads from it instead of Redis: the commit
+// checks the version all the same (an occurrence that changed nothing checks it with a
+// second, read-only script), so a session that stays on one replica costs one round
+// trip an occurrence, and a stale entry costs what a conflict costs.
 // The result is that concurrent occurrences of one session on any number of replicas
 // take effect in some serial order, as they do inside one engine. The new version is
 // chosen by the writer, so a commit whose answer was lost and is sent again is
@@ -80,6 +85,9 @@ type Options struct {
 	Timeout time.Duration
 	// MaxCounters is the most counters one session holds.
 	MaxCounters int
+	// CacheSessions is how many sessions' last known state the store keeps to answer
+	// Load without a round trip; zero or less keeps none.
+	CacheSessions int
 	// Observer, when set, is told of round trips and conflicts.
 	Observer Observer
 }
@@ -90,12 +98,18 @@ type Store struct {
 	client *redis.Client
 	// display is the URL without credentials, for logs and /readyz.
 	display string
+	cache   *sessionCache
 }
 
-//go:embed commit.lua
-var commitSource string
+var (
+	//go:embed commit.lua
+	commitSource string
+	//go:embed validate.lua
+	validateSource string
 
-var commitScript = redis.NewScript(commitSource)
+	commitScript   = redis.NewScript(commitSource)
+	validateScript = redis.NewScript(validateSource)
+)
 
 // New checks the options and returns a store; it does not connect (the pool dials on
 // first use and again after any failure).
@@ -151,7 +165,7 @@ func New(opt Options) (*Store, error) {
 	ro.DialerRetries = 1
 	ro.DisableIdentity = true
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	return &Store{opt: opt, client: redis.NewClient(ro), display: u.Redacted()}, nil
+	return &Store{opt: opt, client: redis.NewClient(ro), display: u.Redacted(), cache: newSessionCache(opt.CacheSessions)}, nil
 }
 
 // String is the store's URL without credentials.
@@ -169,8 +183,12 @@ func (s *Store) Ping(ctx context.Context) error {
 
 func (s *Store) key(session string) string { return s.opt.Prefix + session }
 
-// Load reads a session's state in one round trip.
+// Load returns a snapshot of a session's state: the state the cache holds, or else
+// what one round trip reads.
 func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
+	if st := s.cache.get(session); st != nil {
+		return s.snapshot(session, st, true), nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
 	start := time.Now()
@@ -179,11 +197,30 @@ func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading session %q from %s: %w", session, s.display, err)
 	}
-	snap := &Snapshot{session: session, version: fields["v"], maxCounters: s.opt.MaxCounters, counters: make(map[string]counts, len(fields))}
+	st, err := s.parse(session, fields)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.put(session, st)
+	return s.snapshot(session, st, false), nil
+}
+
+func (s *Store) snapshot(session string, st *state, cached bool) *Snapshot {
+	snap := &Snapshot{session: session, version: st.version, window: st.window, cached: cached,
+		maxCounters: s.opt.MaxCounters, counters: make(map[string]counts, len(st.counters))}
+	for f, c := range st.counters {
+		snap.counters[f] = counts{base: c, now: c}
+	}
+	return snap
+}
+
+// parse reads a session hash's fields.
+func (s *Store) parse(session string, fields map[string]string) (*state, error) {
+	st := &state{version: fields["v"], counters: make(map[string]engine.Counts, len(fields))}
 	for f, v := range fields {
 		switch {
 		case f == "w":
-			if err := json.Unmarshal([]byte(v), &snap.window); err != nil {
+			if err := json.Unmarshal([]byte(v), &st.window); err != nil {
 				return nil, fmt.Errorf("session %q in %s: the activity window %q: %w", session, s.display, v, err)
 			}
 		case strings.HasPrefix(f, "c"), strings.HasPrefix(f, "s"):
@@ -191,25 +228,32 @@ func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 			if err != nil {
 				return nil, fmt.Errorf("session %q in %s: counter %q: %w", session, s.display, f, err)
 			}
-			snap.counters[f] = counts{base: c, now: c}
+			st.counters[f] = c
 		}
 	}
-	return snap, nil
+	return st, nil
 }
 
 // Commit writes the snapshot's changes, and refreshes the session's TTL, only if the
 // session is still at the version Load read. It reports false when another writer
-// changed it meanwhile. A snapshot with no changes commits nothing and succeeds: it was
-// read atomically, so its evaluation already took effect in a serial order.
+// changed it meanwhile; the next Load then returns the session as the refusal found
+// it. A snapshot with no changes writes nothing: read by a round trip, it was read
+// atomically, so its evaluation already took effect in a serial order; read from the
+// cache, one round trip checks that its version is still current.
 func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
-	if !snap.changed() {
+	if snap.err != nil {
 		return true, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
-	defer cancel()
+	if !snap.changed() {
+		if !snap.cached {
+			return true, nil
+		}
+		return s.run(ctx, "validate", validateScript, snap, snap.version)
+	}
 	var token [12]byte
 	_, _ = rand.Read(token[:])
-	args := []any{snap.version, hex.EncodeToString(token[:]), s.opt.IdleTTL.Milliseconds(), "", ""}
+	version := hex.EncodeToString(token[:])
+	args := []any{snap.version, version, s.opt.IdleTTL.Milliseconds(), "", ""}
 	if snap.windowChanged {
 		w, err := json.Marshal(snap.window)
 		if err != nil {
@@ -217,24 +261,69 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 		}
 		args[3], args[4] = "1", string(w)
 	}
+	committed := &state{version: version, window: snap.window, counters: make(map[string]engine.Counts, len(snap.counters))}
 	for f, c := range snap.counters {
+		committed.counters[f] = c.now
 		if c.now != c.base || c.added {
 			args = append(args, f, formatCounts(c.now))
 		}
 	}
-	start := time.Now()
-	n, err := commitScript.Run(ctx, s.client, []string{s.key(snap.session)}, args...).Int()
-	s.observe("commit", start, err)
-	if err != nil {
-		return false, fmt.Errorf("committing session %q to %s: %w", snap.session, s.display, err)
+	ok, err := s.run(ctx, "commit", commitScript, snap, args...)
+	if ok {
+		s.cache.put(snap.session, committed)
 	}
-	if n == 0 {
-		if s.opt.Observer != nil {
-			s.opt.Observer.Conflict()
+	return ok, err
+}
+
+// run runs the commit or the validate script for snap. A reply of 1 is success; a list
+// is the session's fields as another writer left them, which the cache takes for the
+// next attempt.
+func (s *Store) run(ctx context.Context, op string, script *redis.Script, snap *Snapshot, args ...any) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
+	defer cancel()
+	start := time.Now()
+	reply, err := script.Run(ctx, s.client, []string{s.key(snap.session)}, args...).Result()
+	s.observe(op, start, err)
+	if err != nil {
+		s.cache.drop(snap.session)
+		return false, fmt.Errorf("%s of session %q in %s: %w", op, snap.session, s.display, err)
+	}
+	switch r := reply.(type) {
+	case int64:
+		if r == 1 {
+			return true, nil
 		}
+	case []any:
+		s.conflict(snap.session, r)
 		return false, nil
 	}
-	return true, nil
+	s.cache.drop(snap.session)
+	return false, fmt.Errorf("%s of session %q in %s: unexpected reply %v", op, snap.session, s.display, reply)
+}
+
+// conflict records a refused commit or a stale cached read, and caches the session's
+// fields the refusal returned (a flat list of field, value).
+func (s *Store) conflict(session string, list []any) {
+	if s.opt.Observer != nil {
+		s.opt.Observer.Conflict()
+	}
+	fields := make(map[string]string, len(list)/2)
+	for i := 0; i+1 < len(list); i += 2 {
+		f, fok := list[i].(string)
+		v, vok := list[i+1].(string)
+		if !fok || !vok {
+			s.cache.drop(session)
+			return
+		}
+		fields[f] = v
+	}
+	st, err := s.parse(session, fields)
+	if err != nil {
+		// The next Load reads the session itself and reports what is wrong with it.
+		s.cache.drop(session)
+		return
+	}
+	s.cache.put(session, st)
 }
 
 func (s *Store) observe(op string, start time.Time, err error) {

@@ -1,0 +1,84 @@
+package redisstore
+
+import (
+	"sync"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+)
+
+// DefaultCacheSessions is how many sessions' last known state a replica keeps when
+// --session-store-cache is not given.
+const DefaultCacheSessions = 10000
+
+// state is one session's state at one version: what a Load read, a Commit wrote, or a
+// refused commit returned. It is never changed once made, so snapshots share it.
+type state struct {
+	version  string
+	counters map[string]engine.Counts
+	window   []string
+}
+
+// sessionCache holds the state this replica last saw of each recent session. A Load it
+// answers costs no round trip; nothing trusts it unchecked, since every Commit of a
+// snapshot read from it proves the version is still current (the commit script, or a
+// version check when the occurrence changed nothing) and a stale entry is replaced by
+// the state the refusal returns. A session that stays on one replica — the usual case —
+// then costs one round trip an occurrence instead of two. When full, an arbitrary entry
+// makes room: an evicted session costs one read, never a wrong decision.
+type sessionCache struct {
+	mu      sync.Mutex
+	max     int
+	entries map[string]*state
+}
+
+// newSessionCache returns a cache of at most max sessions, or nil (no cache) when max
+// is zero or less. A nil cache holds nothing.
+func newSessionCache(max int) *sessionCache {
+	if max <= 0 {
+		return nil
+	}
+	return &sessionCache{max: max, entries: make(map[string]*state)}
+}
+
+func (c *sessionCache) get(session string) *state {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[session]
+}
+
+func (c *sessionCache) put(session string, st *state) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, held := c.entries[session]; !held && len(c.entries) >= c.max {
+		for victim := range c.entries {
+			delete(c.entries, victim)
+			break
+		}
+	}
+	c.entries[session] = st
+}
+
+func (c *sessionCache) drop(session string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, session)
+}
+
+// len is how many sessions the cache holds.
+func (c *sessionCache) len() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
