@@ -289,6 +289,12 @@ func TestValueSetsRenderTheirObjects(t *testing.T) {
 			if strings.Contains(r.notes, "the engine injector adds the oar-engine sidecar") != injector {
 				t.Errorf("NOTES.txt and the rendered MutatingWebhookConfiguration (%v) disagree about the engine injector:\n%s", injector, r.notes)
 			}
+			decisionLog := slices.ContainsFunc(r.objects, func(o *unstructured.Unstructured) bool {
+				return o.GetKind() == "Deployment" && strings.Contains(fmt.Sprint(o.Object), "--injector-decision-log=stdout")
+			})
+			if strings.Contains(r.notes, "Decision log: on, on each sidecar's stdout") != decisionLog {
+				t.Errorf("NOTES.txt and the manager's flags (decision log %v) disagree about the decision log:\n%s", decisionLog, r.notes)
+			}
 		})
 	}
 }
