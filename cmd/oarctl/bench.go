@@ -42,8 +42,9 @@ type recorded struct {
 }
 
 // runBench evaluates the recorded occurrences in order, cycling until n evaluations,
-// against one runtime — one session store, each occurrence in its own session_id — and
-// reports throughput, latency percentiles and allocations per evaluation.
+// against one runtime — one session store, each occurrence in its own session_id — each
+// into one reused decision buffer, as the engine sidecar does, and reports throughput,
+// latency percentiles and allocations per evaluation.
 func runBench(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("bench", stderr)
 	var pf programFlags
@@ -141,11 +142,9 @@ type evalFailure struct {
 // and counting heap allocations over the whole measured loop.
 func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailure) {
 	rt := engine.NewMemoryRuntime()
+	buf := &engine.DecisionBuffer{}
 	for i := range min(warmup, n) {
-		o := occs[i%len(occs)]
-		if _, err := p.Evaluate(rt, o.occ); err != nil {
-			return benchResult{}, &evalFailure{o.at, err}
-		}
+		p.EvaluateInto(rt, occs[i%len(occs)].occ, buf)
 	}
 	latencies := make([]time.Duration, n)
 	var before, after runtime.MemStats
@@ -154,13 +153,10 @@ func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailu
 	cpu0, cpuOK := cputime.Process()
 	start := time.Now()
 	for i := range n {
-		o := occs[i%len(occs)]
+		occ := occs[i%len(occs)].occ
 		t0 := time.Now()
-		_, err := p.Evaluate(rt, o.occ)
+		p.EvaluateInto(rt, occ, buf)
 		latencies[i] = time.Since(t0)
-		if err != nil {
-			return benchResult{}, &evalFailure{o.at, err}
-		}
 	}
 	wall := time.Since(start)
 	cpu1, _ := cputime.Process()

@@ -389,7 +389,7 @@ func TestSEL7_IndexedSelectionEqualsClauseByClause(t *testing.T) {
 			}
 			var want []string
 			s := &evalState{}
-			s.reset(p, NewMemoryRuntime(), occ)
+			s.reset(p, NewMemoryRuntime(), occ, &DecisionBuffer{})
 			s.anchor = "tool.pre_invoke"
 			for _, i := range p.byAnchor["gw.pre_call"].rules {
 				if ok, err := s.selects(rules[i], -1); err != nil || ok {
