@@ -87,17 +87,17 @@ func roundTrip(t testing.TB, v any) any {
 // one buffer reused for every occurrence.
 type evaluator struct {
 	name string
-	new  func(p *engine.Program) func(*engine.Runtime, *engine.Occurrence) (*engine.Decision, error)
+	new  func(p *engine.Program) func(*engine.Runtime, *engine.Occurrence) *engine.Decision
 }
 
 var evaluators = []evaluator{
-	{"Evaluate", func(p *engine.Program) func(*engine.Runtime, *engine.Occurrence) (*engine.Decision, error) {
+	{"Evaluate", func(p *engine.Program) func(*engine.Runtime, *engine.Occurrence) *engine.Decision {
 		return p.Evaluate
 	}},
-	{"EvaluateInto one reused buffer", func(p *engine.Program) func(*engine.Runtime, *engine.Occurrence) (*engine.Decision, error) {
+	{"EvaluateInto one reused buffer", func(p *engine.Program) func(*engine.Runtime, *engine.Occurrence) *engine.Decision {
 		buf := &engine.DecisionBuffer{}
-		return func(rt *engine.Runtime, occ *engine.Occurrence) (*engine.Decision, error) {
-			return p.EvaluateInto(rt, occ, buf), nil
+		return func(rt *engine.Runtime, occ *engine.Occurrence) *engine.Decision {
+			return p.EvaluateInto(rt, occ, buf)
 		}
 	}},
 }
@@ -110,11 +110,7 @@ func outcome(t *testing.T, p *engine.Program, occs []*engine.Occurrence, e evalu
 	h := sha256.New()
 	var nReached, nFired int
 	for i, occ := range occs {
-		d, err := evaluate(rt, occ)
-		if err != nil {
-			fmt.Fprintf(h, "%d error %v\n", i, err)
-			continue
-		}
+		d := evaluate(rt, occ)
 		data, err := json.Marshal(d)
 		if err != nil {
 			t.Fatal(err)
@@ -209,9 +205,7 @@ func benchmarkWorkload(b *testing.B, tenants int) {
 			b.ReportAllocs()
 			defer reportCPU(b)()
 			for i := 0; b.Loop(); i++ {
-				if _, err := evaluate(rt, occs[i%len(occs)]); err != nil {
-					b.Fatal(err)
-				}
+				evaluate(rt, occs[i%len(occs)])
 			}
 		})
 	}

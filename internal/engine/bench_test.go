@@ -90,10 +90,7 @@ func BenchmarkEvaluate100Rules10Selected(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		d, err := p.Evaluate(rt, occ)
-		if err != nil {
-			b.Fatal(err)
-		}
+		d := p.Evaluate(rt, occ)
 		if len(d.Applied) != 10 {
 			b.Fatalf("applied %v", d.Applied)
 		}
@@ -124,10 +121,7 @@ func BenchmarkEvaluateTransform50Spans(b *testing.B) {
 	rt := NewMemoryRuntime()
 	b.ReportAllocs()
 	for b.Loop() {
-		d, err := p.Evaluate(rt, occ)
-		if err != nil {
-			b.Fatal(err)
-		}
+		d := p.Evaluate(rt, occ)
 		if d.Decision != "transform" {
 			b.Fatal(d.Decision)
 		}
@@ -161,10 +155,7 @@ func TestNothingFiresAllocations(t *testing.T) {
 		occ := nothingFires()
 		var d *Decision
 		allocs := testing.AllocsPerRun(200, func() {
-			var err error
-			if d, err = p.Evaluate(rt, occ); err != nil {
-				t.Fatal(err)
-			}
+			d = p.Evaluate(rt, occ)
 		})
 		if len(d.Applied) != tt.selected || d.Decision != "none" {
 			t.Fatalf("%d selected: decision %s, applied %v", tt.selected, d.Decision, d.Applied)

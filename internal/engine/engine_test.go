@@ -189,10 +189,7 @@ func TestEVAL18_OrderIsDeterministic(t *testing.T) {
 	 {"oar":"1.0","id":"Z","kind":"schema","anchor":"tool.pre_invoke","effect":"warn"},
 	 {"oar":"1.0","id":"A","kind":"schema","anchor":"tool.pre_invoke","effect":"warn"},
 	 {"oar":"1.0","id":"S","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","overrides":["Z"]}]`)
-	d, err := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call"})
 	want := []string{"A:fired", "S:fired", "Z:suppressed"}
 	if strings.Join(d.Applied, " ") != strings.Join(want, " ") {
 		t.Errorf("applied %v, want %v", d.Applied, want)
@@ -209,9 +206,9 @@ func TestSEL7_UndeclaredAnchorSelectsNothing(t *testing.T) {
 	if p.Capability().DeclaresAnchor("tool.pre_invoke") {
 		t.Fatal("tool.pre_invoke is the core identifier, not the declared local anchor")
 	}
-	d, err := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "tool.pre_invoke"})
-	if err != nil || d.Decision != "none" || len(d.Applied) != 0 {
-		t.Fatalf("want decision none with an empty trace, got %+v, %v", d, err)
+	d := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "tool.pre_invoke"})
+	if d.Decision != "none" || len(d.Applied) != 0 {
+		t.Fatalf("want decision none with an empty trace, got %+v", d)
 	}
 }
 
@@ -240,11 +237,7 @@ func TestProgramIsSafeForConcurrentUse(t *testing.T) {
 			defer wg.Done()
 			session := string(rune('a' + g))
 			for i := 0; i < 5; i++ {
-				d, err := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: session, ToolCall: &ToolCall{Name: "read"}})
-				if err != nil {
-					t.Error(err)
-					return
-				}
+				d := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: session, ToolCall: &ToolCall{Name: "read"}})
 				want := "warn"
 				if i >= 3 {
 					want = "block"
@@ -284,10 +277,7 @@ func TestFIRE6_OneSnapshotDespiteConcurrentWrites(t *testing.T) {
 	 {"oar":"1.0","id":"SECOND","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","when":"fire_count_of(\"COUNT\") == 1"}]`)
 	rt := NewMemoryRuntime()
 	rt.Counters = &racingCounters{CounterStore: rt.Counters}
-	d, err := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: "s", ToolCall: &ToolCall{Name: "read"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: "s", ToolCall: &ToolCall{Name: "read"}})
 	if got := strings.Join(d.Applied, " "); got != "COUNT:fired SECOND:passed" {
 		t.Errorf("applied %s; want COUNT:fired SECOND:passed (both rules read the counter at 0)", got)
 	}
@@ -325,10 +315,7 @@ func TestFIRE9_UnappliedSideEffectGoesToOnError(t *testing.T) {
 			rt := NewMemoryRuntime()
 			rt.Counters = failingCounters{rt.Counters}
 			rt.Events = failingEvents{}
-			d, err := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: "s"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: "s"})
 			if d.Decision != tc.decision || d.Rule != tc.rule || strings.Join(d.Applied, " ") != strings.Join(tc.applied, " ") {
 				t.Fatalf("got %s by %s, applied %v", d.Decision, d.Rule, d.Applied)
 			}
@@ -383,10 +370,7 @@ func TestSEL7_IndexedSelectionEqualsClauseByClause(t *testing.T) {
 			if tool != "" {
 				occ.ToolCall = &ToolCall{Name: tool}
 			}
-			d, err := p.Evaluate(NewMemoryRuntime(), occ)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := p.Evaluate(NewMemoryRuntime(), occ)
 			var want []string
 			s := &evalState{}
 			s.reset(p, NewMemoryRuntime(), occ, &DecisionBuffer{})
@@ -410,10 +394,7 @@ func TestFACT26_SelectorFactOfTheWrongTypeSelectsWithAnError(t *testing.T) {
 	 {"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","selector":{"tool":["read"]},"requires":{"profiles":["tool"]},"on_error":"fail_open"},
 	 {"oar":"1.0","id":"B","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","selector":{"tool":["write"]},"requires":{"profiles":["tool"]}},
 	 {"oar":"1.0","id":"C","kind":"schema","anchor":"tool.pre_invoke","effect":"nudge"}]`)
-	d, err := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call", Facts: map[string]any{"tool": 7}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call", Facts: map[string]any{"tool": 7}})
 	if d.Decision != "block" || d.Rule != "B" || strings.Join(d.Applied, " ") != "C:fired A:errored B:errored" {
 		t.Errorf("got %s by %s, applied %v", d.Decision, d.Rule, d.Applied)
 	}

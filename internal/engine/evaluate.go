@@ -192,8 +192,11 @@ var statePool = sync.Pool{New: func() any { return &evalState{} }}
 // Evaluate resolves one occurrence (sections 4, 6, 7 and the runner algorithm of 10.1).
 // An occurrence at an anchor no rule resolves to, declared or not, selects nothing
 // ([OAR-SEL-7]): the occurrence's anchor is the host's own word, never resolved.
-func (p *Program) Evaluate(rt *Runtime, occ *Occurrence) (*Decision, error) {
-	return p.EvaluateInto(rt, occ, &DecisionBuffer{}), nil
+// Whatever the runtime's stores and detectors report, the result is a decision: a rule
+// that cannot be evaluated is recorded in its failures and handled by its on_error
+// ([OAR-OPS-3]).
+func (p *Program) Evaluate(rt *Runtime, occ *Occurrence) *Decision {
+	return p.EvaluateInto(rt, occ, &DecisionBuffer{})
 }
 
 // EvaluateInto is Evaluate building the decision in buf, for a caller that evaluates

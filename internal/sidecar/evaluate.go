@@ -80,11 +80,7 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 			Error: fmt.Sprintf("session_id: %d bytes, over the limit of %d that bounds what one session holds in memory", n, MaxSessionIDBytes)})
 		return
 	}
-	d, err := s.evaluateInSession(sv, occ)
-	if err != nil {
-		s.internalError(w, digest, err)
-		return
-	}
+	d := s.evaluateInSession(sv, occ)
 	a := Answer{Decision: d, Bundle: digest}
 	anchor := occ.Anchor
 	if !sv.Loaded.Capability.DeclaresAnchor(anchor) {

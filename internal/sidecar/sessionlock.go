@@ -26,7 +26,7 @@ var sessionSeed = maphash.MakeSeed()
 
 // evaluateInSession evaluates occ with sv holding its session's lock; a panic in the
 // engine (recovered by the handler) releases it too.
-func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence) (*engine.Decision, error) {
+func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence) *engine.Decision {
 	m := &s.sessionLocks[maphash.String(sessionSeed, occ.SessionID)%sessionLockStripes]
 	m.Lock()
 	defer m.Unlock()

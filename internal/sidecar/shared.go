@@ -27,7 +27,7 @@ var ErrContention = errors.New("session store contention")
 // written, or the session stays contended, the occurrence is evaluated once more
 // without session state, so each rule needing it is handled by its own on_error and
 // the decision claims nothing that was not applied ([OAR-FIRE-9], [OAR-OPS-3]).
-func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence) (*engine.Decision, error) {
+func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence) *engine.Decision {
 	ctx := context.Background()
 	prog := sv.Loaded.Program
 	store := s.opt.SharedSessions
@@ -41,24 +41,21 @@ func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence) (*en
 		}
 		events := &eventBuffer{}
 		rt := &engine.Runtime{Counters: snap, Activity: snap, Events: events, Detectors: sv.Runtime.Detectors}
-		d, err := prog.Evaluate(rt, occ)
-		if err != nil {
-			return nil, err
-		}
+		d := prog.Evaluate(rt, occ)
 		committed, err := store.Commit(ctx, snap)
 		if err != nil {
 			return s.evaluateWithoutSession(sv, occ, fmt.Errorf("the session store is unreachable: %w", err))
 		}
 		if committed {
 			s.publish(sv, d, events.events)
-			return d, nil
+			return d
 		}
 	}
 	s.metrics.SessionContended()
 	return s.evaluateWithoutSession(sv, occ, fmt.Errorf("%w: session %q was changed by another replica at each of %d attempts", ErrContention, occ.SessionID, s.opt.SessionRetries+1))
 }
 
-func (s *Sidecar) evaluateWithoutSession(sv *reload.Served, occ *engine.Occurrence, cause error) (*engine.Decision, error) {
+func (s *Sidecar) evaluateWithoutSession(sv *reload.Served, occ *engine.Occurrence, cause error) *engine.Decision {
 	snap := redisstore.Unavailable(occ.SessionID, cause)
 	rt := &engine.Runtime{Counters: snap, Activity: snap, Events: sv.Runtime.Events, Detectors: sv.Runtime.Detectors}
 	return sv.Loaded.Program.Evaluate(rt, occ)
