@@ -165,6 +165,10 @@ type evalState struct {
 	// after the other; keyEnds locates each and holds its counts.
 	keyBuf  []byte
 	keyEnds []scopedCount
+	// lists holds the list facts converted at this occurrence.
+	lists listStore
+	// contrib holds the transform, nudge and warn contributions to a decision.
+	contrib [3][]contribution
 	// trList holds the transforms a decision applies.
 	trList []transform.Transform
 	// suppressed marks, by rule index, the rules a fired rule suppressed at this
@@ -255,9 +259,14 @@ func (s *evalState) release() {
 	s.selErr = nil
 	s.order, s.sel = s.order[:0], s.sel[:0]
 	s.copyText = ""
-	s.copyBuf, s.copyMembers = reuseSlice(s.copyBuf, 1<<16), reuseSlice(s.copyMembers, 256)
+	s.copyBuf, s.copyMembers = reuseSlice(s.copyBuf, 1<<16), reuseSlice(s.copyMembers, 1<<11)
 	s.fpBuf = reuseSlice(s.fpBuf, 1<<16)
-	s.keyBuf, s.keyEnds = reuseSlice(s.keyBuf, 1<<12), reuseSlice(s.keyEnds, 64)
+	s.lists.reset()
+	s.keyBuf, s.keyEnds = reuseSlice(s.keyBuf, 1<<12), reuseSlice(s.keyEnds, 1<<10)
+	for i, c := range s.contrib {
+		clear(c)
+		s.contrib[i] = reuseSlice(c, 1<<10)
+	}
 	clear(s.trList)
 	s.trList = reuseSlice(s.trList, 64)
 	for _, i := range s.suppressedList {
@@ -268,9 +277,9 @@ func (s *evalState) release() {
 }
 
 // reuseMap empties a pooled map for the next evaluation, or drops one grown past a few
-// dozen entries so the pool does not pin its memory.
+// hundred entries so the pool does not pin its memory.
 func reuseMap[K comparable, V any](m map[K]V) map[K]V {
-	if len(m) > 32 {
+	if len(m) > 256 {
 		return nil
 	}
 	clear(m)
@@ -364,16 +373,13 @@ func (s *evalState) run() *Decision {
 	if len(order) > cap(d.Applied) {
 		d.Applied = make([]string, 0, len(order))
 	}
-	// The contributions live in this frame: a few of each fit the arrays, so a
-	// decision allocates none of them.
 	suppressed := s.suppressed
 	var (
 		blocking   contribution
 		block      *contribution
-		buf        [3][4]contribution
-		transforms = buf[0][:0]
-		nudges     = buf[1][:0]
-		warns      = buf[2][:0]
+		transforms = s.contrib[0][:0]
+		nudges     = s.contrib[1][:0]
+		warns      = s.contrib[2][:0]
 	)
 	stop := len(order)
 	for pos, i := range order {
@@ -453,6 +459,7 @@ func (s *evalState) run() *Decision {
 		}
 	}
 	s.decide(d, block, transforms, nudges, warns)
+	s.contrib = [3][]contribution{transforms, nudges, warns}
 	if len(s.changed) > 0 {
 		d.Counters = s.counterReport()
 	}
@@ -844,7 +851,7 @@ func (s *evalState) Fact(id int) (types.Value, error) {
 	info := s.p.cap.symbol(id)
 	if f := s.finding; f != nil {
 		if raw, ok := f.Facts[info.Name]; ok {
-			return convert(info, raw)
+			return s.convert(info, raw)
 		}
 		if f.NoFindings && info.Detector {
 			return types.Zero(info.Type), nil
@@ -883,7 +890,7 @@ func (s *evalState) occurrenceFact(info *symbolInfo) (types.Value, error) {
 
 func (s *evalState) produce(info *symbolInfo) (types.Value, error) {
 	if raw, ok := s.occ.Facts[info.Name]; ok && info.Name != factAnchor {
-		return convert(info, raw)
+		return s.convert(info, raw)
 	}
 	if info.Tier == TierCore && info.Name == factAnchor {
 		return types.StringValue(s.anchor), nil
@@ -935,6 +942,78 @@ func (s *evalState) toolName() string {
 	return ""
 }
 
+// convert is the package convert, with a list of decoded JSON converted into the
+// occurrence's list storage instead of memory of its own.
+func (s *evalState) convert(info *symbolInfo, raw any) (types.Value, error) {
+	if l, ok := raw.([]any); ok {
+		switch info.Type {
+		case types.ListString:
+			if v, ok := s.lists.stringList(l); ok {
+				return v, nil
+			}
+		case types.ListMap:
+			if v, ok := s.lists.mapList(l); ok {
+				return v, nil
+			}
+		}
+	}
+	return convert(info, raw)
+}
+
+// listStore holds the lists of decoded JSON converted at one occurrence: their
+// members, one list after the other, and the slice header of each, which its value
+// points to (types.ListStringAt). A new list never moves an earlier one, so values stay
+// valid until the store is emptied for the next occurrence.
+type listStore struct {
+	strs     []string
+	strLists [][]string
+	maps     []map[string]any
+	mapLists [][]map[string]any
+}
+
+// stringList converts l to a list<string> value, or reports false when a member is not
+// a string.
+func (ls *listStore) stringList(l []any) (types.Value, bool) {
+	start := len(ls.strs)
+	for _, m := range l {
+		str, ok := m.(string)
+		if !ok {
+			ls.strs = ls.strs[:start]
+			return types.Value{}, false
+		}
+		ls.strs = append(ls.strs, str)
+	}
+	ls.strLists = append(ls.strLists, ls.strs[start:len(ls.strs):len(ls.strs)])
+	return types.ListStringAt(&ls.strLists[len(ls.strLists)-1]), true
+}
+
+// mapList converts l to a list<map> value, or reports false when a member is not an
+// object.
+func (ls *listStore) mapList(l []any) (types.Value, bool) {
+	start := len(ls.maps)
+	for _, m := range l {
+		obj, ok := m.(map[string]any)
+		if !ok {
+			ls.maps = ls.maps[:start]
+			return types.Value{}, false
+		}
+		ls.maps = append(ls.maps, obj)
+	}
+	ls.mapLists = append(ls.mapLists, ls.maps[start:len(ls.maps):len(ls.maps)])
+	return types.ListMapAt(&ls.mapLists[len(ls.mapLists)-1]), true
+}
+
+// reset empties the store, dropping what referred to the occurrence, or drops storage
+// grown past a few thousand entries so the pool does not pin its memory.
+func (ls *listStore) reset() {
+	clear(ls.strs)
+	clear(ls.strLists)
+	clear(ls.maps)
+	clear(ls.mapLists)
+	ls.strs, ls.strLists = reuseSlice(ls.strs, 1<<12), reuseSlice(ls.strLists, 1<<10)
+	ls.maps, ls.mapLists = reuseSlice(ls.maps, 1<<12), reuseSlice(ls.mapLists, 1<<10)
+}
+
 // convert checks a provider value against its declared type ([OAR-FACT-26],
 // [OAR-FACT-23]).
 func convert(info *symbolInfo, raw any) (types.Value, error) {
@@ -960,14 +1039,14 @@ func (s *evalState) Call(id int, arg types.Value) (types.Value, error) {
 	info := s.p.cap.symbol(id)
 	if f := s.finding; f != nil {
 		if raw, ok := f.Facts[info.Name]; ok {
-			return convert(info, raw)
+			return s.convert(info, raw)
 		}
 		if f.NoFindings && info.Detector {
 			return types.Zero(info.Type), nil
 		}
 	}
 	if raw, ok := s.occ.Facts[info.Name]; ok {
-		return convert(info, raw)
+		return s.convert(info, raw)
 	}
 	if info.Tier == TierProfile && info.Profile == "tool" {
 		switch info.Name {
