@@ -376,7 +376,7 @@ func TestSEL7_IndexedSelectionEqualsClauseByClause(t *testing.T) {
 			s.reset(p, NewMemoryRuntime(), occ, &DecisionBuffer{})
 			s.anchor = "tool.pre_invoke"
 			for _, i := range p.byAnchor["gw.pre_call"].rules {
-				if ok, err := s.selects(rules[i], -1); err != nil || ok {
+				if ok, err := s.selects(rules[i], -1, -1); err != nil || ok {
 					want = append(want, rules[i].TraceEntry(Fired))
 				}
 			}
@@ -442,5 +442,69 @@ func TestPROF2_RefusedEntryIsStillDeclared(t *testing.T) {
 				t.Fatalf("want exactly one error, on an entry of anchors.core; got %v", errs)
 			}
 		})
+	}
+}
+
+// TestSEL7_TwoIndexesEqualClausesInOrder: with a second index (here on tool, under the
+// one on principal), selection still picks exactly the rules, and the errors, that
+// testing each rule's clauses in order picks once the first indexed clause is decided:
+// the first failing clause selects the rule with its error, the first mismatch leaves
+// it out ([OAR-SEL-1], [OAR-FACT-26]).
+func TestSEL7_TwoIndexesEqualClausesInOrder(t *testing.T) {
+	var docs []string
+	for i, sel := range []string{
+		`{"tool":["read"],"principal":["ana"]}`, `{"tool":["read","write"],"principal":["bo"]}`,
+		`{"tool":["read"],"principal":["ana","bo"],"oar.test.tier":["gold"]}`, `{"principal":["ana"]}`,
+		`{"principal":["bo"],"tool":["write"]}`, `{"oar.test.tier":["gold"],"principal":["ana"],"tool":["read"]}`,
+		`{"tool":["read"]}`, `{}`, `{"principal_roles":["dev"],"tool":["read"]}`, `{"principal":["ana"],"principal_roles":["dev"]}`,
+	} {
+		docs = append(docs, fmt.Sprintf(`{"oar":"1.0","id":"R%02d","kind":"policy","anchor":"tool.pre_invoke","effect":"allow","selector":%s,"requires":{"profiles":["tool","session"],"facts":["oar.test.tier"]}}`, i, sel))
+	}
+	p := mustProgram(t, "["+strings.Join(docs, ",")+"]")
+	sel := p.byAnchor["gw.pre_call"]
+	if sel.fact < 0 || sel.fact2 < 0 || p.cap.symbol(sel.fact).Name != "principal" || p.cap.symbol(sel.fact2).Name != "tool" {
+		t.Fatalf("indexes on %d and %d, want principal then tool", sel.fact, sel.fact2)
+	}
+	rules := p.RuleSet().Rules
+	for _, facts := range []map[string]any{
+		{}, {"principal": "ana"}, {"principal": "bo", "oar.test.tier": "gold"}, {"principal": 7},
+		{"principal": "ana", "oar.test.tier": 1, "principal_roles": []any{"dev"}}, {"principal": 7, "principal_roles": "dev"},
+		{"tool": 7, "principal": "ana"}, {"tool": 7, "principal": "bo"},
+	} {
+		for _, tool := range []string{"read", "write", ""} {
+			occ := &Occurrence{Anchor: "gw.pre_call", Facts: facts}
+			if tool != "" {
+				occ.ToolCall = &ToolCall{Name: tool}
+			}
+			s := &evalState{}
+			s.reset(p, NewMemoryRuntime(), occ, &DecisionBuffer{})
+			s.anchor = "tool.pre_invoke"
+			s.selectRules(sel)
+			var got []string
+			for _, i := range s.sel {
+				got = append(got, fmt.Sprintf("%s:%v", rules[i].ID, s.selErr[i] != nil))
+			}
+			ref := &evalState{}
+			ref.reset(p, NewMemoryRuntime(), occ, &DecisionBuffer{})
+			ref.anchor = "tool.pre_invoke"
+			first, firstErr := ref.occurrenceFact(p.cap.symbol(sel.fact))
+			var want []string
+			for _, i := range sel.rules {
+				k := clauseOn(rules[i], sel.fact)
+				if k >= 0 && firstErr != nil {
+					want = append(want, rules[i].ID+":true")
+					continue
+				}
+				if k >= 0 && !clauseMatches(rules[i].selector[k], first) {
+					continue
+				}
+				if ok, err := ref.selects(rules[i], k, -1); err != nil || ok {
+					want = append(want, fmt.Sprintf("%s:%v", rules[i].ID, err != nil))
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("facts %v tool %q: selected %v, clauses in order %v", facts, tool, got, want)
+			}
+		}
 	}
 }

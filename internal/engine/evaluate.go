@@ -605,12 +605,12 @@ func failure(r *Rule, err error) Failure {
 	return f
 }
 
-// selects reports whether every selector clause but the one at skip (already decided
-// by the index) matches ([OAR-SEL-1], [OAR-SEL-2], [OAR-SEL-4]).
-func (s *evalState) selects(r *Rule, skip int) (bool, error) {
+// selects reports whether every selector clause but those at skip and skip2 (already
+// decided by the indexes) matches ([OAR-SEL-1], [OAR-SEL-2], [OAR-SEL-4]).
+func (s *evalState) selects(r *Rule, skip, skip2 int) (bool, error) {
 	s.cur, s.finding = r, nil
 	for k, c := range r.selector {
-		if k == skip {
+		if k == skip || k == skip2 {
 			continue
 		}
 		v, err := s.Fact(c.sym.ID)
