@@ -857,22 +857,19 @@ func (s *evalState) Fact(id int) (types.Value, error) {
 			return types.Zero(info.Type), nil
 		}
 	}
-	if info.Tier == TierCore {
-		switch info.Name {
-		case factFireCount, factBreakerCount:
-			key, err := s.counterKey(s.cur, true)
-			if err != nil {
-				return types.Value{}, err
-			}
-			c, err := s.readCounter(key)
-			if err != nil {
-				return types.Value{}, err
-			}
-			if info.Name == factFireCount {
-				return types.IntValue(c.Fire), nil
-			}
-			return types.IntValue(c.Breaker), nil
+	if b := info.builtin; b == builtinFireCount || b == builtinBreakerCount {
+		key, err := s.counterKey(s.cur, true)
+		if err != nil {
+			return types.Value{}, err
 		}
+		c, err := s.readCounter(key)
+		if err != nil {
+			return types.Value{}, err
+		}
+		if b == builtinFireCount {
+			return types.IntValue(c.Fire), nil
+		}
+		return types.IntValue(c.Breaker), nil
 	}
 	return s.occurrenceFact(info)
 }
@@ -889,26 +886,24 @@ func (s *evalState) occurrenceFact(info *symbolInfo) (types.Value, error) {
 }
 
 func (s *evalState) produce(info *symbolInfo) (types.Value, error) {
+	if info.builtin == builtinAnchor {
+		return types.StringValue(s.anchor), nil
+	}
 	if raw, ok := s.occ.Facts[info.Name]; ok && info.Name != factAnchor {
 		return s.convert(info, raw)
 	}
-	if info.Tier == TierCore && info.Name == factAnchor {
-		return types.StringValue(s.anchor), nil
-	}
-	if info.Tier == TierProfile && info.Profile == "tool" {
-		switch info.Name {
-		case factTool:
-			if tc := s.occ.ToolCall; tc != nil {
-				return types.StringValue(tc.Name), nil
-			}
-		case factToolArgs:
-			if tc := s.occ.ToolCall; tc != nil && tc.Arguments != nil {
-				return types.MapValue(tc.Arguments), nil
-			}
-			return types.MapValue(map[string]any{}), nil
-		case factToolFingerprint:
-			return s.fingerprint()
+	switch info.builtin {
+	case builtinTool:
+		if tc := s.occ.ToolCall; tc != nil {
+			return types.StringValue(tc.Name), nil
 		}
+	case builtinToolArgs:
+		if tc := s.occ.ToolCall; tc != nil && tc.Arguments != nil {
+			return types.MapValue(tc.Arguments), nil
+		}
+		return types.MapValue(map[string]any{}), nil
+	case builtinToolFingerprint:
+		return s.fingerprint()
 	}
 	return types.Zero(info.Type), nil
 }
@@ -1048,21 +1043,19 @@ func (s *evalState) Call(id int, arg types.Value) (types.Value, error) {
 	if raw, ok := s.occ.Facts[info.Name]; ok {
 		return s.convert(info, raw)
 	}
-	if info.Tier == TierProfile && info.Profile == "tool" {
-		switch info.Name {
-		case funcToolArgString, funcToolArgInt, funcToolArgBool:
-			args, err := s.Fact(s.p.cap.byName[factToolArgs])
-			if err != nil {
-				return types.Value{}, err
-			}
-			switch info.Name {
-			case funcToolArgString:
-				return types.StringValue(toolobs.ArgString(args.Map(), arg.Str())), nil
-			case funcToolArgInt:
-				return types.IntValue(toolobs.ArgInt(args.Map(), arg.Str())), nil
-			default:
-				return types.BoolValue(toolobs.ArgBool(args.Map(), arg.Str())), nil
-			}
+	switch b := info.builtin; b {
+	case builtinToolArgString, builtinToolArgInt, builtinToolArgBool:
+		args, err := s.Fact(s.p.cap.toolArgs)
+		if err != nil {
+			return types.Value{}, err
+		}
+		switch b {
+		case builtinToolArgString:
+			return types.StringValue(toolobs.ArgString(args.Map(), arg.Str())), nil
+		case builtinToolArgInt:
+			return types.IntValue(toolobs.ArgInt(args.Map(), arg.Str())), nil
+		default:
+			return types.BoolValue(toolobs.ArgBool(args.Map(), arg.Str())), nil
 		}
 	}
 	return types.Zero(info.Type), nil
