@@ -42,8 +42,9 @@ type recorded struct {
 }
 
 // runBench evaluates the recorded occurrences in order, cycling until n evaluations,
-// against one runtime — one session store, each occurrence in its own session_id — and
-// reports throughput, latency percentiles and allocations per evaluation.
+// against one runtime — one session store, each occurrence in its own session_id — each
+// into one reused decision buffer, as the engine sidecar does, and reports throughput,
+// latency percentiles and allocations per evaluation.
 func runBench(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("bench", stderr)
 	var pf programFlags
@@ -79,18 +80,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *shape {
-		ws, failed := workloadShape(p, occs)
-		if failed != nil {
-			l.evaluationFailed(failed.at, failed.err)
-			return exitFail
-		}
-		fmt.Fprintln(stdout, ws)
+		fmt.Fprintln(stdout, workloadShape(p, occs))
 	}
-	res, failed := measure(p, occs, *n)
-	if failed != nil {
-		l.evaluationFailed(failed.at, failed.err)
-		return exitFail
-	}
+	res := measure(p, occs, *n)
 	if *asJSON {
 		if err := json.NewEncoder(stdout).Encode(res); err != nil {
 			fmt.Fprintf(stderr, "oarctl bench: %v\n", err)
@@ -131,21 +123,13 @@ func (l *loader) readOccurrences(file string) []recorded {
 	return out
 }
 
-// evalFailure is an occurrence the program refused to evaluate.
-type evalFailure struct {
-	at  origin
-	err error
-}
-
 // measure runs min(warmup, n) unmeasured evaluations, then n measured ones, timing each
 // and counting heap allocations over the whole measured loop.
-func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailure) {
+func measure(p *engine.Program, occs []recorded, n int) benchResult {
 	rt := engine.NewMemoryRuntime()
+	buf := &engine.DecisionBuffer{}
 	for i := range min(warmup, n) {
-		o := occs[i%len(occs)]
-		if _, err := p.Evaluate(rt, o.occ); err != nil {
-			return benchResult{}, &evalFailure{o.at, err}
-		}
+		p.EvaluateInto(rt, occs[i%len(occs)].occ, buf)
 	}
 	latencies := make([]time.Duration, n)
 	var before, after runtime.MemStats
@@ -154,13 +138,10 @@ func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailu
 	cpu0, cpuOK := cputime.Process()
 	start := time.Now()
 	for i := range n {
-		o := occs[i%len(occs)]
+		occ := occs[i%len(occs)].occ
 		t0 := time.Now()
-		_, err := p.Evaluate(rt, o.occ)
+		p.EvaluateInto(rt, occ, buf)
 		latencies[i] = time.Since(t0)
-		if err != nil {
-			return benchResult{}, &evalFailure{o.at, err}
-		}
 	}
 	wall := time.Since(start)
 	cpu1, _ := cputime.Process()
@@ -179,7 +160,7 @@ func measure(p *engine.Program, occs []recorded, n int) (benchResult, *evalFailu
 		P99:           percentile(latencies, 0.99).Nanoseconds(),
 		AllocsPerEval: float64(after.Mallocs-before.Mallocs) / float64(n),
 		CPUPerEval:    cpuPerEval,
-	}, nil
+	}
 }
 
 // percentile is the nearest-rank percentile of sorted latencies.
@@ -192,15 +173,12 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 // runtime and describes what the workload exercises: the mean number of trace entries
 // (rules selected and reached before any block stopped evaluation) and of fired rules
 // per occurrence, and how often each decision came out.
-func workloadShape(p *engine.Program, occs []recorded) (string, *evalFailure) {
+func workloadShape(p *engine.Program, occs []recorded) string {
 	rt := engine.NewMemoryRuntime()
 	var reached, fired int
 	decisions := map[string]int{}
 	for _, o := range occs {
-		d, err := p.Evaluate(rt, o.occ)
-		if err != nil {
-			return "", &evalFailure{o.at, err}
-		}
+		d := p.Evaluate(rt, o.occ)
 		reached += len(d.Applied)
 		for _, a := range d.Applied {
 			if strings.HasSuffix(a, ":fired") {
@@ -215,5 +193,5 @@ func workloadShape(p *engine.Program, occs []recorded) (string, *evalFailure) {
 		parts = append(parts, fmt.Sprintf("%s %.1f%%", k, 100*float64(decisions[k])/n))
 	}
 	return fmt.Sprintf("workload: %d rules, %d occurrences; per occurrence %.1f rules reached, %.2f fired; decisions %s",
-		len(p.RuleSet().Rules), len(occs), float64(reached)/n, float64(fired)/n, strings.Join(parts, ", ")), nil
+		len(p.RuleSet().Rules), len(occs), float64(reached)/n, float64(fired)/n, strings.Join(parts, ", "))
 }

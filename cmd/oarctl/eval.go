@@ -50,11 +50,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if !p.Capability().DeclaresAnchor(occ.Anchor) {
 		l.warn(origin{file: src}, undeclaredAnchor(occ.Anchor, p.Capability()))
 	}
-	d, err := p.Evaluate(engine.NewMemoryRuntime(), occ)
-	if err != nil {
-		l.evaluationFailed(origin{file: src}, err)
-		return exitFail
-	}
+	d := p.Evaluate(engine.NewMemoryRuntime(), occ)
 	// The sidecar's encoding, not encoding/json's, which would write a lone surrogate
 	// code point as U+FFFD ([OAR-FACT-26]).
 	var out bytes.Buffer
@@ -91,11 +87,6 @@ func readOccurrence(l *loader, file string) (*engine.Occurrence, string) {
 		l.report(origin{file: src}, e)
 	}
 	return occ, src
-}
-
-// evaluationFailed reports an occurrence the program could not evaluate.
-func (l *loader) evaluationFailed(at origin, err error) {
-	l.errorf(at.file, "evaluation failed: %v", err)
 }
 
 // undeclaredAnchor warns of an occurrence at an anchor the capability c does not

@@ -305,10 +305,7 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 
 // outcome spells a decision and its deciding rule: "block (acme/NO_SHELL)".
 func outcome(o replay.Outcome) string {
-	switch {
-	case o.Error != "":
-		return "error: " + o.Error
-	case o.Rule != "":
+	if o.Rule != "" {
 		return o.Decision + " (" + o.Rule + ")"
 	}
 	return o.Decision

@@ -83,18 +83,34 @@ func roundTrip(t testing.TB, v any) any {
 	return out
 }
 
+// evaluator is one way of calling the engine: Program.Evaluate, or EvaluateInto with
+// one buffer reused for every occurrence.
+type evaluator struct {
+	name string
+	new  func(p *engine.Program) func(*engine.Runtime, *engine.Occurrence) *engine.Decision
+}
+
+var evaluators = []evaluator{
+	{"Evaluate", func(p *engine.Program) func(*engine.Runtime, *engine.Occurrence) *engine.Decision {
+		return p.Evaluate
+	}},
+	{"EvaluateInto one reused buffer", func(p *engine.Program) func(*engine.Runtime, *engine.Occurrence) *engine.Decision {
+		buf := &engine.DecisionBuffer{}
+		return func(rt *engine.Runtime, occ *engine.Occurrence) *engine.Decision {
+			return p.EvaluateInto(rt, occ, buf)
+		}
+	}},
+}
+
 // outcome evaluates every occurrence in order against one in-memory runtime and returns
 // the digest of all results, with the mean trace length and fired rules per occurrence.
-func outcome(t *testing.T, p *engine.Program, occs []*engine.Occurrence) (digest string, reached, fired float64) {
+func outcome(t *testing.T, p *engine.Program, occs []*engine.Occurrence, e evaluator) (digest string, reached, fired float64) {
 	rt := engine.NewMemoryRuntime()
+	evaluate := e.new(p)
 	h := sha256.New()
 	var nReached, nFired int
 	for i, occ := range occs {
-		d, err := p.Evaluate(rt, occ)
-		if err != nil {
-			fmt.Fprintf(h, "%d error %v\n", i, err)
-			continue
-		}
+		d := evaluate(rt, occ)
 		data, err := json.Marshal(d)
 		if err != nil {
 			t.Fatal(err)
@@ -130,15 +146,17 @@ func TestEngineOutputUnchanged(t *testing.T) {
 			if n := len(p.RuleSet().Rules); n != 100*tt.tenants {
 				t.Fatalf("%d rules loaded, want %d", n, 100*tt.tenants)
 			}
-			got, reached, fired := outcome(t, p, occs)
-			t.Logf("digest %s; per occurrence %.2f rules reached, %.2f fired", got, reached, fired)
-			// The shape issue #14 asks for: about 10-15 selected rules (fewer reached when a
-			// block stops evaluation) and 2-3 firing per occurrence.
-			if reached < 10 || reached > 15 || fired < 2 || fired > 3.5 {
-				t.Errorf("workload shape drifted: %.2f reached, %.2f fired per occurrence", reached, fired)
-			}
-			if got != tt.want {
-				t.Errorf("engine output digest %s, recorded %s: some decision, trace, counter, event or copy changed", got, tt.want)
+			for _, e := range evaluators {
+				got, reached, fired := outcome(t, p, occs, e)
+				t.Logf("%s: digest %s; per occurrence %.2f rules reached, %.2f fired", e.name, got, reached, fired)
+				// The shape issue #14 asks for: about 10-15 selected rules (fewer reached
+				// when a block stops evaluation) and 2-3 firing per occurrence.
+				if reached < 10 || reached > 15 || fired < 2 || fired > 3.5 {
+					t.Errorf("%s: workload shape drifted: %.2f reached, %.2f fired per occurrence", e.name, reached, fired)
+				}
+				if got != tt.want {
+					t.Errorf("%s: engine output digest %s, recorded %s: some decision, trace, counter, event or copy changed", e.name, got, tt.want)
+				}
 			}
 		})
 	}
@@ -176,16 +194,20 @@ func TestGenerateIsDeterministic(t *testing.T) {
 }
 
 // benchmarkWorkload evaluates the generated occurrences in order, cycling, against one
-// runtime — what oarctl bench measures, for go test's profiles.
+// runtime, each into a decision of its own (Evaluate) or into one reused buffer
+// (EvaluateInto, what oarctl bench and the sidecar do), for go test's profiles.
 func benchmarkWorkload(b *testing.B, tenants int) {
 	p, occs := load(b, generate(1, 100, tenants, 10000, 100))
-	rt := engine.NewMemoryRuntime()
-	b.ReportAllocs()
-	defer reportCPU(b)()
-	for i := 0; b.Loop(); i++ {
-		if _, err := p.Evaluate(rt, occs[i%len(occs)]); err != nil {
-			b.Fatal(err)
-		}
+	for _, e := range evaluators {
+		b.Run(e.name, func(b *testing.B) {
+			rt := engine.NewMemoryRuntime()
+			evaluate := e.new(p)
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for i := 0; b.Loop(); i++ {
+				evaluate(rt, occs[i%len(occs)])
+			}
+		})
 	}
 }
 

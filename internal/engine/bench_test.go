@@ -90,10 +90,7 @@ func BenchmarkEvaluate100Rules10Selected(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		d, err := p.Evaluate(rt, occ)
-		if err != nil {
-			b.Fatal(err)
-		}
+		d := p.Evaluate(rt, occ)
 		if len(d.Applied) != 10 {
 			b.Fatalf("applied %v", d.Applied)
 		}
@@ -124,10 +121,7 @@ func BenchmarkEvaluateTransform50Spans(b *testing.B) {
 	rt := NewMemoryRuntime()
 	b.ReportAllocs()
 	for b.Loop() {
-		d, err := p.Evaluate(rt, occ)
-		if err != nil {
-			b.Fatal(err)
-		}
+		d := p.Evaluate(rt, occ)
 		if d.Decision != "transform" {
 			b.Fatal(d.Decision)
 		}
@@ -145,26 +139,23 @@ func nothingFires() *Occurrence {
 	}
 }
 
-// An evaluation at which nothing fires allocates at most three times (issue #14): the
-// Decision, which carries room for a trace of 16 rules, and the list<string> fact
-// principal_roles converted from decoded JSON once for the occurrence. A longer trace
-// costs one allocation more, whatever its length. The activity store's amortised
+// An evaluation at which nothing fires allocates at most three times (issue #14), and
+// now once: the Decision, which carries room for a trace of 16 rules (the list<string>
+// fact principal_roles is converted into the evaluation's reused storage). A longer
+// trace costs one allocation more, whatever its length. The activity store's amortised
 // growth is kept out by a window of zero steps.
 func TestNothingFiresAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's sync.Pool drops pooled evaluation state at random")
 	}
-	for _, tt := range []struct{ selected, max int }{{1, 3}, {10, 3}, {16, 3}, {40, 4}, {100, 4}} {
+	for _, tt := range []struct{ selected, max int }{{1, 1}, {10, 1}, {16, 1}, {40, 2}, {100, 2}} {
 		p := benchProgram(t, 100, tt.selected)
 		p.cap.ActivityWindow = 0
 		rt := NewMemoryRuntime()
 		occ := nothingFires()
 		var d *Decision
 		allocs := testing.AllocsPerRun(200, func() {
-			var err error
-			if d, err = p.Evaluate(rt, occ); err != nil {
-				t.Fatal(err)
-			}
+			d = p.Evaluate(rt, occ)
 		})
 		if len(d.Applied) != tt.selected || d.Decision != "none" {
 			t.Fatalf("%d selected: decision %s, applied %v", tt.selected, d.Decision, d.Applied)
@@ -172,6 +163,82 @@ func TestNothingFiresAllocations(t *testing.T) {
 		t.Logf("%d selected: %.1f allocations per evaluation", tt.selected, allocs)
 		if allocs > float64(tt.max) {
 			t.Errorf("%d selected rules, nothing fires: %.1f allocations per evaluation, want at most %d", tt.selected, allocs, tt.max)
+		}
+	}
+}
+
+// firingProgram has n rules selected at the same occurrence (allFire), each of which
+// fires a nudge with copy and increments its counter scoped by principal.
+func firingProgram(t testing.TB, n int) *Program {
+	docs := make([]any, n)
+	for i := range docs {
+		docs[i] = map[string]any{
+			"oar": "1.0", "namespace": "bench.pack", "id": fmt.Sprintf("FIRE_%04d", i),
+			"kind": "policy", "anchor": "tool.pre_invoke", "effect": "nudge",
+			"selector":      map[string]any{"tool": []any{"read"}},
+			"requires":      map[string]any{"profiles": []any{"tool", "session"}},
+			"when":          fmt.Sprintf(`tool_arg_int("size") > %d && "dev" in principal_roles`, i),
+			"on_fire":       []any{"increment_counter"},
+			"counter_scope": "principal",
+			"copy":          map[string]any{"what": "{{ tool }} by {{ principal }}", "fix": "{% if principal_roles %}Roles {{ principal_roles }}.{% endif %}"},
+		}
+	}
+	rs, errs := LoadRules(benchCap(t), docs)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	p, errs := Configure(rs, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	p.cap.ActivityWindow = 0
+	return p
+}
+
+func allFire() *Occurrence {
+	return &Occurrence{
+		Anchor: "tool.pre_invoke", SessionID: "bench",
+		ToolCall: &ToolCall{Name: "read", Arguments: map[string]any{"path": "/srv/data", "size": jsonInt(1000)}},
+		Facts:    map[string]any{"principal": "ana", "principal_roles": []any{"dev"}},
+	}
+}
+
+// Into a reused DecisionBuffer, an evaluation allocates nothing at which nothing
+// fires, and at which every selected rule fires with copy and a scoped counter, the same
+// two allocations however many rules fire (issue #14): the string of the copy it renders
+// and the string of the scoped counters' report keys. The counters are kept in memory
+// from the first run on.
+func TestReusedBufferAllocationsDoNotGrowWithTheRules(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops pooled evaluation state at random")
+	}
+	for _, n := range []int{1, 10, 40, 100} {
+		for _, tt := range []struct {
+			name   string
+			p      *Program
+			occ    *Occurrence
+			max    float64
+			result func(*Decision) bool
+		}{
+			{"nothing fires", benchProgram(t, 100, n), nothingFires(), 0, func(d *Decision) bool {
+				return d.Decision == "none" && len(d.Applied) == n
+			}},
+			{"every rule fires", firingProgram(t, n), allFire(), 2, func(d *Decision) bool {
+				return d.Decision == "nudge" && len(d.Advisories) == n && len(d.Counters) == n && d.Copy["what"] == "read by ana"
+			}},
+		} {
+			p := tt.p
+			p.cap.ActivityWindow = 0
+			rt, buf := NewMemoryRuntime(), &DecisionBuffer{}
+			var d *Decision
+			allocs := testing.AllocsPerRun(200, func() { d = p.EvaluateInto(rt, tt.occ, buf) })
+			if !tt.result(d) {
+				t.Fatalf("%d rules, %s: decision %s, applied %v", n, tt.name, d.Decision, d.Applied)
+			}
+			t.Logf("%d rules, %s: %.1f allocations per evaluation", n, tt.name, allocs)
+			if allocs > tt.max {
+				t.Errorf("%d rules, %s: %.1f allocations per evaluation into a reused buffer, want at most %.0f", n, tt.name, allocs, tt.max)
+			}
 		}
 	}
 }

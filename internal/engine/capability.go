@@ -28,6 +28,56 @@ type symbolInfo struct {
 	Profile string // the profile for TierProfile
 	// Detector marks a fact produced by a registered detector ([OAR-OPS-22]).
 	Detector bool
+	// builtin names what the engine computes for the symbol, so evaluation tells the
+	// symbols apart without comparing names.
+	builtin builtin
+}
+
+// builtin is a symbol the engine itself produces (section 5.3 and the tool profile).
+type builtin uint8
+
+const (
+	notBuiltin builtin = iota
+	builtinAnchor
+	builtinFireCount
+	builtinBreakerCount
+	builtinTool
+	builtinToolArgs
+	builtinToolFingerprint
+	builtinToolArgString
+	builtinToolArgInt
+	builtinToolArgBool
+)
+
+// builtinOf is the builtin a declared symbol is, by tier and name.
+func builtinOf(tier Tier, profile, name string) builtin {
+	switch {
+	case tier == TierCore:
+		switch name {
+		case factAnchor:
+			return builtinAnchor
+		case factFireCount:
+			return builtinFireCount
+		case factBreakerCount:
+			return builtinBreakerCount
+		}
+	case tier == TierProfile && profile == "tool":
+		switch name {
+		case factTool:
+			return builtinTool
+		case factToolArgs:
+			return builtinToolArgs
+		case factToolFingerprint:
+			return builtinToolFingerprint
+		case funcToolArgString:
+			return builtinToolArgString
+		case funcToolArgInt:
+			return builtinToolArgInt
+		case funcToolArgBool:
+			return builtinToolArgBool
+		}
+	}
+	return notBuiltin
 }
 
 // HostFact is one entry of host_facts ([OAR-FACT-27]).
@@ -60,6 +110,8 @@ type Capability struct {
 
 	symbols []symbolInfo
 	byName  map[string]int
+	// toolArgs is the symbol ID of tool_args when the tool profile is claimed.
+	toolArgs int
 
 	doc map[string]any
 }
@@ -291,8 +343,12 @@ func (c *Capability) declare(e vocabEntry, tier Tier, profile string) {
 		Tier:     tier,
 		Profile:  profile,
 		Detector: detectorProfiles[profile],
+		builtin:  builtinOf(tier, profile, e.name),
 	}
 	s.RuleRef = tier == TierCore && (e.name == funcFireCountOf || e.name == funcBreakerCountOf)
+	if s.builtin == builtinToolArgs {
+		c.toolArgs = id
+	}
 	c.symbols = append(c.symbols, s)
 	c.byName[e.name] = id
 }

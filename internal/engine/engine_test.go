@@ -189,10 +189,7 @@ func TestEVAL18_OrderIsDeterministic(t *testing.T) {
 	 {"oar":"1.0","id":"Z","kind":"schema","anchor":"tool.pre_invoke","effect":"warn"},
 	 {"oar":"1.0","id":"A","kind":"schema","anchor":"tool.pre_invoke","effect":"warn"},
 	 {"oar":"1.0","id":"S","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","overrides":["Z"]}]`)
-	d, err := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call"})
 	want := []string{"A:fired", "S:fired", "Z:suppressed"}
 	if strings.Join(d.Applied, " ") != strings.Join(want, " ") {
 		t.Errorf("applied %v, want %v", d.Applied, want)
@@ -209,9 +206,9 @@ func TestSEL7_UndeclaredAnchorSelectsNothing(t *testing.T) {
 	if p.Capability().DeclaresAnchor("tool.pre_invoke") {
 		t.Fatal("tool.pre_invoke is the core identifier, not the declared local anchor")
 	}
-	d, err := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "tool.pre_invoke"})
-	if err != nil || d.Decision != "none" || len(d.Applied) != 0 {
-		t.Fatalf("want decision none with an empty trace, got %+v, %v", d, err)
+	d := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "tool.pre_invoke"})
+	if d.Decision != "none" || len(d.Applied) != 0 {
+		t.Fatalf("want decision none with an empty trace, got %+v", d)
 	}
 }
 
@@ -240,11 +237,7 @@ func TestProgramIsSafeForConcurrentUse(t *testing.T) {
 			defer wg.Done()
 			session := string(rune('a' + g))
 			for i := 0; i < 5; i++ {
-				d, err := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: session, ToolCall: &ToolCall{Name: "read"}})
-				if err != nil {
-					t.Error(err)
-					return
-				}
+				d := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: session, ToolCall: &ToolCall{Name: "read"}})
 				want := "warn"
 				if i >= 3 {
 					want = "block"
@@ -284,10 +277,7 @@ func TestFIRE6_OneSnapshotDespiteConcurrentWrites(t *testing.T) {
 	 {"oar":"1.0","id":"SECOND","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","when":"fire_count_of(\"COUNT\") == 1"}]`)
 	rt := NewMemoryRuntime()
 	rt.Counters = &racingCounters{CounterStore: rt.Counters}
-	d, err := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: "s", ToolCall: &ToolCall{Name: "read"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: "s", ToolCall: &ToolCall{Name: "read"}})
 	if got := strings.Join(d.Applied, " "); got != "COUNT:fired SECOND:passed" {
 		t.Errorf("applied %s; want COUNT:fired SECOND:passed (both rules read the counter at 0)", got)
 	}
@@ -325,10 +315,7 @@ func TestFIRE9_UnappliedSideEffectGoesToOnError(t *testing.T) {
 			rt := NewMemoryRuntime()
 			rt.Counters = failingCounters{rt.Counters}
 			rt.Events = failingEvents{}
-			d, err := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: "s"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: "s"})
 			if d.Decision != tc.decision || d.Rule != tc.rule || strings.Join(d.Applied, " ") != strings.Join(tc.applied, " ") {
 				t.Fatalf("got %s by %s, applied %v", d.Decision, d.Rule, d.Applied)
 			}
@@ -383,16 +370,13 @@ func TestSEL7_IndexedSelectionEqualsClauseByClause(t *testing.T) {
 			if tool != "" {
 				occ.ToolCall = &ToolCall{Name: tool}
 			}
-			d, err := p.Evaluate(NewMemoryRuntime(), occ)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := p.Evaluate(NewMemoryRuntime(), occ)
 			var want []string
 			s := &evalState{}
-			s.reset(p, NewMemoryRuntime(), occ)
+			s.reset(p, NewMemoryRuntime(), occ, &DecisionBuffer{})
 			s.anchor = "tool.pre_invoke"
 			for _, i := range p.byAnchor["gw.pre_call"].rules {
-				if ok, err := s.selects(rules[i], -1); err != nil || ok {
+				if ok, err := s.selects(rules[i], -1, -1); err != nil || ok {
 					want = append(want, rules[i].TraceEntry(Fired))
 				}
 			}
@@ -410,10 +394,7 @@ func TestFACT26_SelectorFactOfTheWrongTypeSelectsWithAnError(t *testing.T) {
 	 {"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","selector":{"tool":["read"]},"requires":{"profiles":["tool"]},"on_error":"fail_open"},
 	 {"oar":"1.0","id":"B","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","selector":{"tool":["write"]},"requires":{"profiles":["tool"]}},
 	 {"oar":"1.0","id":"C","kind":"schema","anchor":"tool.pre_invoke","effect":"nudge"}]`)
-	d, err := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call", Facts: map[string]any{"tool": 7}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call", Facts: map[string]any{"tool": 7}})
 	if d.Decision != "block" || d.Rule != "B" || strings.Join(d.Applied, " ") != "C:fired A:errored B:errored" {
 		t.Errorf("got %s by %s, applied %v", d.Decision, d.Rule, d.Applied)
 	}
@@ -461,5 +442,69 @@ func TestPROF2_RefusedEntryIsStillDeclared(t *testing.T) {
 				t.Fatalf("want exactly one error, on an entry of anchors.core; got %v", errs)
 			}
 		})
+	}
+}
+
+// TestSEL7_TwoIndexesEqualClausesInOrder: with a second index (here on tool, under the
+// one on principal), selection still picks exactly the rules, and the errors, that
+// testing each rule's clauses in order picks once the first indexed clause is decided:
+// the first failing clause selects the rule with its error, the first mismatch leaves
+// it out ([OAR-SEL-1], [OAR-FACT-26]).
+func TestSEL7_TwoIndexesEqualClausesInOrder(t *testing.T) {
+	var docs []string
+	for i, sel := range []string{
+		`{"tool":["read"],"principal":["ana"]}`, `{"tool":["read","write"],"principal":["bo"]}`,
+		`{"tool":["read"],"principal":["ana","bo"],"oar.test.tier":["gold"]}`, `{"principal":["ana"]}`,
+		`{"principal":["bo"],"tool":["write"]}`, `{"oar.test.tier":["gold"],"principal":["ana"],"tool":["read"]}`,
+		`{"tool":["read"]}`, `{}`, `{"principal_roles":["dev"],"tool":["read"]}`, `{"principal":["ana"],"principal_roles":["dev"]}`,
+	} {
+		docs = append(docs, fmt.Sprintf(`{"oar":"1.0","id":"R%02d","kind":"policy","anchor":"tool.pre_invoke","effect":"allow","selector":%s,"requires":{"profiles":["tool","session"],"facts":["oar.test.tier"]}}`, i, sel))
+	}
+	p := mustProgram(t, "["+strings.Join(docs, ",")+"]")
+	sel := p.byAnchor["gw.pre_call"]
+	if sel.fact < 0 || sel.fact2 < 0 || p.cap.symbol(sel.fact).Name != "principal" || p.cap.symbol(sel.fact2).Name != "tool" {
+		t.Fatalf("indexes on %d and %d, want principal then tool", sel.fact, sel.fact2)
+	}
+	rules := p.RuleSet().Rules
+	for _, facts := range []map[string]any{
+		{}, {"principal": "ana"}, {"principal": "bo", "oar.test.tier": "gold"}, {"principal": 7},
+		{"principal": "ana", "oar.test.tier": 1, "principal_roles": []any{"dev"}}, {"principal": 7, "principal_roles": "dev"},
+		{"tool": 7, "principal": "ana"}, {"tool": 7, "principal": "bo"},
+	} {
+		for _, tool := range []string{"read", "write", ""} {
+			occ := &Occurrence{Anchor: "gw.pre_call", Facts: facts}
+			if tool != "" {
+				occ.ToolCall = &ToolCall{Name: tool}
+			}
+			s := &evalState{}
+			s.reset(p, NewMemoryRuntime(), occ, &DecisionBuffer{})
+			s.anchor = "tool.pre_invoke"
+			s.selectRules(sel)
+			var got []string
+			for _, i := range s.sel {
+				got = append(got, fmt.Sprintf("%s:%v", rules[i].ID, s.selErr[i] != nil))
+			}
+			ref := &evalState{}
+			ref.reset(p, NewMemoryRuntime(), occ, &DecisionBuffer{})
+			ref.anchor = "tool.pre_invoke"
+			first, firstErr := ref.occurrenceFact(p.cap.symbol(sel.fact))
+			var want []string
+			for _, i := range sel.rules {
+				k := clauseOn(rules[i], sel.fact)
+				if k >= 0 && firstErr != nil {
+					want = append(want, rules[i].ID+":true")
+					continue
+				}
+				if k >= 0 && !clauseMatches(rules[i].selector[k], first) {
+					continue
+				}
+				if ok, err := ref.selects(rules[i], k, -1); err != nil || ok {
+					want = append(want, fmt.Sprintf("%s:%v", rules[i].ID, err != nil))
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("facts %v tool %q: selected %v, clauses in order %v", facts, tool, got, want)
+			}
+		}
 	}
 }

@@ -136,6 +136,7 @@ type evalState struct {
 	p       *Program
 	rt      *Runtime
 	occ     *Occurrence
+	buf     *DecisionBuffer
 	gen     uint64
 	slots   []slot
 	anchor  string
@@ -160,6 +161,20 @@ type evalState struct {
 	copyMembers []renderedMember
 	copyText    string
 	fpBuf       []byte
+	// keyBuf holds the report keys of the scoped counters a decision reports, one
+	// after the other; keyEnds locates each and holds its counts.
+	keyBuf  []byte
+	keyEnds []scopedCount
+	// lists holds the list facts converted at this occurrence.
+	lists listStore
+	// contrib holds the transform, nudge and warn contributions to a decision.
+	contrib [3][]contribution
+	// trList holds the transforms a decision applies.
+	trList []transform.Transform
+	// suppressed marks, by rule index, the rules a fired rule suppressed at this
+	// occurrence ([OAR-EVAL-18]); suppressedList names them, to unmark them after.
+	suppressed     []bool
+	suppressedList []int
 
 	// windowErr is why the session's window could not be read (FallibleActivity).
 	windowErr error
@@ -181,11 +196,24 @@ var statePool = sync.Pool{New: func() any { return &evalState{} }}
 // Evaluate resolves one occurrence (sections 4, 6, 7 and the runner algorithm of 10.1).
 // An occurrence at an anchor no rule resolves to, declared or not, selects nothing
 // ([OAR-SEL-7]): the occurrence's anchor is the host's own word, never resolved.
-func (p *Program) Evaluate(rt *Runtime, occ *Occurrence) (*Decision, error) {
+// Whatever the runtime's stores and detectors report, the result is a decision: a rule
+// that cannot be evaluated is recorded in its failures and handled by its on_error
+// ([OAR-OPS-3]).
+func (p *Program) Evaluate(rt *Runtime, occ *Occurrence) *Decision {
+	return p.EvaluateInto(rt, occ, &DecisionBuffer{})
+}
+
+// EvaluateInto is Evaluate building the decision in buf, for a caller that evaluates
+// one occurrence after another: the decision it returns, and every list and map it
+// holds, live in buf and are valid until buf's next evaluation. Once buf has grown to
+// what the occurrences need, an evaluation into it allocates only the text it makes:
+// the rendered copy, a tool-argument fingerprint, a scoped counter's report key and
+// transformed content. A buffer serves one evaluation at a time.
+func (p *Program) EvaluateInto(rt *Runtime, occ *Occurrence, buf *DecisionBuffer) *Decision {
 	core, isCore := p.cap.CoreAnchorOf(occ.Anchor)
 	s := statePool.Get().(*evalState)
 	defer s.release()
-	s.reset(p, rt, occ)
+	s.reset(p, rt, occ, buf)
 	if isCore {
 		s.anchor = core
 	} else {
@@ -207,36 +235,51 @@ func (p *Program) Evaluate(rt *Runtime, occ *Occurrence) (*Decision, error) {
 			rt.Activity.Append(occ.SessionID, step, p.cap.ActivityWindow)
 		}
 	}
-	return d, nil
+	return d
 }
 
-func (s *evalState) reset(p *Program, rt *Runtime, occ *Occurrence) {
-	s.p, s.rt, s.occ = p, rt, occ
+func (s *evalState) reset(p *Program, rt *Runtime, occ *Occurrence, buf *DecisionBuffer) {
+	s.p, s.rt, s.occ, s.buf = p, rt, occ, buf
 	s.gen++
 	if n := len(p.cap.symbols); cap(s.slots) < n {
 		s.slots = make([]slot, n)
 	} else {
 		s.slots = s.slots[:n]
 	}
+	if n := len(p.rs.Rules); len(s.suppressed) < n {
+		s.suppressed = make([]bool, n)
+	}
 	s.content = -1
 }
 
 func (s *evalState) release() {
-	s.p, s.rt, s.occ, s.cur, s.finding, s.window, s.windowErr = nil, nil, nil, nil, nil, nil, nil
+	s.p, s.rt, s.occ, s.buf, s.cur, s.finding, s.window, s.windowErr = nil, nil, nil, nil, nil, nil, nil, nil
 	s.findings = Findings{}
 	s.snap, s.changed = reuseMap(s.snap), reuseMap(s.changed)
 	s.selErr = nil
 	s.order, s.sel = s.order[:0], s.sel[:0]
 	s.copyText = ""
-	s.copyBuf, s.copyMembers = reuseSlice(s.copyBuf, 1<<16), reuseSlice(s.copyMembers, 256)
+	s.copyBuf, s.copyMembers = reuseSlice(s.copyBuf, 1<<16), reuseSlice(s.copyMembers, 1<<11)
 	s.fpBuf = reuseSlice(s.fpBuf, 1<<16)
+	s.lists.reset()
+	s.keyBuf, s.keyEnds = reuseSlice(s.keyBuf, 1<<12), reuseSlice(s.keyEnds, 1<<10)
+	for i, c := range s.contrib {
+		clear(c)
+		s.contrib[i] = reuseSlice(c, 1<<10)
+	}
+	clear(s.trList)
+	s.trList = reuseSlice(s.trList, 64)
+	for _, i := range s.suppressedList {
+		s.suppressed[i] = false
+	}
+	s.suppressedList = reuseSlice(s.suppressedList, 1<<10)
 	statePool.Put(s)
 }
 
 // reuseMap empties a pooled map for the next evaluation, or drops one grown past a few
-// dozen entries so the pool does not pin its memory.
+// hundred entries so the pool does not pin its memory.
 func reuseMap[K comparable, V any](m map[K]V) map[K]V {
-	if len(m) > 32 {
+	if len(m) > 256 {
 		return nil
 	}
 	clear(m)
@@ -259,31 +302,65 @@ type contribution struct {
 	tr   *transform.Transform
 }
 
-// decisionBlock is a Decision allocated together with room for the lists a typical
-// occurrence fills, so that the Decision is the one allocation of an evaluation whose
-// lists fit; a longer list grows out of its room like any slice.
-type decisionBlock struct {
+// DecisionBuffer holds a decision and the storage it is built in: room for the lists a
+// typical occurrence fills, so that a fresh buffer is the one allocation of an
+// evaluation whose lists fit, and the lists and copy maps of earlier evaluations, which
+// EvaluateInto reuses. A longer list grows out of its room like any slice. The zero
+// value is ready to use.
+type DecisionBuffer struct {
 	d          Decision
 	applied    [16]string
 	onFire     [4]string
 	events     [2]Event
 	advisories [2]Advisory
 	content    string
+	// maps are the copy maps made in this buffer, the first used of them in use by
+	// the current decision; spare holds the first two.
+	maps     []map[string]string
+	spare    [2]map[string]string
+	used     int
+	counters map[string]Counts
 }
 
-func newDecision() *decisionBlock {
-	b := &decisionBlock{}
+// reset starts a decision in b, keeping the storage of the previous one.
+func (b *DecisionBuffer) reset() *Decision {
 	d := &b.d
-	d.Decision = EffectNone.String()
-	d.Applied, d.OnFire, d.Events, d.Advisories = b.applied[:0], b.onFire[:0], b.events[:0], b.advisories[:0]
-	return b
+	if d.Applied == nil {
+		d.Applied, d.OnFire, d.Events, d.Advisories = b.applied[:0], b.onFire[:0], b.events[:0], b.advisories[:0]
+		b.maps = b.spare[:0]
+	}
+	*d = Decision{
+		Decision:          EffectNone.String(),
+		Advisories:        d.Advisories[:0],
+		Transforms:        d.Transforms[:0],
+		Applied:           d.Applied[:0],
+		OnFire:            d.OnFire[:0],
+		Events:            d.Events[:0],
+		SkippedTransforms: d.SkippedTransforms[:0],
+		Failures:          d.Failures[:0],
+	}
+	b.used = 0
+	return d
+}
+
+// copyMap returns an empty map for one copy object, reusing one of an earlier decision.
+func (b *DecisionBuffer) copyMap(size int) map[string]string {
+	if b.used < len(b.maps) {
+		m := b.maps[b.used]
+		clear(m)
+		b.used++
+		return m
+	}
+	m := make(map[string]string, size)
+	b.maps = append(b.maps, m)
+	b.used++
+	return m
 }
 
 func (s *evalState) run() *Decision {
 	p := s.p
 	rules := p.rs.Rules
-	blk := newDecision()
-	d := &blk.d
+	d := s.buf.reset()
 	// Selection ([OAR-SEL-7], [OAR-CONF-8]).
 	if sel := p.byAnchor[s.occ.Anchor]; sel != nil {
 		s.selectRules(sel)
@@ -296,16 +373,13 @@ func (s *evalState) run() *Decision {
 	if len(order) > cap(d.Applied) {
 		d.Applied = make([]string, 0, len(order))
 	}
-	// The contributions live in this frame: a few of each fit the arrays, so a
-	// decision allocates none of them.
+	suppressed := s.suppressed
 	var (
-		suppressed map[int]bool
 		blocking   contribution
 		block      *contribution
-		buf        [3][4]contribution
-		transforms = buf[0][:0]
-		nudges     = buf[1][:0]
-		warns      = buf[2][:0]
+		transforms = s.contrib[0][:0]
+		nudges     = s.contrib[1][:0]
+		warns      = s.contrib[2][:0]
 	)
 	stop := len(order)
 	for pos, i := range order {
@@ -355,10 +429,10 @@ func (s *evalState) run() *Decision {
 		}
 		d.Applied = append(d.Applied, r.trace[Fired])
 		for _, t := range r.Overrides {
-			if suppressed == nil {
-				suppressed = map[int]bool{}
+			if !suppressed[t] {
+				suppressed[t] = true
+				s.suppressedList = append(s.suppressedList, t)
 			}
-			suppressed[t] = true
 		}
 		c := contribution{rule: r, copy: copyOut, tr: tr}
 		switch r.Effect {
@@ -384,23 +458,54 @@ func (s *evalState) run() *Decision {
 			d.Applied = append(d.Applied, rules[i].trace[Suppressed])
 		}
 	}
-	s.decide(blk, block, transforms, nudges, warns)
+	s.decide(d, block, transforms, nudges, warns)
+	s.contrib = [3][]contribution{transforms, nudges, warns}
 	if len(s.changed) > 0 {
-		d.Counters = make(map[string]Counts, len(s.changed))
-		for k, v := range s.changed {
-			d.Counters[k.ReportKey()] = v
-		}
+		d.Counters = s.counterReport()
 	}
 	return d
 }
 
+// scopedCount is a changed scoped counter: where its report key ends in
+// evalState.keyBuf, and its counts.
+type scopedCount struct {
+	end int
+	v   Counts
+}
+
+// counterReport is the counters member of the decision: every changed counter by its
+// report key ([OAR-CONF-33]). The keys of scoped counters are substrings of one string.
+func (s *evalState) counterReport() map[string]Counts {
+	b := s.buf
+	if b.counters == nil {
+		b.counters = make(map[string]Counts, len(s.changed))
+	} else {
+		clear(b.counters)
+	}
+	keys, ends := s.keyBuf[:0], s.keyEnds[:0]
+	for k, v := range s.changed {
+		if !k.Scoped {
+			b.counters[k.Rule] = v
+			continue
+		}
+		keys = append(append(append(keys, k.Rule...), '#'), k.Scope...)
+		ends = append(ends, scopedCount{end: len(keys), v: v})
+	}
+	all, start := string(keys), 0
+	for _, e := range ends {
+		b.counters[all[start:e.end]] = e.v
+		start = e.end
+	}
+	s.keyBuf, s.keyEnds = keys, ends
+	return b.counters
+}
+
 // decide applies precedence ([OAR-EVAL-6], [OAR-EVAL-19], [OAR-EVAL-20]) and the
 // transforms ([OAR-OPS-16], [OAR-OPS-17]).
-func (s *evalState) decide(blk *decisionBlock, block *contribution, transforms, nudges, warns []contribution) {
-	d := &blk.d
+func (s *evalState) decide(d *Decision, block *contribution, transforms, nudges, warns []contribution) {
 	if s.occ.HasContent {
-		blk.content = s.occ.Content
-		d.Content = &blk.content
+		s.buf.content = s.occ.Content
+		d.Content = &s.buf.content
 	}
 	var win *contribution
 	switch {
@@ -408,20 +513,20 @@ func (s *evalState) decide(blk *decisionBlock, block *contribution, transforms, 
 		d.Decision, win = EffectBlock.String(), block
 	case len(transforms) > 0:
 		d.Decision, win = EffectTransform.String(), &transforms[0]
-		list := make([]transform.Transform, len(transforms))
-		d.Transforms = make([]TransformRecord, len(transforms))
-		for i, c := range transforms {
-			list[i] = *c.tr
-			d.Transforms[i] = TransformRecord{
+		list := s.trList[:0]
+		for _, c := range transforms {
+			list = append(list, *c.tr)
+			d.Transforms = append(d.Transforms, TransformRecord{
 				Rule:        c.rule.QID,
 				Action:      c.tr.Action.String(),
 				Target:      c.rule.transform.targetName,
 				Replacement: c.tr.Replacement,
-			}
+			})
 		}
+		s.trList = list
 		out, skips := transform.Apply(s.occ.Content, list)
 		if s.occ.HasContent {
-			blk.content = out
+			s.buf.content = out
 		}
 		for _, sk := range skips {
 			d.SkippedTransforms = append(d.SkippedTransforms, SkippedSpan{Rule: sk.Rule, Start: sk.Start, End: sk.End, Reason: sk.Reason})
@@ -453,7 +558,7 @@ func (s *evalState) copyMap(span copySpan) map[string]string {
 	if s.copyText == "" {
 		s.copyText = string(s.copyBuf)
 	}
-	out := make(map[string]string, span.to-span.from)
+	out := s.buf.copyMap(span.to - span.from)
 	for _, m := range s.copyMembers[span.from:span.to] {
 		out[m.name] = s.copyText[m.start:m.end]
 	}
@@ -500,12 +605,12 @@ func failure(r *Rule, err error) Failure {
 	return f
 }
 
-// selects reports whether every selector clause but the one at skip (already decided
-// by the index) matches ([OAR-SEL-1], [OAR-SEL-2], [OAR-SEL-4]).
-func (s *evalState) selects(r *Rule, skip int) (bool, error) {
+// selects reports whether every selector clause but those at skip and skip2 (already
+// decided by the indexes) matches ([OAR-SEL-1], [OAR-SEL-2], [OAR-SEL-4]).
+func (s *evalState) selects(r *Rule, skip, skip2 int) (bool, error) {
 	s.cur, s.finding = r, nil
 	for k, c := range r.selector {
-		if k == skip {
+		if k == skip || k == skip2 {
 			continue
 		}
 		v, err := s.Fact(c.sym.ID)
@@ -746,28 +851,25 @@ func (s *evalState) Fact(id int) (types.Value, error) {
 	info := s.p.cap.symbol(id)
 	if f := s.finding; f != nil {
 		if raw, ok := f.Facts[info.Name]; ok {
-			return convert(info, raw)
+			return s.convert(info, raw)
 		}
 		if f.NoFindings && info.Detector {
 			return types.Zero(info.Type), nil
 		}
 	}
-	if info.Tier == TierCore {
-		switch info.Name {
-		case factFireCount, factBreakerCount:
-			key, err := s.counterKey(s.cur, true)
-			if err != nil {
-				return types.Value{}, err
-			}
-			c, err := s.readCounter(key)
-			if err != nil {
-				return types.Value{}, err
-			}
-			if info.Name == factFireCount {
-				return types.IntValue(c.Fire), nil
-			}
-			return types.IntValue(c.Breaker), nil
+	if b := info.builtin; b == builtinFireCount || b == builtinBreakerCount {
+		key, err := s.counterKey(s.cur, true)
+		if err != nil {
+			return types.Value{}, err
 		}
+		c, err := s.readCounter(key)
+		if err != nil {
+			return types.Value{}, err
+		}
+		if b == builtinFireCount {
+			return types.IntValue(c.Fire), nil
+		}
+		return types.IntValue(c.Breaker), nil
 	}
 	return s.occurrenceFact(info)
 }
@@ -784,26 +886,24 @@ func (s *evalState) occurrenceFact(info *symbolInfo) (types.Value, error) {
 }
 
 func (s *evalState) produce(info *symbolInfo) (types.Value, error) {
-	if raw, ok := s.occ.Facts[info.Name]; ok && info.Name != factAnchor {
-		return convert(info, raw)
-	}
-	if info.Tier == TierCore && info.Name == factAnchor {
+	if info.builtin == builtinAnchor {
 		return types.StringValue(s.anchor), nil
 	}
-	if info.Tier == TierProfile && info.Profile == "tool" {
-		switch info.Name {
-		case factTool:
-			if tc := s.occ.ToolCall; tc != nil {
-				return types.StringValue(tc.Name), nil
-			}
-		case factToolArgs:
-			if tc := s.occ.ToolCall; tc != nil && tc.Arguments != nil {
-				return types.MapValue(tc.Arguments), nil
-			}
-			return types.MapValue(map[string]any{}), nil
-		case factToolFingerprint:
-			return s.fingerprint()
+	if raw, ok := s.occ.Facts[info.Name]; ok && info.Name != factAnchor {
+		return s.convert(info, raw)
+	}
+	switch info.builtin {
+	case builtinTool:
+		if tc := s.occ.ToolCall; tc != nil {
+			return types.StringValue(tc.Name), nil
 		}
+	case builtinToolArgs:
+		if tc := s.occ.ToolCall; tc != nil && tc.Arguments != nil {
+			return types.MapValue(tc.Arguments), nil
+		}
+		return types.MapValue(map[string]any{}), nil
+	case builtinToolFingerprint:
+		return s.fingerprint()
 	}
 	return types.Zero(info.Type), nil
 }
@@ -837,6 +937,78 @@ func (s *evalState) toolName() string {
 	return ""
 }
 
+// convert is the package convert, with a list of decoded JSON converted into the
+// occurrence's list storage instead of memory of its own.
+func (s *evalState) convert(info *symbolInfo, raw any) (types.Value, error) {
+	if l, ok := raw.([]any); ok {
+		switch info.Type {
+		case types.ListString:
+			if v, ok := s.lists.stringList(l); ok {
+				return v, nil
+			}
+		case types.ListMap:
+			if v, ok := s.lists.mapList(l); ok {
+				return v, nil
+			}
+		}
+	}
+	return convert(info, raw)
+}
+
+// listStore holds the lists of decoded JSON converted at one occurrence: their
+// members, one list after the other, and the slice header of each, which its value
+// points to (types.ListStringAt). A new list never moves an earlier one, so values stay
+// valid until the store is emptied for the next occurrence.
+type listStore struct {
+	strs     []string
+	strLists [][]string
+	maps     []map[string]any
+	mapLists [][]map[string]any
+}
+
+// stringList converts l to a list<string> value, or reports false when a member is not
+// a string.
+func (ls *listStore) stringList(l []any) (types.Value, bool) {
+	start := len(ls.strs)
+	for _, m := range l {
+		str, ok := m.(string)
+		if !ok {
+			ls.strs = ls.strs[:start]
+			return types.Value{}, false
+		}
+		ls.strs = append(ls.strs, str)
+	}
+	ls.strLists = append(ls.strLists, ls.strs[start:len(ls.strs):len(ls.strs)])
+	return types.ListStringAt(&ls.strLists[len(ls.strLists)-1]), true
+}
+
+// mapList converts l to a list<map> value, or reports false when a member is not an
+// object.
+func (ls *listStore) mapList(l []any) (types.Value, bool) {
+	start := len(ls.maps)
+	for _, m := range l {
+		obj, ok := m.(map[string]any)
+		if !ok {
+			ls.maps = ls.maps[:start]
+			return types.Value{}, false
+		}
+		ls.maps = append(ls.maps, obj)
+	}
+	ls.mapLists = append(ls.mapLists, ls.maps[start:len(ls.maps):len(ls.maps)])
+	return types.ListMapAt(&ls.mapLists[len(ls.mapLists)-1]), true
+}
+
+// reset empties the store, dropping what referred to the occurrence, or drops storage
+// grown past a few thousand entries so the pool does not pin its memory.
+func (ls *listStore) reset() {
+	clear(ls.strs)
+	clear(ls.strLists)
+	clear(ls.maps)
+	clear(ls.mapLists)
+	ls.strs, ls.strLists = reuseSlice(ls.strs, 1<<12), reuseSlice(ls.strLists, 1<<10)
+	ls.maps, ls.mapLists = reuseSlice(ls.maps, 1<<12), reuseSlice(ls.mapLists, 1<<10)
+}
+
 // convert checks a provider value against its declared type ([OAR-FACT-26],
 // [OAR-FACT-23]).
 func convert(info *symbolInfo, raw any) (types.Value, error) {
@@ -862,30 +1034,28 @@ func (s *evalState) Call(id int, arg types.Value) (types.Value, error) {
 	info := s.p.cap.symbol(id)
 	if f := s.finding; f != nil {
 		if raw, ok := f.Facts[info.Name]; ok {
-			return convert(info, raw)
+			return s.convert(info, raw)
 		}
 		if f.NoFindings && info.Detector {
 			return types.Zero(info.Type), nil
 		}
 	}
 	if raw, ok := s.occ.Facts[info.Name]; ok {
-		return convert(info, raw)
+		return s.convert(info, raw)
 	}
-	if info.Tier == TierProfile && info.Profile == "tool" {
-		switch info.Name {
-		case funcToolArgString, funcToolArgInt, funcToolArgBool:
-			args, err := s.Fact(s.p.cap.byName[factToolArgs])
-			if err != nil {
-				return types.Value{}, err
-			}
-			switch info.Name {
-			case funcToolArgString:
-				return types.StringValue(toolobs.ArgString(args.Map(), arg.Str())), nil
-			case funcToolArgInt:
-				return types.IntValue(toolobs.ArgInt(args.Map(), arg.Str())), nil
-			default:
-				return types.BoolValue(toolobs.ArgBool(args.Map(), arg.Str())), nil
-			}
+	switch b := info.builtin; b {
+	case builtinToolArgString, builtinToolArgInt, builtinToolArgBool:
+		args, err := s.Fact(s.p.cap.toolArgs)
+		if err != nil {
+			return types.Value{}, err
+		}
+		switch b {
+		case builtinToolArgString:
+			return types.StringValue(toolobs.ArgString(args.Map(), arg.Str())), nil
+		case builtinToolArgInt:
+			return types.IntValue(toolobs.ArgInt(args.Map(), arg.Str())), nil
+		default:
+			return types.BoolValue(toolobs.ArgBool(args.Map(), arg.Str())), nil
 		}
 	}
 	return types.Zero(info.Type), nil

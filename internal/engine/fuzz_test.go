@@ -63,8 +63,8 @@ func FuzzLoadRules(f *testing.F) {
 		for _, anchor := range []string{"tool.pre_invoke", "gw.output", "gw.render"} {
 			occ := &Occurrence{Anchor: anchor, SessionID: "s", Content: "héllo wörld", HasContent: true,
 				ToolCall: &ToolCall{Name: "read", Arguments: map[string]any{"path": "/x"}}}
-			if _, err := p.Evaluate(NewMemoryRuntime(), occ); err != nil {
-				t.Fatalf("evaluate %s: %v", anchor, err)
+			if d := p.Evaluate(NewMemoryRuntime(), occ); d.Decision == "" {
+				t.Fatalf("evaluate %s: no decision", anchor)
 			}
 		}
 	})

@@ -38,10 +38,7 @@ func TestRepeatedConditionResolvesPerNamespace(t *testing.T) {
 	}
 	rt := NewMemoryRuntime()
 	call := func(tool string) *Decision {
-		d, err := p.Evaluate(rt, &Occurrence{Anchor: "tool.pre_invoke", SessionID: "s", ToolCall: &ToolCall{Name: tool}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := p.Evaluate(rt, &Occurrence{Anchor: "tool.pre_invoke", SessionID: "s", ToolCall: &ToolCall{Name: tool}})
 		return d
 	}
 	call("ax")

@@ -93,7 +93,8 @@ type orderScratch struct {
 
 // order applies [OAR-EVAL-18] to the selected rules, which arrive in [OAR-EVAL-1]
 // order: repeatedly take the first rule none of whose selected suppressors is still
-// unevaluated.
+// unevaluated. The search for it resumes where the last one ended, or at a rule the
+// last one taken unblocked, if earlier: every rule before that is taken or blocked.
 func (p *Program) order(selected []int, out []int, sc *orderScratch) []int {
 	if n := len(p.rs.Rules); len(sc.pos) < n {
 		sc.pos = make([]int32, n)
@@ -111,19 +112,24 @@ func (p *Program) order(selected []int, out []int, sc *orderScratch) []int {
 			}
 		}
 	}
-	for range selected {
-		for i, r := range selected {
-			if done[i] || remaining[i] > 0 {
-				continue
-			}
-			done[i] = true
-			out = append(out, r)
-			for _, t := range p.rs.Rules[r].Overrides {
-				if j := pos[t]; j > 0 {
-					remaining[j-1]--
+	for next := 0; ; {
+		i := next
+		for i < len(selected) && (done[i] || remaining[i] > 0) {
+			i++
+		}
+		if i == len(selected) {
+			break
+		}
+		done[i] = true
+		r := selected[i]
+		out = append(out, r)
+		next = i + 1
+		for _, t := range p.rs.Rules[r].Overrides {
+			if j := int(pos[t]) - 1; j >= 0 {
+				if remaining[j]--; remaining[j] == 0 && j < next {
+					next = j
 				}
 			}
-			break
 		}
 	}
 	for _, r := range selected {

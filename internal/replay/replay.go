@@ -69,8 +69,6 @@ type Outcome struct {
 	Fired    []string `json:"fired"`
 	// Applied is the engine's trace; compared with the log's, not reported.
 	Applied []string `json:"-"`
-	// Error is an evaluation the engine refused.
-	Error string `json:"error,omitempty"`
 }
 
 // Change is an occurrence the two sides decide differently.
@@ -227,10 +225,7 @@ func newRuntime() *engine.Runtime {
 }
 
 func evaluate(p *engine.Program, rt *engine.Runtime, occ *engine.Occurrence) Outcome {
-	d, err := p.Evaluate(rt, occ)
-	if err != nil {
-		return Outcome{Decision: "error", Error: err.Error(), Fired: []string{}}
-	}
+	d := p.Evaluate(rt, occ)
 	return Outcome{Decision: d.Decision, Rule: d.Rule, Code: d.Code, Fired: fired(d.Applied), Applied: d.Applied}
 }
 
@@ -315,7 +310,7 @@ func (r *runner) unreproducible(reason string, at Place) {
 
 // same reports whether two outcomes are one decision: effect, deciding rule and trace.
 func same(a, b Outcome) bool {
-	return a.Decision == b.Decision && a.Rule == b.Rule && a.Code == b.Code && a.Error == b.Error && slices.Equal(a.Applied, b.Applied)
+	return a.Decision == b.Decision && a.Rule == b.Rule && a.Code == b.Code && slices.Equal(a.Applied, b.Applied)
 }
 
 // responsible lists, sorted, the rules a change is due to. The candidates are the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
@@ -80,11 +81,8 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 			Error: fmt.Sprintf("session_id: %d bytes, over the limit of %d that bounds what one session holds in memory", n, MaxSessionIDBytes)})
 		return
 	}
-	d, err := s.evaluateInSession(sv, occ)
-	if err != nil {
-		s.internalError(w, digest, err)
-		return
-	}
+	dbuf := decisionBuffers.Get().(*engine.DecisionBuffer)
+	d := s.evaluateInSession(sv, occ, dbuf)
 	a := Answer{Decision: d, Bundle: digest}
 	anchor := occ.Anchor
 	if !sv.Loaded.Capability.DeclaresAnchor(anchor) {
@@ -97,7 +95,15 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		s.opt.DecisionLog.Log(digest, occ, d)
 	}
 	s.metrics.Evaluated(anchor, d.Decision, time.Since(start))
+	// The answer is written: nothing holds the decision any more, and the next request
+	// builds its own in the same storage.
+	decisionBuffers.Put(dbuf)
 }
+
+// decisionBuffers recycle the storage decisions are built in (engine.EvaluateInto), so
+// an answer allocates little beyond its occurrence. A buffer whose request panicked is
+// not returned.
+var decisionBuffers = sync.Pool{New: func() any { return &engine.DecisionBuffer{} }}
 
 // servedDigest is the DigestHeader value of one served bundle, made once per bundle and
 // shared by its answers (net/http only reads header values).

@@ -24,14 +24,14 @@ type sessionLocks [sessionLockStripes]sync.Mutex
 
 var sessionSeed = maphash.MakeSeed()
 
-// evaluateInSession evaluates occ with sv holding its session's lock; a panic in the
-// engine (recovered by the handler) releases it too.
-func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence) (*engine.Decision, error) {
+// evaluateInSession evaluates occ into buf with sv holding its session's lock; a panic
+// in the engine (recovered by the handler) releases it too.
+func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) *engine.Decision {
 	m := &s.sessionLocks[maphash.String(sessionSeed, occ.SessionID)%sessionLockStripes]
 	m.Lock()
 	defer m.Unlock()
 	if s.opt.SharedSessions != nil && sv.Loaded.Program.UsesSession(occ.Anchor) {
-		return s.evaluateShared(sv, occ)
+		return s.evaluateShared(sv, occ, buf)
 	}
-	return sv.Loaded.Program.Evaluate(sv.Runtime, occ)
+	return sv.Loaded.Program.EvaluateInto(sv.Runtime, occ, buf)
 }

@@ -19,15 +19,16 @@ const DefaultSessionRetries = 8
 // the retry bound.
 var ErrContention = errors.New("session store contention")
 
-// evaluateShared evaluates occ against its session as the shared store holds it (read
-// by one round trip, or from the store's cache of sessions), and commits the changes
-// only if no other replica changed the session meanwhile; on a conflict it re-evaluates
-// against the session as the refusal found it, at most SessionRetries more times. The evaluation's events are published only once its changes are committed,
-// so a re-evaluated occurrence never publishes twice. When the store cannot be read or
-// written, or the session stays contended, the occurrence is evaluated once more
-// without session state, so each rule needing it is handled by its own on_error and
-// the decision claims nothing that was not applied ([OAR-FIRE-9], [OAR-OPS-3]).
-func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence) (*engine.Decision, error) {
+// evaluateShared evaluates occ into buf against its session as the shared store holds
+// it (read by one round trip, or from the store's cache of sessions), and commits the
+// changes only if no other replica changed the session meanwhile; on a conflict it
+// re-evaluates against the session as the refusal found it, at most SessionRetries more
+// times. The evaluation's events are published only once its changes are committed, so a
+// re-evaluated occurrence never publishes twice. When the store cannot be read or
+// written, or the session stays contended, the occurrence is evaluated once more without
+// session state, so each rule needing it is handled by its own on_error and the decision
+// claims nothing that was not applied ([OAR-FIRE-9], [OAR-OPS-3]).
+func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) *engine.Decision {
 	ctx := context.Background()
 	prog := sv.Loaded.Program
 	store := s.opt.SharedSessions
@@ -37,31 +38,28 @@ func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence) (*en
 		}
 		snap, err := store.Load(ctx, occ.SessionID)
 		if err != nil {
-			return s.evaluateWithoutSession(sv, occ, fmt.Errorf("the session store is unreachable: %w", err))
+			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err))
 		}
 		events := &eventBuffer{}
 		rt := &engine.Runtime{Counters: snap, Activity: snap, Events: events, Detectors: sv.Runtime.Detectors}
-		d, err := prog.Evaluate(rt, occ)
-		if err != nil {
-			return nil, err
-		}
+		d := prog.EvaluateInto(rt, occ, buf)
 		committed, err := store.Commit(ctx, snap)
 		if err != nil {
-			return s.evaluateWithoutSession(sv, occ, fmt.Errorf("the session store is unreachable: %w", err))
+			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err))
 		}
 		if committed {
 			s.publish(sv, d, events.events)
-			return d, nil
+			return d
 		}
 	}
 	s.metrics.SessionContended()
-	return s.evaluateWithoutSession(sv, occ, fmt.Errorf("%w: session %q was changed by another replica at each of %d attempts", ErrContention, occ.SessionID, s.opt.SessionRetries+1))
+	return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("%w: session %q was changed by another replica at each of %d attempts", ErrContention, occ.SessionID, s.opt.SessionRetries+1))
 }
 
-func (s *Sidecar) evaluateWithoutSession(sv *reload.Served, occ *engine.Occurrence, cause error) (*engine.Decision, error) {
+func (s *Sidecar) evaluateWithoutSession(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer, cause error) *engine.Decision {
 	snap := redisstore.Unavailable(occ.SessionID, cause)
 	rt := &engine.Runtime{Counters: snap, Activity: snap, Events: sv.Runtime.Events, Detectors: sv.Runtime.Detectors}
-	return sv.Loaded.Program.Evaluate(rt, occ)
+	return sv.Loaded.Program.EvaluateInto(rt, occ, buf)
 }
 
 // publish writes the events of a committed evaluation. One the stream refuses cannot

@@ -92,6 +92,9 @@ func appendCanonical(buf []byte, v any) ([]byte, error) {
 	case string:
 		return appendString(buf, x)
 	case json.Number:
+		if out, ok := appendSmallInt(buf, string(x)); ok {
+			return out, nil
+		}
 		d, err := numberValue(x)
 		if err != nil {
 			return nil, err
@@ -202,6 +205,25 @@ func appendString(buf []byte, s string) ([]byte, error) {
 	}
 	buf = append(buf, s[start:]...)
 	return append(buf, '"'), nil
+}
+
+// appendSmallInt writes a JSON integer of at most 15 digits, which binary64 holds
+// exactly, in the form AppendDouble gives its value: its digits and ".0", and 0.0 for
+// -0. It reports false for any other spelling, which numberValue then reads.
+func appendSmallInt(buf []byte, s string) ([]byte, bool) {
+	digits := strings.TrimPrefix(s, "-")
+	if len(digits) == 0 || len(digits) > 15 || (len(digits) > 1 && digits[0] == '0') {
+		return buf, false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return buf, false
+		}
+	}
+	if digits == "0" {
+		return append(buf, "0.0"...), true
+	}
+	return append(append(buf, s...), ".0"...), true
 }
 
 // appendInt writes an integer as the double it converts to exactly.

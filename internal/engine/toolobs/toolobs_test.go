@@ -7,8 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
 // decode reads JSON text the way a host does, numbers as json.Number.
@@ -302,4 +305,31 @@ func equalModuloNumbers(a, b any) bool {
 		return true
 	}
 	return a == b
+}
+
+// TestSmallIntFastPathAgrees: every integer spelling the fast path writes is what the
+// general path (numberValue, then AppendDouble) writes for it.
+func TestSmallIntFastPathAgrees(t *testing.T) {
+	spellings := []string{"0", "-0", "7", "-7", "10", "123456789012345", "-999999999999999", "100000000000000"}
+	for i := int64(1); i < 1e15; i *= 7 {
+		spellings = append(spellings, strconv.FormatInt(i, 10), strconv.FormatInt(-i, 10), strconv.FormatInt(i-1, 10))
+	}
+	for _, s := range spellings {
+		got, ok := appendSmallInt(nil, s)
+		if !ok {
+			t.Fatalf("%s: fast path refused it", s)
+		}
+		d, err := numberValue(json.Number(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := types.AppendDouble(nil, d); string(got) != string(want) {
+			t.Errorf("%s: fast path %s, general path %s", s, got, want)
+		}
+	}
+	for _, s := range []string{"", "-", "01", "-01", "1.0", "1e3", "1234567890123456", "0x1", "+1", "1_0"} {
+		if _, ok := appendSmallInt(nil, s); ok {
+			t.Errorf("%q: the fast path took a spelling that is not a small JSON integer", s)
+		}
+	}
 }

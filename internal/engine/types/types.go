@@ -105,7 +105,9 @@ type Value struct {
 	Kind Kind
 	num  uint64 // bool (0/1), int (two's complement) or double bits
 	str  string
-	agg  any // []string, map[string]string, []map[string]any or map[string]any
+	// agg is a []string or *[]string, a map[string]string, a []map[string]any or
+	// *[]map[string]any, or a map[string]any.
+	agg any
 }
 
 // Constructors.
@@ -123,18 +125,41 @@ func MapStringStringValue(m map[string]string) Value { return Value{Kind: MapStr
 func ListMapValue(l []map[string]any) Value          { return Value{Kind: ListMap, agg: l} }
 func MapValue(m map[string]any) Value                { return Value{Kind: Map, agg: m} }
 
+// ListStringAt and ListMapAt hold a list through a pointer to its slice header, which
+// the caller keeps unchanged while the value is in use: unlike a slice, a pointer goes
+// into a Value without an allocation, so an evaluation can convert lists into storage
+// it reuses.
+func ListStringAt(l *[]string) Value      { return Value{Kind: ListString, agg: l} }
+func ListMapAt(l *[]map[string]any) Value { return Value{Kind: ListMap, agg: l} }
+
 // Accessors. Each returns the zero value when v holds another kind.
 func (v Value) Bool() bool      { return v.Kind == Bool && v.num != 0 }
 func (v Value) Int() int64      { return int64(v.num) }
 func (v Value) Double() float64 { return math.Float64frombits(v.num) }
 func (v Value) Str() string     { return v.str }
-func (v Value) List() []string  { l, _ := v.agg.([]string); return l }
+func (v Value) List() []string {
+	switch l := v.agg.(type) {
+	case []string:
+		return l
+	case *[]string:
+		return *l
+	}
+	return nil
+}
 func (v Value) StrMap() map[string]string {
 	m, _ := v.agg.(map[string]string)
 	return m
 }
-func (v Value) Maps() []map[string]any { l, _ := v.agg.([]map[string]any); return l }
-func (v Value) Map() map[string]any    { m, _ := v.agg.(map[string]any); return m }
+func (v Value) Maps() []map[string]any {
+	switch l := v.agg.(type) {
+	case []map[string]any:
+		return l
+	case *[]map[string]any:
+		return *l
+	}
+	return nil
+}
+func (v Value) Map() map[string]any { m, _ := v.agg.(map[string]any); return m }
 
 // Zero is the zero value of k ([OAR-FACT-25]): false, 0, 0.0, "", or an empty aggregate.
 func Zero(k Kind) Value { return Value{Kind: k} }
