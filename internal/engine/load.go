@@ -3,9 +3,12 @@ package engine
 import (
 	"fmt"
 	"iter"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/oar-operator/oar-operator/internal/engine/copytext"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
@@ -34,6 +37,9 @@ type compileCache struct {
 	// fire_count_of resolves in the rule's own namespace ([OAR-FIRE-11]).
 	when map[[2]string]*expr.Program
 	copy map[string]*copytext.Template
+	// sealed is set once every source of the set was compiled: the rules are then
+	// resolved concurrently, and the cache is only read.
+	sealed bool
 }
 
 var ruleMembers = setOf("oar", "id", "namespace", "kind", "anchor", "selector", "when", "flow", "effect",
@@ -44,43 +50,63 @@ var ruleMembers = setOf("oar", "id", "namespace", "kind", "anchor", "selector", 
 // every error of every member ([OAR-CONF-1]). The set loads only when no member is
 // refused; a refused set returns a nil RuleSet.
 func LoadRules(c *Capability, docs []any) (*RuleSet, diag.List) {
-	rs := &RuleSet{Capability: c, byQID: map[string]int{},
+	rs := &RuleSet{Capability: c, byQID: make(map[string]int, len(docs)),
 		compiled: &compileCache{when: map[[2]string]*expr.Program{}, copy: map[string]*copytext.Template{}}}
 	defer func() { rs.compiled = nil }()
 	var all diag.List
-	type pending struct {
+	// Pass 1: each member on its own terms ([OAR-DOC-31]), on every processor; the
+	// results are then taken in member order, as one processor would.
+	type member struct {
 		r   *Rule
 		req requirements
+		ok  bool
+		l   diag.List
 	}
-	var shaped []pending
-	// Pass 1: each member on its own terms ([OAR-DOC-31]).
-	for i, doc := range docs {
-		var l diag.List
-		r, req, ok := parseRule(&l, i, doc)
-		if r != nil && r.QID != "" {
+	members := make([]member, len(docs))
+	forEach(len(docs), func(i int) {
+		m := &members[i]
+		m.r, m.req, m.ok = parseRule(&m.l, i, docs[i])
+	})
+	shaped := make([]*member, 0, len(docs))
+	for i := range members {
+		m := &members[i]
+		if r := m.r; r != nil && r.QID != "" {
 			if prev, dup := rs.byQID[r.QID]; dup {
-				l.Add(fieldErr("OAR-DOC-9", "id", r.ID, "rule set contains two rules with qualified identifier %s (the other is member %d)", r.QID, prev))
+				m.l.Add(fieldErr("OAR-DOC-9", "id", r.ID, "rule set contains two rules with qualified identifier %s (the other is member %d)", r.QID, prev))
 			} else {
 				rs.byQID[r.QID] = i
 			}
 		}
-		all = append(all, l.WithContext(i, ruleName(r))...)
-		if ok {
-			shaped = append(shaped, pending{r, req})
+		all = append(all, m.l.WithContext(i, ruleName(m.r))...)
+		if m.ok {
+			shaped = append(shaped, m)
 		}
-		if r != nil {
-			rs.Rules = append(rs.Rules, r)
+		if m.r != nil {
+			rs.Rules = append(rs.Rules, m.r)
 		}
 	}
-	// Pass 2: against the capability and the set.
-	byIndex := map[int]*Rule{}
-	for _, p := range shaped {
-		byIndex[p.r.Index] = p.r
+	// Pass 2: against the capability and the set. The conditions and copy templates are
+	// compiled first, each distinct source once, on every processor; then each rule is
+	// resolved, also on every processor, into its own diagnostics and warnings, which are
+	// taken in member order.
+	byIndex := make(map[int]*Rule, len(shaped))
+	for _, m := range shaped {
+		byIndex[m.r.Index] = m.r
 	}
-	for _, p := range shaped {
-		var l diag.List
-		rs.resolveRule(&l, p.r, p.req, byIndex)
-		all = append(all, l.WithContext(p.r.Index, p.r.QID)...)
+	rs.precompile(func(yield func(*Rule, requirements) bool) {
+		for _, m := range shaped {
+			if !yield(m.r, m.req) {
+				return
+			}
+		}
+	})
+	resolved := make([]struct{ l, warnings diag.List }, len(shaped))
+	forEach(len(shaped), func(i int) {
+		rs.resolveRule(&resolved[i].l, &resolved[i].warnings, shaped[i].r, shaped[i].req, byIndex)
+	})
+	for i, m := range shaped {
+		all = append(all, resolved[i].l.WithContext(m.r.Index, m.r.QID)...)
+		rs.Warnings = append(rs.Warnings, resolved[i].warnings...)
 	}
 	if len(all) == 0 {
 		all = append(all, rs.checkCycles(byIndex)...)
@@ -91,6 +117,42 @@ func LoadRules(c *Capability, docs []any) (*RuleSet, diag.List) {
 	}
 	rs.Warnings.Sort()
 	return rs, nil
+}
+
+// rulesPerWorker is the fewest members worth a goroutine of their own while a set
+// loads; smaller sets load on the calling goroutine.
+var rulesPerWorker = 64
+
+// forEach calls f for every index below n, spread over the processors when n is large
+// enough. f must touch only what belongs to its index.
+func forEach(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/rulesPerWorker)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	// Indices are handed out in small chunks, so a worker slowed by another process on
+	// its processor holds back little.
+	const chunk = 16
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				end := int(next.Add(chunk))
+				start := end - chunk
+				if start >= n {
+					return
+				}
+				for i := start; i < min(end, n); i++ {
+					f(i)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func ruleName(r *Rule) string {
@@ -514,7 +576,7 @@ func (rs *RuleSet) compileWhen(src, namespace string) (*expr.Program, diag.List)
 		},
 		RuleRefs: func(ref string) iter.Seq[string] { return rs.ruleRefs(ref, namespace) },
 	})
-	if prog != nil && len(errs) == 0 {
+	if prog != nil && len(errs) == 0 && !rs.compiled.sealed {
 		rs.compiled.when[key] = prog
 	}
 	return prog, errs
@@ -526,14 +588,61 @@ func (rs *RuleSet) compileCopy(src string) (*copytext.Template, diag.List) {
 		return tmpl, nil
 	}
 	tmpl, errs := copytext.Compile(src, rs.Capability)
-	if tmpl != nil && len(errs) == 0 {
+	if tmpl != nil && len(errs) == 0 && !rs.compiled.sealed {
 		rs.compiled.copy[src] = tmpl
 	}
 	return tmpl, errs
 }
 
-// resolveRule checks a well-formed rule against the capability and the set.
-func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex map[int]*Rule) {
+// precompile seals the cache, compiles every distinct condition and copy template of
+// rules on every processor, and keeps those that compile in the cache. A source
+// that does not compile is compiled again by each rule that has it, for that rule's
+// diagnostics.
+func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
+	var whens [][2]string
+	var copies []string
+	seenWhen, seenCopy := map[[2]string]bool{}, map[string]bool{}
+	for r, req := range rules {
+		if key := [2]string{r.Namespace, req.when}; req.hasWhen && !seenWhen[key] {
+			seenWhen[key] = true
+			whens = append(whens, key)
+		}
+		for _, name := range copyMemberNames {
+			if src, ok := req.copy[name]; ok && !seenCopy[src] {
+				seenCopy[src] = true
+				copies = append(copies, src)
+			}
+		}
+	}
+	rs.compiled.sealed = true
+	progs := make([]*expr.Program, len(whens))
+	tmpls := make([]*copytext.Template, len(copies))
+	forEach(len(whens)+len(copies), func(i int) {
+		if i < len(whens) {
+			if prog, errs := rs.compileWhen(whens[i][1], whens[i][0]); len(errs) == 0 {
+				progs[i] = prog
+			}
+			return
+		}
+		if tmpl, errs := rs.compileCopy(copies[i-len(whens)]); len(errs) == 0 {
+			tmpls[i-len(whens)] = tmpl
+		}
+	})
+	for i, key := range whens {
+		if progs[i] != nil {
+			rs.compiled.when[key] = progs[i]
+		}
+	}
+	for i, src := range copies {
+		if tmpls[i] != nil {
+			rs.compiled.copy[src] = tmpls[i]
+		}
+	}
+}
+
+// resolveRule checks a well-formed rule against the capability and the set, adding its
+// diagnostics to l and its load-time advice to warnings.
+func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements, byIndex map[int]*Rule) {
 	c := rs.Capability
 	rs.resolveAnchor(l, r)
 	rs.checkRequires(l, r, req)
@@ -586,7 +695,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 		if len(vals) == 0 {
 			w := fieldErr("OAR-SEL-6", path, []any{}, "selector clause %q is empty and matches nothing: rule %s is never selected", k, r.QID)
 			w.Index, w.Rule = r.Index, r.QID
-			rs.Warnings.Add(w)
+			warnings.Add(w)
 		}
 		r.selector = append(r.selector, selectorClause{sym: sym, values: vals})
 	}
