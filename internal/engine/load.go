@@ -35,8 +35,10 @@ type RuleSet struct {
 type compileCache struct {
 	// when is keyed by namespace and source: a bare rule reference in
 	// fire_count_of resolves in the rule's own namespace ([OAR-FIRE-11]).
-	when map[[2]string]*expr.Program
+	when map[[2]string]*condition
 	copy map[string]*copytext.Template
+	// checkOnly leaves conditions unbuilt (CheckRules).
+	checkOnly bool
 	// sealed is set once every source of the set was compiled: the rules are then
 	// resolved concurrently, and the cache is only read.
 	sealed bool
@@ -50,8 +52,22 @@ var ruleMembers = setOf("oar", "id", "namespace", "kind", "anchor", "selector", 
 // every error of every member ([OAR-CONF-1]). The set loads only when no member is
 // refused; a refused set returns a nil RuleSet.
 func LoadRules(c *Capability, docs []any) (*RuleSet, diag.List) {
+	return loadRules(c, docs, false)
+}
+
+// CheckRules validates every member of a rule set against c as LoadRules does, with the
+// same diagnostics, without building the conditions' evaluators: for a caller that only
+// asks whether the set loads.
+func CheckRules(c *Capability, docs []any) diag.List {
+	_, errs := loadRules(c, docs, true)
+	return errs
+}
+
+// loadRules is LoadRules; checkOnly leaves every rule's condition unbuilt, so the set it
+// returns is not to be run.
+func loadRules(c *Capability, docs []any, checkOnly bool) (*RuleSet, diag.List) {
 	rs := &RuleSet{Capability: c, byQID: make(map[string]int, len(docs)),
-		compiled: &compileCache{when: map[[2]string]*expr.Program{}, copy: map[string]*copytext.Template{}}}
+		compiled: &compileCache{when: map[[2]string]*condition{}, copy: map[string]*copytext.Template{}, checkOnly: checkOnly}}
 	defer func() { rs.compiled = nil }()
 	var all diag.List
 	// Pass 1: each member on its own terms ([OAR-DOC-31]), on every processor; the
@@ -557,15 +573,22 @@ func (rs *RuleSet) resolve(ref, ns string) (int, bool) {
 	return i, ok
 }
 
+// condition is a condition that compiled and the facts and functions it references;
+// prog is nil when the set is only checked.
+type condition struct {
+	prog *expr.Program
+	refs []types.Symbol
+}
+
 // compileWhen compiles a condition of a rule in namespace, once per set for a source
 // that compiles.
-func (rs *RuleSet) compileWhen(src, namespace string) (*expr.Program, diag.List) {
+func (rs *RuleSet) compileWhen(src, namespace string) (*condition, diag.List) {
 	key := [2]string{namespace, src}
-	if prog := rs.compiled.when[key]; prog != nil {
-		return prog, nil
+	if cond := rs.compiled.when[key]; cond != nil {
+		return cond, nil
 	}
 	c := rs.Capability
-	prog, errs := expr.Compile(src, expr.Options{
+	opts := expr.Options{
 		Symbols:  c,
 		MaxNodes: c.ExpressionNodesMax,
 		ResolveRule: func(ref string) (int, bool) {
@@ -575,11 +598,24 @@ func (rs *RuleSet) compileWhen(src, namespace string) (*expr.Program, diag.List)
 			return rs.resolve(ref, namespace)
 		},
 		RuleRefs: func(ref string) iter.Seq[string] { return rs.ruleRefs(ref, namespace) },
-	})
-	if prog != nil && len(errs) == 0 && !rs.compiled.sealed {
-		rs.compiled.when[key] = prog
 	}
-	return prog, errs
+	var cond *condition
+	var errs diag.List
+	if rs.compiled.checkOnly {
+		var refs []types.Symbol
+		if refs, errs = expr.Check(src, opts); len(errs) == 0 {
+			cond = &condition{refs: refs}
+		}
+	} else {
+		var prog *expr.Program
+		if prog, errs = expr.Compile(src, opts); prog != nil {
+			cond = &condition{prog: prog, refs: prog.Refs()}
+		}
+	}
+	if cond != nil && len(errs) == 0 && !rs.compiled.sealed {
+		rs.compiled.when[key] = cond
+	}
+	return cond, errs
 }
 
 // compileCopy compiles a copy member, once per set for a source that compiles.
@@ -615,12 +651,12 @@ func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 		}
 	}
 	rs.compiled.sealed = true
-	progs := make([]*expr.Program, len(whens))
+	conds := make([]*condition, len(whens))
 	tmpls := make([]*copytext.Template, len(copies))
 	forEach(len(whens)+len(copies), func(i int) {
 		if i < len(whens) {
-			if prog, errs := rs.compileWhen(whens[i][1], whens[i][0]); len(errs) == 0 {
-				progs[i] = prog
+			if cond, errs := rs.compileWhen(whens[i][1], whens[i][0]); len(errs) == 0 {
+				conds[i] = cond
 			}
 			return
 		}
@@ -629,8 +665,8 @@ func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 		}
 	})
 	for i, key := range whens {
-		if progs[i] != nil {
-			rs.compiled.when[key] = progs[i]
+		if conds[i] != nil {
+			rs.compiled.when[key] = conds[i]
 		}
 	}
 	for i, src := range copies {
@@ -718,17 +754,17 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 		}
 	}
 	if req.hasWhen {
-		prog, errs := rs.compileWhen(req.when, r.Namespace)
+		cond, errs := rs.compileWhen(req.when, r.Namespace)
 		for _, e := range errs {
 			e.Field = diag.JoinPath("when", e.Field)
 			l.Add(e)
 		}
-		if prog != nil {
-			for _, sym := range prog.Refs() {
+		if cond != nil {
+			for _, sym := range cond.refs {
 				reach(sym, "when", "")
 				addRef(sym)
 			}
-			r.when = prog
+			r.when = cond.prog
 		}
 	}
 	for _, name := range copyMemberNames {

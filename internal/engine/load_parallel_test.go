@@ -70,8 +70,22 @@ func loadWith(t *testing.T, c *Capability, docs []any, perWorker int) (*RuleSet,
 	return rs, string(text)
 }
 
+// checkWith checks docs with at least perWorker members to a worker.
+func checkWith(t *testing.T, c *Capability, docs []any, perWorker int) string {
+	t.Helper()
+	saved := rulesPerWorker
+	rulesPerWorker = perWorker
+	defer func() { rulesPerWorker = saved }()
+	text, err := json.Marshal(CheckRules(c, docs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(text)
+}
+
 // Loading on every processor yields what loading on one does: the same diagnostics in
-// the same order, the same warnings, the same compiled rules ([OAR-CONF-1]).
+// the same order, the same warnings, the same compiled rules ([OAR-CONF-1]). Checking
+// finds what loading finds.
 func TestLoadRulesParallelIsSequential(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	c := benchCap(t)
@@ -86,6 +100,9 @@ func TestLoadRulesParallelIsSequential(t *testing.T) {
 	}
 	if one != many {
 		t.Errorf("diagnostics differ:\none processor: %.3000s\nmany: %.3000s", one, many)
+	}
+	if checked := checkWith(t, c, mixed, 1); checked != one {
+		t.Errorf("CheckRules differs from LoadRules:\n%.3000s\n%.3000s", checked, one)
 	}
 
 	// Member i is ns<i%3>/RULE_<i/3>: every namespace has the same ids.
@@ -116,6 +133,9 @@ func TestLoadRulesParallelIsSequential(t *testing.T) {
 	rsMany, errsMany := loadWith(t, c, valid, 1)
 	if rsOne == nil || rsMany == nil {
 		t.Fatalf("the valid set did not load: %.2000s / %.2000s", errsOne, errsMany)
+	}
+	if checked := checkWith(t, c, valid, 1); checked != "null" {
+		t.Errorf("CheckRules refuses the valid set: %.3000s", checked)
 	}
 	if w1, w2 := fmt.Sprint(rsOne.Warnings), fmt.Sprint(rsMany.Warnings); w1 != w2 || len(rsOne.Warnings) == 0 {
 		t.Errorf("warnings differ or are missing:\n%s\n%s", w1, w2)

@@ -1,0 +1,66 @@
+package admission
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+)
+
+// A pack validated again with nothing changed is not loaded again; a pack whose
+// Capability or neighbours changed is, since its verdict may differ.
+func TestValidationReusesLoadOnlyForTheSameInputs(t *testing.T) {
+	loads.forget()
+	t.Cleanup(loads.forget)
+	ctx := context.Background()
+	const ns = "loads"
+	mem := &memoryCluster{capabilities: []*rulesv1alpha1.Capability{capabilityObject(ns, "gateway", gatewaySpec())}}
+	v := &RulePackValidator{Cluster: mem}
+	pack := rulePack(t, ns, "mine", "gateway", 1, []map[string]any{with(rule("acme.mine", "READ"), "overrides", []any{"acme.other/TARGET"})})
+	verdict := func() string {
+		_, err := v.ValidateCreate(ctx, pack.DeepCopy())
+		if err == nil {
+			return "admitted"
+		}
+		return err.Error()
+	}
+
+	if got := verdict(); !strings.Contains(got, "OAR-EVAL-13") {
+		t.Fatalf("an override of a rule no pack defines: %s", got)
+	}
+	if len(loads.current) != 1 {
+		t.Fatalf("%d loads kept, want 1", len(loads.current))
+	}
+	for key := range loads.current {
+		e := diag.New("OAR-DOC-2", "id", "planted")
+		e.Index = 0
+		loads.current[key] = diag.List{e}
+	}
+	if got := verdict(); !strings.Contains(got, "planted") {
+		t.Errorf("the same pack was loaded again: %s", got)
+	}
+
+	// Another pack now defines the target: the pack loads next to a stand-in for it.
+	mem.packs = append(mem.packs, *rulePack(t, ns, "other", "gateway", 1, []map[string]any{rule("acme.other", "TARGET")}))
+	if got := verdict(); got != "admitted" {
+		t.Errorf("with the override's target defined elsewhere: %s", got)
+	}
+
+	// The Capability no longer supports the rule's anchor.
+	spec := gatewaySpec()
+	delete(spec.Anchors.Core, "tool.pre_invoke")
+	spec.Anchors.Unsupported = append(spec.Anchors.Unsupported, "tool.pre_invoke")
+	mem.capabilities[0] = capabilityObject(ns, "gateway", spec)
+	if got := verdict(); !strings.Contains(got, "OAR-PROF-4") {
+		t.Errorf("under a Capability without the rule's anchor: %s", got)
+	}
+}
+
+// forget empties the cache.
+func (g *generations[V]) forget() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.current, g.previous = nil, nil
+}
