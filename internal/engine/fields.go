@@ -226,6 +226,9 @@ func getObject(l *diag.List, obj map[string]any, field, path, clause string) (ma
 // checkClosed reports every member of obj outside allowed; x- extensions pass when
 // allowExtensions is set ([OAR-DOC-26], [OAR-DOC-27]).
 func checkClosed(l *diag.List, obj map[string]any, allowed map[string]bool, path, clause, what string, allowExtensions bool) {
+	if onlyAllowed(obj, allowed) {
+		return
+	}
 	for _, k := range sortedKeys(obj) {
 		if allowed[k] {
 			continue
@@ -235,6 +238,17 @@ func checkClosed(l *diag.List, obj map[string]any, allowed map[string]bool, path
 		}
 		l.Add(fieldErr(clause, diag.JoinPath(path, k), nil, "unknown member %q in %s", k, what)).Suggest(k, keys(allowed))
 	}
+}
+
+// onlyAllowed reports whether every member of obj is allowed: most objects have no
+// other, and only one that has needs its keys sorted for the order of diagnostics.
+func onlyAllowed(obj map[string]any, allowed map[string]bool) bool {
+	for k := range obj {
+		if !allowed[k] {
+			return false
+		}
+	}
+	return true
 }
 
 func setOf(names ...string) map[string]bool {

@@ -36,7 +36,7 @@ type compileCache struct {
 	// when is keyed by namespace and source: a bare rule reference in
 	// fire_count_of resolves in the rule's own namespace ([OAR-FIRE-11]).
 	when map[[2]string]*condition
-	copy map[string]*copytext.Template
+	copy map[string]*template
 	// checkOnly leaves conditions unbuilt (CheckRules).
 	checkOnly bool
 	// sealed is set once every source of the set was compiled: the rules are then
@@ -67,7 +67,7 @@ func CheckRules(c *Capability, docs []any) diag.List {
 // returns is not to be run.
 func loadRules(c *Capability, docs []any, checkOnly bool) (*RuleSet, diag.List) {
 	rs := &RuleSet{Capability: c, byQID: make(map[string]int, len(docs)),
-		compiled: &compileCache{when: map[[2]string]*condition{}, copy: map[string]*copytext.Template{}, checkOnly: checkOnly}}
+		compiled: &compileCache{when: map[[2]string]*condition{}, copy: map[string]*template{}, checkOnly: checkOnly}}
 	defer func() { rs.compiled = nil }()
 	var all diag.List
 	// Pass 1: each member on its own terms ([OAR-DOC-31]), on every processor; the
@@ -189,22 +189,53 @@ func (rs *RuleSet) Rule(qid string) (*Rule, bool) {
 
 // requirements is a rule's requires object ([OAR-DOC-21]).
 type requirements struct {
-	profiles map[string]bool
-	facts    map[string]bool
-	// raw lists, in order, for diagnostics
+	// the lists, in order; a rule names few, so they are searched rather than indexed
 	profileList, factList []string
 	// unresolved references, resolved in pass 2
 	onError   string
 	overrides []string
 	when      string
 	hasWhen   bool
-	copy      map[string]string
-	counter   string
-	hasCount  bool
-	selector  map[string][]string
-	selOrder  []string
-	target    string
+	// copy holds each member of copyMemberNames present, at its position there
+	copy     [len(copyMemberNames)]copySource
+	counter  string
+	hasCount bool
+	// selector holds the well-formed clauses, sorted by fact
+	selector []selectorSource
+	target   string
 }
+
+// copySource is a copy member's template as written.
+type copySource struct {
+	src     string
+	present bool
+}
+
+// selectorSource is a selector clause as written.
+type selectorSource struct {
+	fact   string
+	values []string
+}
+
+// reaches reports whether requires names profile, or the fact name itself.
+func (req *requirements) reaches(profile, name string) bool {
+	return slices.Contains(req.profileList, profile) || req.names(name)
+}
+
+// names reports whether requires.facts names the fact name.
+func (req *requirements) names(name string) bool { return slices.Contains(req.factList, name) }
+
+// Member sets and paths the loader checks every rule against, built once.
+var (
+	requiresMembers = setOf("profiles", "facts")
+	copyMembers     = setOf(copyMemberNames[:]...)
+	copyPaths       = func() (paths [len(copyMemberNames)]string) {
+		for i, name := range copyMemberNames {
+			paths[i] = "copy." + name
+		}
+		return paths
+	}()
+)
 
 // parseRule checks one member's shape: the version gate first ([OAR-CONF-2]), then the
 // closed field set and every field's type and grammar. ok reports whether the member is
@@ -408,19 +439,12 @@ func parseRequires(l *diag.List, obj map[string]any, req *requirements) {
 	if !ok {
 		return
 	}
-	checkClosed(l, m, setOf("profiles", "facts"), "requires", "OAR-DOC-21", "requires", false)
-	req.profiles, req.facts = map[string]bool{}, map[string]bool{}
+	checkClosed(l, m, requiresMembers, "requires", "OAR-DOC-21", "requires", false)
 	if list, ok := getStringList(l, m, "profiles", "requires.profiles", "OAR-DOC-21"); ok {
 		req.profileList = list
-		for _, p := range list {
-			req.profiles[p] = true
-		}
 	}
 	if list, ok := getStringList(l, m, "facts", "requires.facts", "OAR-DOC-21"); ok {
 		req.factList = list
-		for _, f := range list {
-			req.facts[f] = true
-		}
 	}
 }
 
@@ -429,12 +453,10 @@ func parseSelector(l *diag.List, obj map[string]any, req *requirements) {
 	if !ok {
 		return
 	}
-	req.selector = map[string][]string{}
 	for _, k := range sortedKeys(m) {
-		path := "selector." + k
 		arr, isArr := m[k].([]any)
 		if !isArr {
-			l.Add(fieldErr("OAR-SEL-1", path, m[k], "selector clause %q must be a list of strings; got %s", k, types.DescribeJSON(m[k])))
+			l.Add(fieldErr("OAR-SEL-1", "selector."+k, m[k], "selector clause %q must be a list of strings; got %s", k, types.DescribeJSON(m[k])))
 			continue
 		}
 		vals := make([]string, 0, len(arr))
@@ -442,15 +464,14 @@ func parseSelector(l *diag.List, obj map[string]any, req *requirements) {
 		for i, v := range arr {
 			s, isStr := v.(string)
 			if !isStr {
-				l.Add(fieldErr("OAR-SEL-1", fmt.Sprintf("%s[%d]", path, i), v, "selector clause %q values must be strings%s", k, yamlHint(v)))
+				l.Add(fieldErr("OAR-SEL-1", fmt.Sprintf("selector.%s[%d]", k, i), v, "selector clause %q values must be strings%s", k, yamlHint(v)))
 				good = false
 				continue
 			}
 			vals = append(vals, s)
 		}
 		if good {
-			req.selector[k] = vals
-			req.selOrder = append(req.selOrder, k)
+			req.selector = append(req.selector, selectorSource{k, vals})
 		}
 	}
 }
@@ -544,11 +565,10 @@ func parseCopy(l *diag.List, obj map[string]any, req *requirements) {
 	if !ok {
 		return
 	}
-	checkClosed(l, m, setOf(copyMemberNames...), "copy", "OAR-DOC-24", "copy (members are title, what, cause, why, fix, instead)", false)
-	req.copy = map[string]string{}
-	for _, name := range copyMemberNames {
-		if s, ok := getString(l, m, name, "copy."+name, "OAR-DOC-24"); ok {
-			req.copy[name] = s
+	checkClosed(l, m, copyMembers, "copy", "OAR-DOC-24", "copy (members are title, what, cause, why, fix, instead)", false)
+	for i, name := range copyMemberNames {
+		if s, ok := getString(l, m, name, copyPaths[i], "OAR-DOC-24"); ok {
+			req.copy[i] = copySource{s, true}
 		}
 	}
 }
@@ -619,15 +639,25 @@ func (rs *RuleSet) compileWhen(src, namespace string) (*condition, diag.List) {
 }
 
 // compileCopy compiles a copy member, once per set for a source that compiles.
-func (rs *RuleSet) compileCopy(src string) (*copytext.Template, diag.List) {
-	if tmpl := rs.compiled.copy[src]; tmpl != nil {
-		return tmpl, nil
+func (rs *RuleSet) compileCopy(src string) (*template, diag.List) {
+	if t := rs.compiled.copy[src]; t != nil {
+		return t, nil
 	}
 	tmpl, errs := copytext.Compile(src, rs.Capability)
-	if tmpl != nil && len(errs) == 0 && !rs.compiled.sealed {
-		rs.compiled.copy[src] = tmpl
+	if tmpl == nil {
+		return nil, errs
 	}
-	return tmpl, errs
+	t := &template{tmpl: tmpl, refs: tmpl.Refs()}
+	if len(errs) == 0 && !rs.compiled.sealed {
+		rs.compiled.copy[src] = t
+	}
+	return t, errs
+}
+
+// template is a compiled copy template and the facts it references.
+type template struct {
+	tmpl *copytext.Template
+	refs []types.Symbol
 }
 
 // precompile seals the cache, compiles every distinct condition and copy template of
@@ -643,16 +673,16 @@ func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 			seenWhen[key] = true
 			whens = append(whens, key)
 		}
-		for _, name := range copyMemberNames {
-			if src, ok := req.copy[name]; ok && !seenCopy[src] {
-				seenCopy[src] = true
-				copies = append(copies, src)
+		for _, m := range req.copy {
+			if m.present && !seenCopy[m.src] {
+				seenCopy[m.src] = true
+				copies = append(copies, m.src)
 			}
 		}
 	}
 	rs.compiled.sealed = true
 	conds := make([]*condition, len(whens))
-	tmpls := make([]*copytext.Template, len(copies))
+	tmpls := make([]*template, len(copies))
 	forEach(len(whens)+len(copies), func(i int) {
 		if i < len(whens) {
 			if cond, errs := rs.compileWhen(whens[i][1], whens[i][0]); len(errs) == 0 {
@@ -690,25 +720,28 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 		case TierCore:
 			return
 		case TierProfile:
-			if req.profiles[info.Profile] || req.facts[sym.Name] {
+			if req.reaches(info.Profile, sym.Name) {
 				return
 			}
 			l.Add(fieldErr("OAR-FACT-20", field+suffix, sym.Name, "%q belongs to profile %s, which the rule does not name in requires.profiles", sym.Name, info.Profile))
 		case TierHost:
-			if req.facts[sym.Name] {
+			if req.names(sym.Name) {
 				return
 			}
 			l.Add(fieldErr("OAR-FACT-20", field+suffix, sym.Name, "host fact %q is not named in requires.facts", sym.Name))
 		}
 	}
-	seen := map[string]bool{}
+	// A rule references few symbols: a scan is cheaper than a set.
 	addRef := func(sym types.Symbol) {
-		if !seen[sym.Name] {
-			seen[sym.Name] = true
-			r.refs = append(r.refs, sym)
+		for _, ref := range r.refs {
+			if ref.Name == sym.Name {
+				return
+			}
 		}
+		r.refs = append(r.refs, sym)
 	}
-	for _, k := range req.selOrder {
+	for _, clause := range req.selector {
+		k := clause.fact
 		path := "selector." + k
 		sym, ok := c.Lookup(k)
 		switch {
@@ -724,8 +757,8 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 		}
 		reach(sym, path, "")
 		addRef(sym)
-		vals := make(map[string]struct{}, len(req.selector[k]))
-		for _, v := range req.selector[k] {
+		vals := make(map[string]struct{}, len(clause.values))
+		for _, v := range clause.values {
 			vals[v] = struct{}{}
 		}
 		if len(vals) == 0 {
@@ -745,7 +778,7 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 		case sym.Type != types.String:
 			l.Add(fieldErr("OAR-FIRE-10", "counter_scope", req.counter, "counter_scope names %q of type %s; it must name a string fact", req.counter, sym.Type))
 		default:
-			if info := c.symbol(sym.ID); info.Tier != TierCore && !req.profiles[info.Profile] && !req.facts[sym.Name] {
+			if info := c.symbol(sym.ID); info.Tier != TierCore && !req.reaches(info.Profile, sym.Name) {
 				l.Add(fieldErr("OAR-FIRE-10", "counter_scope", req.counter, "counter_scope names %q, a non-core fact the rule does not reach through requires", req.counter))
 			} else {
 				r.counterScope = &sym
@@ -767,22 +800,21 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 			r.when = cond.prog
 		}
 	}
-	for _, name := range copyMemberNames {
-		src, ok := req.copy[name]
-		if !ok {
+	for i, name := range copyMemberNames {
+		if !req.copy[i].present {
 			continue
 		}
-		tmpl, errs := rs.compileCopy(src)
+		t, errs := rs.compileCopy(req.copy[i].src)
 		for _, e := range errs {
-			e.Field = diag.JoinPath("copy."+name, e.Field)
+			e.Field = diag.JoinPath(copyPaths[i], e.Field)
 			l.Add(e)
 		}
-		if tmpl != nil {
-			for _, sym := range tmpl.Refs() {
+		if t != nil {
+			for _, sym := range t.refs {
 				reach(sym, "copy.", name)
 				addRef(sym)
 			}
-			r.copy = append(r.copy, copyMember{name: name, tmpl: tmpl})
+			r.copy = append(r.copy, copyMember{name: name, tmpl: t.tmpl})
 		}
 	}
 	if r.transform != nil {
