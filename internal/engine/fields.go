@@ -28,6 +28,9 @@ const (
 	supportedMinor = 0
 )
 
+// supportedVersion is the version string of every current document, checked first.
+var supportedVersion = strconv.Itoa(supportedMajor) + "." + strconv.Itoa(supportedMinor)
+
 // jsonText renders a decoded value as compact JSON text for Error.Value.
 func jsonText(v any) string {
 	if s, ok := v.(string); ok {
@@ -84,6 +87,9 @@ func checkVersion(l *diag.List, obj map[string]any, field string) bool {
 		}
 		l.Add(fieldErr("OAR-DOC-3", field, raw, "%s must be a string of the form <major>.<minor>%s", field, yamlHint(raw)))
 		return false
+	}
+	if s == supportedVersion {
+		return true
 	}
 	m := versionPattern.FindStringSubmatch(s)
 	if m == nil {

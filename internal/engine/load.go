@@ -731,8 +731,13 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 			l.Add(fieldErr("OAR-FACT-20", field+suffix, sym.Name, "host fact %q is not named in requires.facts", sym.Name))
 		}
 	}
-	// A rule references few symbols: a scan is cheaper than a set.
+	// addRef records sym for assembling the rule's facts: only a set that runs needs
+	// them. A rule references few symbols: a scan is cheaper than a set.
+	runs := !rs.compiled.checkOnly
 	addRef := func(sym types.Symbol) {
+		if !runs {
+			return
+		}
 		for _, ref := range r.refs {
 			if ref.Name == sym.Name {
 				return
@@ -740,33 +745,37 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 		}
 		r.refs = append(r.refs, sym)
 	}
+	if runs && len(req.selector) > 0 {
+		r.selector = make([]selectorClause, 0, len(req.selector))
+	}
 	for _, clause := range req.selector {
 		k := clause.fact
-		path := "selector." + k
 		sym, ok := c.Lookup(k)
 		switch {
 		case !ok:
-			l.Add(fieldErr("OAR-SEL-3", path, k, "selector clause %q names no declared fact", k)).Suggest(k, c.names(factOf(types.String, types.ListString)))
+			l.Add(fieldErr("OAR-SEL-3", "selector."+k, k, "selector clause %q names no declared fact", k)).Suggest(k, c.names(factOf(types.String, types.ListString)))
 			continue
 		case sym.Func:
-			l.Add(fieldErr("OAR-FACT-27", path, k, "selector clause %q names an observation function; selectors cannot name a function, a clause names a fact ([OAR-SEL-3])", k))
+			l.Add(fieldErr("OAR-FACT-27", "selector."+k, k, "selector clause %q names an observation function; selectors cannot name a function, a clause names a fact ([OAR-SEL-3])", k))
 			continue
 		case sym.Type != types.String && sym.Type != types.ListString:
-			l.Add(fieldErr("OAR-SEL-3", path, k, "selector clause %q names a fact of type %s; a clause names a string or list<string> fact", k, sym.Type))
+			l.Add(fieldErr("OAR-SEL-3", "selector."+k, k, "selector clause %q names a fact of type %s; a clause names a string or list<string> fact", k, sym.Type))
 			continue
 		}
-		reach(sym, path, "")
+		reach(sym, "selector.", k)
 		addRef(sym)
-		vals := make(map[string]struct{}, len(clause.values))
-		for _, v := range clause.values {
-			vals[v] = struct{}{}
-		}
-		if len(vals) == 0 {
-			w := fieldErr("OAR-SEL-6", path, []any{}, "selector clause %q is empty and matches nothing: rule %s is never selected", k, r.QID)
+		if len(clause.values) == 0 {
+			w := fieldErr("OAR-SEL-6", "selector."+k, []any{}, "selector clause %q is empty and matches nothing: rule %s is never selected", k, r.QID)
 			w.Index, w.Rule = r.Index, r.QID
 			warnings.Add(w)
 		}
-		r.selector = append(r.selector, selectorClause{sym: sym, values: vals})
+		if runs {
+			vals := make(map[string]struct{}, len(clause.values))
+			for _, v := range clause.values {
+				vals[v] = struct{}{}
+			}
+			r.selector = append(r.selector, selectorClause{sym: sym, values: vals})
+		}
 	}
 	if req.hasCount {
 		sym, ok := c.Lookup(req.counter)
@@ -814,7 +823,9 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 				reach(sym, "copy.", name)
 				addRef(sym)
 			}
-			r.copy = append(r.copy, copyMember{name: name, tmpl: t.tmpl})
+			if runs {
+				r.copy = append(r.copy, copyMember{name: name, tmpl: t.tmpl})
+			}
 		}
 	}
 	if r.transform != nil {
@@ -881,7 +892,13 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 			r.OnErrorRule = j
 		}
 	}
-	// The seven trace entries share one string.
+	if runs {
+		r.traceEntries()
+	}
+}
+
+// traceEntries sets the rule's trace entries, which share one string.
+func (r *Rule) traceEntries() {
 	var all strings.Builder
 	all.Grow(len(r.trace)*(len(r.QID)+1) + outcomeNamesLen)
 	var ends [len(r.trace)]int
