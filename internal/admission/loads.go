@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 
+	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
 // loadsPerGeneration bounds the load results kept: at most two generations of this
@@ -35,4 +37,38 @@ func loadKey(capability [sha256.Size]byte, rules [][sha256.Size]byte, stubs []st
 	var key [sha256.Size]byte
 	h.Sum(key[:0])
 	return key
+}
+
+// conditionsPerGeneration bounds the checked conditions kept: at most two generations
+// of this many.
+const conditionsPerGeneration = 20000
+
+// conditions keeps what checking a condition found, where that depends only on its
+// source and the Capability (engine.ConditionStore), by the SHA-256 of the Capability's
+// spec and the source: a pack edited one rule at a time has only that rule's condition
+// checked again.
+var conditions = generations[[]types.Symbol]{size: conditionsPerGeneration}
+
+// conditionStore is conditions for the Capability whose spec has the SHA-256 capability.
+type conditionStore struct {
+	capability [sha256.Size]byte
+}
+
+var _ engine.ConditionStore = conditionStore{}
+
+// Checked implements engine.ConditionStore.
+func (s conditionStore) Checked(src string) ([]types.Symbol, bool) {
+	return conditions.get(s.key(src))
+}
+
+// KeepChecked implements engine.ConditionStore.
+func (s conditionStore) KeepChecked(src string, refs []types.Symbol) {
+	conditions.put(s.key(src), refs)
+}
+
+// key is the SHA-256 of the Capability's and the source; a usual condition is hashed
+// from a buffer on the stack.
+func (s conditionStore) key(src string) [sha256.Size]byte {
+	var buf [sha256.Size + 512]byte
+	return sha256.Sum256(append(append(buf[:0], s.capability[:]...), src...))
 }

@@ -58,9 +58,32 @@ func TestValidationReusesLoadOnlyForTheSameInputs(t *testing.T) {
 	}
 }
 
-// forget empties the cache.
+// forget empties the cache, keeping its maps' room.
 func (g *generations[V]) forget() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.current, g.previous = nil, nil
+	clear(g.current)
+	clear(g.previous)
+}
+
+// A condition checked under one Capability is checked again under another: what it
+// references may not be declared there ([OAR-FACT-3]).
+func TestKeptConditionsAreTheCapabilitys(t *testing.T) {
+	ctx := context.Background()
+	const ns = "conditions"
+	mem := &memoryCluster{capabilities: []*rulesv1alpha1.Capability{capabilityObject(ns, "gateway", gatewaySpec())}}
+	v := &RulePackValidator{Cluster: mem}
+	tier := with(rule("acme.tier", "GOLD"), "when", `acme.gateway.tenant_tier == "gold"`,
+		"requires", map[string]any{"profiles": []any{"tool"}, "facts": []any{"acme.gateway.tenant_tier"}})
+	pack := rulePack(t, ns, "tier", "gateway", 1, []map[string]any{tier})
+	if _, err := v.ValidateCreate(ctx, pack.DeepCopy()); err != nil {
+		t.Fatalf("under a Capability declaring the fact: %v", err)
+	}
+	spec := gatewaySpec()
+	spec.HostFacts = spec.HostFacts[:1]
+	mem.capabilities[0] = capabilityObject(ns, "gateway", spec)
+	_, err := v.ValidateCreate(ctx, pack.DeepCopy())
+	if err == nil || !strings.Contains(err.Error(), "OAR-FACT-3") {
+		t.Errorf("under a Capability without the fact: %v", err)
+	}
 }

@@ -164,7 +164,7 @@ func (p *packContext) load() diag.List {
 	for _, q := range names {
 		docs = append(docs, stub(q, p.anchor))
 	}
-	errs := engine.CheckRules(p.cap, docs)
+	errs := engine.CheckRulesKept(p.cap, docs, conditionStore{p.capSum})
 	loads.put(key, errs)
 	return errs
 }

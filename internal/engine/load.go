@@ -37,8 +37,10 @@ type compileCache struct {
 	// fire_count_of resolves in the rule's own namespace ([OAR-FIRE-11]).
 	when map[[2]string]*condition
 	copy map[string]*template
-	// checkOnly leaves conditions unbuilt (CheckRules).
+	// checkOnly leaves conditions unbuilt (CheckRules), and kept keeps them across
+	// sets when not nil.
 	checkOnly bool
+	kept      ConditionStore
 	// sealed is set once every source of the set was compiled: the rules are then
 	// resolved concurrently, and the cache is only read.
 	sealed bool
@@ -52,22 +54,39 @@ var ruleMembers = setOf("oar", "id", "namespace", "kind", "anchor", "selector", 
 // every error of every member ([OAR-CONF-1]). The set loads only when no member is
 // refused; a refused set returns a nil RuleSet.
 func LoadRules(c *Capability, docs []any) (*RuleSet, diag.List) {
-	return loadRules(c, docs, false)
+	return loadRules(c, docs, false, nil)
 }
 
 // CheckRules validates every member of a rule set against c as LoadRules does, with the
 // same diagnostics, without building the conditions' evaluators: for a caller that only
 // asks whether the set loads.
 func CheckRules(c *Capability, docs []any) diag.List {
-	_, errs := loadRules(c, docs, true)
+	return CheckRulesKept(c, docs, nil)
+}
+
+// ConditionStore keeps, from one check of a rule set to the next, what checking a
+// condition found where that depends on nothing but the condition's source and the
+// capability: the condition type-checks and names no rule. A store must only be used
+// with capabilities loaded from the same document, and concurrently.
+type ConditionStore interface {
+	// Checked returns the facts and functions the condition src references, if kept.
+	Checked(src string) (refs []types.Symbol, ok bool)
+	// KeepChecked keeps them; refs is not modified afterwards.
+	KeepChecked(src string, refs []types.Symbol)
+}
+
+// CheckRulesKept is CheckRules taking the conditions kept in store, when not nil, and
+// keeping there those it checks.
+func CheckRulesKept(c *Capability, docs []any, store ConditionStore) diag.List {
+	_, errs := loadRules(c, docs, true, store)
 	return errs
 }
 
 // loadRules is LoadRules; checkOnly leaves every rule's condition unbuilt, so the set it
-// returns is not to be run.
-func loadRules(c *Capability, docs []any, checkOnly bool) (*RuleSet, diag.List) {
+// returns is not to be run, and then store, when not nil, keeps conditions across sets.
+func loadRules(c *Capability, docs []any, checkOnly bool, store ConditionStore) (*RuleSet, diag.List) {
 	rs := &RuleSet{Capability: c, byQID: make(map[string]int, len(docs)),
-		compiled: &compileCache{when: map[[2]string]*condition{}, copy: map[string]*template{}, checkOnly: checkOnly}}
+		compiled: &compileCache{when: map[[2]string]*condition{}, copy: map[string]*template{}, checkOnly: checkOnly, kept: store}}
 	defer func() { rs.compiled = nil }()
 	var all diag.List
 	// Pass 1: each member on its own terms ([OAR-DOC-31]), on every processor; the
@@ -607,17 +626,28 @@ func (rs *RuleSet) compileWhen(src, namespace string) (*condition, diag.List) {
 	if cond := rs.compiled.when[key]; cond != nil {
 		return cond, nil
 	}
+	kept := rs.compiled.kept
+	if kept != nil {
+		if refs, ok := kept.Checked(src); ok {
+			return &condition{refs: refs}, nil
+		}
+	}
 	c := rs.Capability
+	namesRule := false // whether the outcome depends on the set as well
 	opts := expr.Options{
 		Symbols:  c,
 		MaxNodes: c.ExpressionNodesMax,
 		ResolveRule: func(ref string) (int, bool) {
+			namesRule = true
 			if !validRuleRef(ref) {
 				return 0, false
 			}
 			return rs.resolve(ref, namespace)
 		},
-		RuleRefs: func(ref string) iter.Seq[string] { return rs.ruleRefs(ref, namespace) },
+		RuleRefs: func(ref string) iter.Seq[string] {
+			namesRule = true
+			return rs.ruleRefs(ref, namespace)
+		},
 	}
 	var cond *condition
 	var errs diag.List
@@ -625,6 +655,9 @@ func (rs *RuleSet) compileWhen(src, namespace string) (*condition, diag.List) {
 		var refs []types.Symbol
 		if refs, errs = expr.Check(src, opts); len(errs) == 0 {
 			cond = &condition{refs: refs}
+			if kept != nil && !namesRule {
+				kept.KeepChecked(src, refs)
+			}
 		}
 	} else {
 		var prog *expr.Program

@@ -4,7 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
+
+	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
 // mixedRule is member i of a set that exercises every part of the loader: well-formed
@@ -159,4 +163,68 @@ func ruleSummary(r *Rule) string {
 	}
 	return fmt.Sprintf("%s %d %v %d %v %v %v when=%v %v %v %v", r.QID, r.Index, r.Overrides, r.OnErrorRule, r.refs,
 		r.selector, r.trace, r.when != nil && r.when.Refs() != nil, r.counterScope, copyNames, r.Local)
+}
+
+// mapStore is a ConditionStore in a map.
+type mapStore struct {
+	mu   sync.Mutex
+	refs map[string][]types.Symbol
+}
+
+func (s *mapStore) Checked(src string) ([]types.Symbol, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	refs, ok := s.refs[src]
+	return refs, ok
+}
+
+func (s *mapStore) KeepChecked(src string, refs []types.Symbol) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refs[src] = refs
+}
+
+// Conditions kept from one check to the next change nothing a check finds; a condition
+// that names a rule is not kept, since whether that rule exists depends on the set
+// ([OAR-FIRE-11]).
+func TestCheckRulesKeptIsCheckRules(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	c := benchCap(t)
+	store := &mapStore{refs: map[string][]types.Symbol{}}
+	mixed := make([]any, 460)
+	for i := range mixed {
+		mixed[i] = mixedRule(i)
+	}
+	want := checkWith(t, c, mixed, 1)
+	for round := range 2 {
+		saved := rulesPerWorker
+		rulesPerWorker = 1
+		got, err := json.Marshal(CheckRulesKept(c, mixed, store))
+		rulesPerWorker = saved
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Errorf("round %d with kept conditions:\n%.3000s\nwithout:\n%.3000s", round, got, want)
+		}
+	}
+	if len(store.refs) == 0 {
+		t.Fatal("no condition was kept")
+	}
+	for src := range store.refs {
+		if strings.Contains(src, "_count_of") {
+			t.Errorf("a condition naming a rule was kept: %s", src)
+		}
+	}
+
+	counted := benchRule(1, "read")
+	counted["when"] = `fire_count_of("RULE_0000") > 1`
+	with := []any{benchRule(0, "read"), counted}
+	if errs := CheckRulesKept(c, with, store); len(errs) > 0 {
+		t.Fatalf("the counted rule is there: %v", errs)
+	}
+	without := []any{benchRule(2, "read"), counted}
+	if errs := CheckRulesKept(c, without, store); len(errs) != 1 || errs[0].Clause != "OAR-FIRE-11" {
+		t.Errorf("the counted rule is gone: %v", errs)
+	}
 }
