@@ -22,6 +22,36 @@ var (
 	namePattern      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)                                          // Appendix A name
 )
 
+// isID reports whether s matches idPattern; the loader asks for every rule and every
+// reference, so it does not run the pattern.
+func isID(s string) bool {
+	if s == "" || s[0] < 'A' || s[0] > 'Z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// isNamespace reports whether s matches namespacePattern, as isID does idPattern: labels
+// of a-z, 0-9 and inner hyphens, joined by dots.
+func isNamespace(s string) bool {
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			if c := label[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Supported format version: this engine implements OAR 1.0.
 const (
 	supportedMajor = 1
@@ -268,9 +298,9 @@ func setOf(names ...string) map[string]bool {
 // validRuleRef reports whether s is a bare id or a qualified <namespace>/<id>.
 func validRuleRef(s string) bool {
 	if ns, id, ok := strings.Cut(s, "/"); ok {
-		return namespacePattern.MatchString(ns) && idPattern.MatchString(id)
+		return isNamespace(ns) && isID(id)
 	}
-	return idPattern.MatchString(s)
+	return isID(s)
 }
 
 // validIdentifier reports whether s is an Appendix A identifier, name { "." name }.

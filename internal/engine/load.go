@@ -278,14 +278,14 @@ func parseRule(l *diag.List, index int, doc any) (*Rule, requirements, bool) {
 		}
 	}
 	if id, ok := getString(l, obj, "id", "id", "OAR-DOC-6"); ok {
-		if idPattern.MatchString(id) {
+		if isID(id) {
 			r.ID = id
 		} else {
 			l.Add(fieldErr("OAR-DOC-6", "id", id, "id %q must match ^[A-Z][A-Z0-9_]*$", id))
 		}
 	}
 	if ns, ok := getString(l, obj, "namespace", "namespace", "OAR-DOC-7"); ok {
-		if namespacePattern.MatchString(ns) {
+		if isNamespace(ns) {
 			r.Namespace = ns
 		} else {
 			l.Add(fieldErr("OAR-DOC-7", "namespace", ns, "namespace %q must match ^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$", ns))
@@ -351,7 +351,7 @@ func QualifiedID(doc any) (string, bool) {
 		return "", false
 	}
 	id, ok := obj["id"].(string)
-	if !ok || !idPattern.MatchString(id) {
+	if !ok || !isID(id) {
 		return "", false
 	}
 	raw, present := obj["namespace"]
@@ -359,7 +359,7 @@ func QualifiedID(doc any) (string, bool) {
 		return id, true
 	}
 	ns, ok := raw.(string)
-	if !ok || !namespacePattern.MatchString(ns) {
+	if !ok || !isNamespace(ns) {
 		return "", false
 	}
 	return qualify(ns, id), true
