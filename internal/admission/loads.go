@@ -9,9 +9,14 @@ import (
 	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
-// loadsPerGeneration bounds the load results kept: at most two generations of this
-// many.
-const loadsPerGeneration = 32
+const (
+	// loadsPerGeneration bounds the load results kept: at most two generations of this
+	// many.
+	loadsPerGeneration = 16
+	// keptDiagnosticsMax bounds the diagnostics of a load result kept: a pack refused for
+	// more is loaded again each time, rather than held in memory.
+	keptDiagnosticsMax = 256
+)
 
 // loads caches what the loader says about a RulePack (packContext.load) by everything
 // that depends on: the Capability's spec, each rule's JSON and the stand-ins loaded
@@ -41,7 +46,7 @@ func loadKey(capability [sha256.Size]byte, rules [][sha256.Size]byte, stubs []st
 
 // conditionsPerGeneration bounds the checked conditions kept: at most two generations
 // of this many.
-const conditionsPerGeneration = 20000
+const conditionsPerGeneration = 10000
 
 // conditions keeps what checking a condition found, where that depends only on its
 // source and the Capability (engine.ConditionStore), by the SHA-256 of the Capability's

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -85,5 +86,30 @@ func TestKeptConditionsAreTheCapabilitys(t *testing.T) {
 	_, err := v.ValidateCreate(ctx, pack.DeepCopy())
 	if err == nil || !strings.Contains(err.Error(), "OAR-FACT-3") {
 		t.Errorf("under a Capability without the fact: %v", err)
+	}
+}
+
+// A pack refused for more than keptDiagnosticsMax problems is not kept.
+func TestLoadWithManyDiagnosticsIsNotKept(t *testing.T) {
+	loads.forget()
+	t.Cleanup(loads.forget)
+	const ns = "many"
+	v := &RulePackValidator{Cluster: &memoryCluster{capabilities: []*rulesv1alpha1.Capability{capabilityObject(ns, "gateway", gatewaySpec())}}}
+	rules := make([]map[string]any, keptDiagnosticsMax+1)
+	for i := range rules {
+		rules[i] = with(rule("acme.many", fmt.Sprintf("R%d", i)), "when", "pth == 1")
+	}
+	if _, err := v.ValidateCreate(context.Background(), rulePack(t, ns, "many", "gateway", 1, rules)); err == nil {
+		t.Fatal("admitted")
+	}
+	if n := len(loads.current); n != 0 {
+		t.Errorf("%d loads kept, want none", n)
+	}
+	rules = rules[:keptDiagnosticsMax]
+	if _, err := v.ValidateCreate(context.Background(), rulePack(t, ns, "many", "gateway", 1, rules)); err == nil {
+		t.Fatal("admitted")
+	}
+	if n := len(loads.current); n != 1 {
+		t.Errorf("%d loads kept, want 1", n)
 	}
 }

@@ -165,6 +165,8 @@ func (p *packContext) load() diag.List {
 		docs = append(docs, stub(q, p.anchor))
 	}
 	errs := engine.CheckRulesKept(p.cap, docs, conditionStore{p.capSum})
-	loads.put(key, errs)
+	if len(errs) <= keptDiagnosticsMax {
+		loads.put(key, errs)
+	}
 	return errs
 }
