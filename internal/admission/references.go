@@ -44,14 +44,14 @@ func substitute(obj map[string]any) (string, bool) {
 
 // references lists every rule reference of a rule document under c: its edges, and the
 // rules its condition's fire_count_of and breaker_count_of name ([OAR-FIRE-11]). The
-// condition is compiled, with a resolver that records what it is asked, only when it
-// names one of those functions.
+// condition is checked, with a resolver that records what it is asked, only when it
+// names one of those functions; checking asks the resolver what compiling would.
 func references(doc any, c *engine.Capability) []reference {
 	out := edges(doc)
 	obj, _ := doc.(map[string]any)
 	if when, ok := obj["when"].(string); ok && strings.Contains(when, "_count_of") {
 		ns, _ := obj["namespace"].(string)
-		expr.Compile(when, expr.Options{Symbols: c, MaxNodes: c.ExpressionNodesMax, ResolveRule: func(ref string) (int, bool) {
+		expr.Check(when, expr.Options{Symbols: c, MaxNodes: c.ExpressionNodesMax, ResolveRule: func(ref string) (int, bool) {
 			out = append(out, reference{"when", "OAR-FIRE-11", engine.ResolveRef(ref, ns)})
 			return 0, true
 		}})
