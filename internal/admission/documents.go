@@ -22,15 +22,15 @@ const (
 // documents caches decoded rule documents by the SHA-256 of their JSON, so a pack
 // applied with --dry-run=server and then for real, or edited one rule at a time, is
 // decoded once. The documents are shared: nothing modifies a decoded document.
-var documents = generations[any]{size: documentsPerGeneration}
+var documents = generations[[sha256.Size]byte, any]{size: documentsPerGeneration}
 
-// generations is a cache by SHA-256 that keeps the entries of the current generation and
+// generations is a cache that keeps the entries of the current generation and
 // of the previous one; an entry found in the previous generation moves to the current
 // one, and a full current generation becomes the previous one.
-type generations[V any] struct {
+type generations[K comparable, V any] struct {
 	size              int
 	mu                sync.Mutex
-	current, previous map[[sha256.Size]byte]V
+	current, previous map[K]V
 }
 
 // decodeRules decodes a RulePack's rules as resource.PackRules does — each with
@@ -78,7 +78,7 @@ func decode(key [sha256.Size]byte, raw []byte) (any, error) {
 }
 
 // get returns the entry under key, if either generation holds it.
-func (g *generations[V]) get(key [sha256.Size]byte) (V, bool) {
+func (g *generations[K, V]) get(key K) (V, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	v, ok := g.current[key]
@@ -91,18 +91,18 @@ func (g *generations[V]) get(key [sha256.Size]byte) (V, bool) {
 }
 
 // put adds an entry to the current generation.
-func (g *generations[V]) put(key [sha256.Size]byte, v V) {
+func (g *generations[K, V]) put(key K, v V) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.putLocked(key, v)
 }
 
-func (g *generations[V]) putLocked(key [sha256.Size]byte, v V) {
+func (g *generations[K, V]) putLocked(key K, v V) {
 	if len(g.current) >= g.size {
 		g.previous, g.current = g.current, nil
 	}
 	if g.current == nil {
-		g.current = make(map[[sha256.Size]byte]V, g.size)
+		g.current = make(map[K]V, g.size)
 	}
 	g.current[key] = v
 }

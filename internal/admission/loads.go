@@ -23,7 +23,7 @@ const (
 // next to the rules. A pack applied with --dry-run=server and then for real, or
 // validated again while its neighbours are unchanged, is loaded once. The diagnostics
 // are shared: nothing modifies them (ruleErrors copies each).
-var loads = generations[diag.List]{size: loadsPerGeneration}
+var loads = generations[[sha256.Size]byte, diag.List]{size: loadsPerGeneration}
 
 // loadKey is the SHA-256 of a load's inputs: the Capability's spec (whose SHA-256 is
 // capability; the stand-ins' anchor derives from it), the rules' JSON (by their
@@ -50,9 +50,16 @@ const conditionsPerGeneration = 10000
 
 // conditions keeps what checking a condition found, where that depends only on its
 // source and the Capability (engine.ConditionStore), by the SHA-256 of the Capability's
-// spec and the source: a pack edited one rule at a time has only that rule's condition
+// spec and by the source itself: a pack edited one rule at a time has only that rule's condition
 // checked again.
-var conditions = generations[[]types.Symbol]{size: conditionsPerGeneration}
+var conditions = generations[conditionKey, []types.Symbol]{size: conditionsPerGeneration}
+
+// conditionKey is a condition's source under the Capability whose spec has the SHA-256
+// capability.
+type conditionKey struct {
+	capability [sha256.Size]byte
+	src        string
+}
 
 // conditionStore is conditions for the Capability whose spec has the SHA-256 capability.
 type conditionStore struct {
@@ -63,17 +70,10 @@ var _ engine.ConditionStore = conditionStore{}
 
 // Checked implements engine.ConditionStore.
 func (s conditionStore) Checked(src string) ([]types.Symbol, bool) {
-	return conditions.get(s.key(src))
+	return conditions.get(conditionKey{s.capability, src})
 }
 
 // KeepChecked implements engine.ConditionStore.
 func (s conditionStore) KeepChecked(src string, refs []types.Symbol) {
-	conditions.put(s.key(src), refs)
-}
-
-// key is the SHA-256 of the Capability's and the source; a usual condition is hashed
-// from a buffer on the stack.
-func (s conditionStore) key(src string) [sha256.Size]byte {
-	var buf [sha256.Size + 512]byte
-	return sha256.Sum256(append(append(buf[:0], s.capability[:]...), src...))
+	conditions.put(conditionKey{s.capability, src}, refs)
 }

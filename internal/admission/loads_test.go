@@ -60,7 +60,7 @@ func TestValidationReusesLoadOnlyForTheSameInputs(t *testing.T) {
 }
 
 // forget empties the cache, keeping its maps' room.
-func (g *generations[V]) forget() {
+func (g *generations[K, V]) forget() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	clear(g.current)

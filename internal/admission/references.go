@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
@@ -63,7 +64,20 @@ func references(doc any, c *engine.Capability) []reference {
 // beyond being named: it has edges, or it is mandatory ([OAR-EVAL-17]).
 func relational(doc any) bool {
 	obj, _ := doc.(map[string]any)
-	return obj["mandatory"] == true || len(edges(doc)) > 0
+	if obj["mandatory"] == true {
+		return true
+	}
+	// Whether edges would list any, without listing them.
+	if list, ok := obj["overrides"].([]any); ok && slices.ContainsFunc(list, isString) {
+		return true
+	}
+	_, ok := substitute(obj)
+	return ok
+}
+
+func isString(v any) bool {
+	_, ok := v.(string)
+	return ok
 }
 
 // named returns every rule identifier configuration documents name, bare or qualified:
