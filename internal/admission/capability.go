@@ -124,7 +124,7 @@ func (v *CapabilityValidator) warnUnsatisfied(ctx context.Context, c *rulesv1alp
 	rules := make([][]any, len(packs))
 	defined := map[string]bool{}
 	for i := range packs {
-		rules[i], _ = decodeRules(packs[i].Spec.Rules)
+		rules[i], _, _ = decodeRules(packs[i].Spec.Rules)
 		maps.Copy(defined, idSet(qualifiedIDs(rules[i])))
 	}
 	anchor := stubAnchor(capability)
@@ -133,7 +133,7 @@ func (v *CapabilityValidator) warnUnsatisfied(ctx context.Context, c *rulesv1alp
 			continue
 		}
 		docs := append(slices.Clip(rules[i]), stubs(defined, idSet(qualifiedIDs(rules[i])), anchor)...)
-		if _, errs := engine.LoadRules(capability, docs); len(errs) > 0 {
+		if errs := engine.CheckRules(capability, docs); len(errs) > 0 {
 			e := errs[0]
 			w.add(e.Clause, fmt.Sprintf("RulePack %q %s", p.Name, rulePath(e.Index, e.Field)),
 				"%s (rule %s)%s; the pack does not load against this capability", e.Message, ruleName(e, rules[i]), more(len(errs)-1))

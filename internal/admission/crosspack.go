@@ -88,7 +88,7 @@ func (p *packContext) conflicts(w *warnings) {
 		delete(want, q)
 	}
 	docs = append(docs, stubs(want, have, p.anchor)...)
-	_, errs := engine.LoadRules(p.cap, docs)
+	errs := engine.CheckRules(p.cap, docs)
 	for _, e := range errs {
 		if e.Index < 0 || e.Index >= len(places) {
 			continue

@@ -22,21 +22,24 @@ const (
 // documents caches decoded rule documents by the SHA-256 of their JSON, so a pack
 // applied with --dry-run=server and then for real, or edited one rule at a time, is
 // decoded once. The documents are shared: nothing modifies a decoded document.
-var documents docCache
+var documents = generations[[sha256.Size]byte, any]{size: documentsPerGeneration}
 
-// docCache keeps the documents of the current generation and of the previous one; a
-// document found in the previous generation moves to the current one, and a full
-// current generation becomes the previous one.
-type docCache struct {
+// generations is a cache that keeps the entries of the current generation and
+// of the previous one; an entry found in the previous generation moves to the current
+// one, and a full current generation becomes the previous one.
+type generations[K comparable, V any] struct {
+	size              int
 	mu                sync.Mutex
-	current, previous map[[sha256.Size]byte]any
+	current, previous map[K]V
 }
 
 // decodeRules decodes a RulePack's rules as resource.PackRules does — each with
 // engine.DecodeJSON, a rule that is not JSON reported as a diagnostic on that rule —
-// through documents, on every processor: the rules are independent.
-func decodeRules(raws []apiextensionsv1.JSON) ([]any, diag.List) {
-	rules := make([]any, len(raws))
+// through documents, on every processor: the rules are independent. sums are the
+// SHA-256 of each rule's JSON (zero for an empty one).
+func decodeRules(raws []apiextensionsv1.JSON) (rules []any, sums [][sha256.Size]byte, errs diag.List) {
+	rules = make([]any, len(raws))
+	sums = make([][sha256.Size]byte, len(raws))
 	failed := make([]error, len(raws))
 	workers := min(runtime.GOMAXPROCS(0), (len(raws)+rulesPerWorker-1)/rulesPerWorker)
 	var wg sync.WaitGroup
@@ -44,13 +47,13 @@ func decodeRules(raws []apiextensionsv1.JSON) ([]any, diag.List) {
 		wg.Go(func() {
 			for i := w; i < len(raws); i += workers {
 				if len(raws[i].Raw) > 0 {
-					rules[i], failed[i] = documents.decode(raws[i].Raw)
+					sums[i] = sha256.Sum256(raws[i].Raw)
+					rules[i], failed[i] = decode(sums[i], raws[i].Raw)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	var errs diag.List
 	for i, err := range failed {
 		if err != nil {
 			e := diag.New("OAR-DOC-1", "", "rule is not a JSON document: %v", err)
@@ -58,39 +61,48 @@ func decodeRules(raws []apiextensionsv1.JSON) ([]any, diag.List) {
 			errs.Add(e)
 		}
 	}
-	return rules, errs
+	return rules, sums, errs
 }
 
-func (c *docCache) decode(raw []byte) (any, error) {
-	key := sha256.Sum256(raw)
-	c.mu.Lock()
-	v, ok := c.current[key]
-	if !ok {
-		if v, ok = c.previous[key]; ok {
-			c.put(key, v)
-		}
-	}
-	c.mu.Unlock()
-	if ok {
+// decode returns the document raw, whose SHA-256 is key, through documents.
+func decode(key [sha256.Size]byte, raw []byte) (any, error) {
+	if v, ok := documents.get(key); ok {
 		return v, nil
 	}
 	v, err := engine.DecodeJSON(raw)
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	c.put(key, v)
-	c.mu.Unlock()
+	documents.put(key, v)
 	return v, nil
 }
 
-// put adds a document to the current generation; the caller holds mu.
-func (c *docCache) put(key [sha256.Size]byte, v any) {
-	if len(c.current) >= documentsPerGeneration {
-		c.previous, c.current = c.current, nil
+// get returns the entry under key, if either generation holds it.
+func (g *generations[K, V]) get(key K) (V, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	v, ok := g.current[key]
+	if !ok {
+		if v, ok = g.previous[key]; ok {
+			g.putLocked(key, v)
+		}
 	}
-	if c.current == nil {
-		c.current = make(map[[sha256.Size]byte]any, documentsPerGeneration)
+	return v, ok
+}
+
+// put adds an entry to the current generation.
+func (g *generations[K, V]) put(key K, v V) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.putLocked(key, v)
+}
+
+func (g *generations[K, V]) putLocked(key K, v V) {
+	if len(g.current) >= g.size {
+		g.previous, g.current = g.current, nil
 	}
-	c.current[key] = v
+	if g.current == nil {
+		g.current = make(map[K]V, g.size)
+	}
+	g.current[key] = v
 }

@@ -69,7 +69,7 @@ func loadNeighbours(ctx context.Context, cl Cluster, capability types.Namespaced
 		if g, ok := publishedGeneration[p.Name]; p.Name == self || ok && g == p.Generation {
 			continue
 		}
-		rules, _ := decodeRules(p.Spec.Rules)
+		rules, _, _ := decodeRules(p.Spec.Rules)
 		for _, q := range qualifiedIDs(rules) {
 			claim(n.owner, q, p.Name)
 		}

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
@@ -44,14 +45,14 @@ func substitute(obj map[string]any) (string, bool) {
 
 // references lists every rule reference of a rule document under c: its edges, and the
 // rules its condition's fire_count_of and breaker_count_of name ([OAR-FIRE-11]). The
-// condition is compiled, with a resolver that records what it is asked, only when it
-// names one of those functions.
+// condition is checked, with a resolver that records what it is asked, only when it
+// names one of those functions; checking asks the resolver what compiling would.
 func references(doc any, c *engine.Capability) []reference {
 	out := edges(doc)
 	obj, _ := doc.(map[string]any)
 	if when, ok := obj["when"].(string); ok && strings.Contains(when, "_count_of") {
 		ns, _ := obj["namespace"].(string)
-		expr.Compile(when, expr.Options{Symbols: c, MaxNodes: c.ExpressionNodesMax, ResolveRule: func(ref string) (int, bool) {
+		expr.Check(when, expr.Options{Symbols: c, MaxNodes: c.ExpressionNodesMax, ResolveRule: func(ref string) (int, bool) {
 			out = append(out, reference{"when", "OAR-FIRE-11", engine.ResolveRef(ref, ns)})
 			return 0, true
 		}})
@@ -63,7 +64,20 @@ func references(doc any, c *engine.Capability) []reference {
 // beyond being named: it has edges, or it is mandatory ([OAR-EVAL-17]).
 func relational(doc any) bool {
 	obj, _ := doc.(map[string]any)
-	return obj["mandatory"] == true || len(edges(doc)) > 0
+	if obj["mandatory"] == true {
+		return true
+	}
+	// Whether edges would list any, without listing them.
+	if list, ok := obj["overrides"].([]any); ok && slices.ContainsFunc(list, isString) {
+		return true
+	}
+	_, ok := substitute(obj)
+	return ok
+}
+
+func isString(v any) bool {
+	_, ok := v.(string)
+	return ok
 }
 
 // named returns every rule identifier configuration documents name, bare or qualified:

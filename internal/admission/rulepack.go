@@ -2,6 +2,8 @@ package admission
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -43,7 +45,7 @@ func (v *RulePackValidator) ValidateDelete(context.Context, *rulesv1alpha1.RuleP
 }
 
 func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RulePack) (admission.Warnings, error) {
-	rules, errs := decodeRules(p.Spec.Rules)
+	rules, sums, errs := decodeRules(p.Spec.Rules)
 	if len(errs) > 0 {
 		return nil, invalid(rulePackKind, p.Name, ruleErrors(errs, rules))
 	}
@@ -57,8 +59,9 @@ func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RuleP
 		return nil, apierrors.NewInternalError(err)
 	}
 	pc := newPackContext(rules, n)
+	pc.sums = sums
 	var w warnings
-	c, clause, why := capabilityFor(key.Name, capability)
+	c, spec, clause, why := capabilityFor(key.Name, capability)
 	if c == nil {
 		w.add(clause, "spec.capabilityRef.name", "%s: only %s were checked; the rest is checked once the Capability loads, and the controller reports it in status", why, shapeChecks)
 		if errs := shapeErrors(rules); len(errs) > 0 {
@@ -67,7 +70,7 @@ func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RuleP
 		pc.duplicates(&w)
 		return w.list(), nil
 	}
-	pc.cap, pc.anchor = c, stubAnchor(c)
+	pc.cap, pc.capSum, pc.anchor = c, spec, stubAnchor(c)
 	if errs := pc.load(); len(errs) > 0 {
 		return w.list(), invalid(rulePackKind, p.Name, ruleErrors(errs, rules))
 	}
@@ -78,26 +81,33 @@ func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RuleP
 	return w.list(), nil
 }
 
-// capabilityFor loads the Capability named name. When it does not load — it does not
-// exist, or its document is invalid — it says why, and under which clause.
-func capabilityFor(name string, capability *rulesv1alpha1.Capability) (c *engine.Capability, clause, why string) {
+// capabilityFor loads the Capability named name, and returns the SHA-256 of the spec
+// it loaded from. When it does not load — it does not exist, or its document is
+// invalid — it says why, and under which clause.
+func capabilityFor(name string, capability *rulesv1alpha1.Capability) (c *engine.Capability, spec [sha256.Size]byte, clause, why string) {
 	if capability == nil {
-		return nil, "", fmt.Sprintf("Capability %q does not exist", name)
+		return nil, spec, "", fmt.Sprintf("Capability %q does not exist", name)
+	}
+	raw, err := json.Marshal(capability.Spec)
+	if err != nil {
+		return nil, spec, "", fmt.Sprintf("Capability %q cannot be read: %v", name, err)
 	}
 	doc, err := resource.CapabilityDocument(capability)
 	if err != nil {
-		return nil, "", fmt.Sprintf("Capability %q cannot be read: %v", name, err)
+		return nil, spec, "", fmt.Sprintf("Capability %q cannot be read: %v", name, err)
 	}
 	c, errs := engine.LoadCapability(doc)
 	if len(errs) > 0 {
-		return nil, errs[0].Clause, fmt.Sprintf("Capability %q is invalid (%s)", name, detail(errs[0]))
+		return nil, spec, errs[0].Clause, fmt.Sprintf("Capability %q is invalid (%s)", name, detail(errs[0]))
 	}
-	return c, "", ""
+	return c, sha256.Sum256(raw), "", ""
 }
 
 // packContext is one RulePack under validation and what surrounds it.
 type packContext struct {
 	rules []any
+	// sums are the SHA-256 of each rule's JSON.
+	sums [][sha256.Size]byte
 	// qids are the rules' qualified identifiers ("" where malformed) and ours their set.
 	qids []string
 	ours map[string]bool
@@ -110,6 +120,8 @@ type packContext struct {
 	// under it.
 	cap    *engine.Capability
 	anchor string
+	// capSum is the SHA-256 of the spec cap was loaded from.
+	capSum [sha256.Size]byte
 }
 
 func newPackContext(rules []any, n *neighbours) *packContext {
@@ -128,7 +140,7 @@ func newPackContext(rules []any, n *neighbours) *packContext {
 // load loads the pack against the Capability next to a stub for every rule of another
 // pack it references, so that such a reference resolves: what the loader refuses then is
 // the pack's own — a rule it rejects, a duplicate or a cycle within the pack, a reference
-// no pack defines.
+// no pack defines. What the loader says is kept in loads.
 func (p *packContext) load() diag.List {
 	p.refs = make([][]reference, len(p.rules))
 	elsewhere := map[string]bool{}
@@ -140,7 +152,21 @@ func (p *packContext) load() diag.List {
 			}
 		}
 	}
-	docs := append(slices.Clip(p.rules), stubs(elsewhere, p.ours, p.anchor)...)
-	_, errs := engine.LoadRules(p.cap, docs)
+	var names []string
+	if p.anchor != "" {
+		names = stubNames(elsewhere, p.ours)
+	}
+	key := loadKey(p.capSum, p.sums, names)
+	if errs, ok := loads.get(key); ok {
+		return errs
+	}
+	docs := slices.Clip(p.rules)
+	for _, q := range names {
+		docs = append(docs, stub(q, p.anchor))
+	}
+	errs := engine.CheckRulesKept(p.cap, docs, conditionStore{p.capSum})
+	if len(errs) <= keptDiagnosticsMax {
+		loads.put(key, errs)
+	}
 	return errs
 }

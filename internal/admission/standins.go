@@ -42,6 +42,16 @@ func stubs(want, have map[string]bool, anchor string) []any {
 	if anchor == "" {
 		return nil
 	}
+	names := stubNames(want, have)
+	out := make([]any, len(names))
+	for i, q := range names {
+		out[i] = stub(q, anchor)
+	}
+	return out
+}
+
+// stubNames returns the identifiers of want that have does not hold, sorted.
+func stubNames(want, have map[string]bool) []string {
 	var names []string
 	for q := range want {
 		if !have[q] && q != "" {
@@ -49,11 +59,7 @@ func stubs(want, have map[string]bool, anchor string) []any {
 		}
 	}
 	sort.Strings(names)
-	out := make([]any, len(names))
-	for i, q := range names {
-		out[i] = stub(q, anchor)
-	}
-	return out
+	return names
 }
 
 // identityMembers say what a configuration may do to a rule: its identity

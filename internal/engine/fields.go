@@ -22,11 +22,44 @@ var (
 	namePattern      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)                                          // Appendix A name
 )
 
+// isID reports whether s matches idPattern; the loader asks for every rule and every
+// reference, so it does not run the pattern.
+func isID(s string) bool {
+	if s == "" || s[0] < 'A' || s[0] > 'Z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// isNamespace reports whether s matches namespacePattern, as isID does idPattern: labels
+// of a-z, 0-9 and inner hyphens, joined by dots.
+func isNamespace(s string) bool {
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			if c := label[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Supported format version: this engine implements OAR 1.0.
 const (
 	supportedMajor = 1
 	supportedMinor = 0
 )
+
+// supportedVersion is the version string of every current document, checked first.
+var supportedVersion = strconv.Itoa(supportedMajor) + "." + strconv.Itoa(supportedMinor)
 
 // jsonText renders a decoded value as compact JSON text for Error.Value.
 func jsonText(v any) string {
@@ -84,6 +117,9 @@ func checkVersion(l *diag.List, obj map[string]any, field string) bool {
 		}
 		l.Add(fieldErr("OAR-DOC-3", field, raw, "%s must be a string of the form <major>.<minor>%s", field, yamlHint(raw)))
 		return false
+	}
+	if s == supportedVersion {
+		return true
 	}
 	m := versionPattern.FindStringSubmatch(s)
 	if m == nil {
@@ -226,6 +262,9 @@ func getObject(l *diag.List, obj map[string]any, field, path, clause string) (ma
 // checkClosed reports every member of obj outside allowed; x- extensions pass when
 // allowExtensions is set ([OAR-DOC-26], [OAR-DOC-27]).
 func checkClosed(l *diag.List, obj map[string]any, allowed map[string]bool, path, clause, what string, allowExtensions bool) {
+	if onlyAllowed(obj, allowed) {
+		return
+	}
 	for _, k := range sortedKeys(obj) {
 		if allowed[k] {
 			continue
@@ -235,6 +274,17 @@ func checkClosed(l *diag.List, obj map[string]any, allowed map[string]bool, path
 		}
 		l.Add(fieldErr(clause, diag.JoinPath(path, k), nil, "unknown member %q in %s", k, what)).Suggest(k, keys(allowed))
 	}
+}
+
+// onlyAllowed reports whether every member of obj is allowed: most objects have no
+// other, and only one that has needs its keys sorted for the order of diagnostics.
+func onlyAllowed(obj map[string]any, allowed map[string]bool) bool {
+	for k := range obj {
+		if !allowed[k] {
+			return false
+		}
+	}
+	return true
 }
 
 func setOf(names ...string) map[string]bool {
@@ -248,9 +298,9 @@ func setOf(names ...string) map[string]bool {
 // validRuleRef reports whether s is a bare id or a qualified <namespace>/<id>.
 func validRuleRef(s string) bool {
 	if ns, id, ok := strings.Cut(s, "/"); ok {
-		return namespacePattern.MatchString(ns) && idPattern.MatchString(id)
+		return isNamespace(ns) && isID(id)
 	}
-	return idPattern.MatchString(s)
+	return isID(s)
 }
 
 // validIdentifier reports whether s is an Appendix A identifier, name { "." name }.

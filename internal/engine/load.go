@@ -3,9 +3,12 @@ package engine
 import (
 	"fmt"
 	"iter"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/oar-operator/oar-operator/internal/engine/copytext"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
@@ -32,8 +35,15 @@ type RuleSet struct {
 type compileCache struct {
 	// when is keyed by namespace and source: a bare rule reference in
 	// fire_count_of resolves in the rule's own namespace ([OAR-FIRE-11]).
-	when map[[2]string]*expr.Program
-	copy map[string]*copytext.Template
+	when map[[2]string]*condition
+	copy map[string]*template
+	// checkOnly leaves conditions unbuilt (CheckRules), and kept keeps them across
+	// sets when not nil.
+	checkOnly bool
+	kept      ConditionStore
+	// sealed is set once every source of the set was compiled: the rules are then
+	// resolved concurrently, and the cache is only read.
+	sealed bool
 }
 
 var ruleMembers = setOf("oar", "id", "namespace", "kind", "anchor", "selector", "when", "flow", "effect",
@@ -44,43 +54,94 @@ var ruleMembers = setOf("oar", "id", "namespace", "kind", "anchor", "selector", 
 // every error of every member ([OAR-CONF-1]). The set loads only when no member is
 // refused; a refused set returns a nil RuleSet.
 func LoadRules(c *Capability, docs []any) (*RuleSet, diag.List) {
-	rs := &RuleSet{Capability: c, byQID: map[string]int{},
-		compiled: &compileCache{when: map[[2]string]*expr.Program{}, copy: map[string]*copytext.Template{}}}
+	return loadRules(c, docs, false, nil)
+}
+
+// CheckRules validates every member of a rule set against c as LoadRules does, with the
+// same diagnostics, without building the conditions' evaluators: for a caller that only
+// asks whether the set loads.
+func CheckRules(c *Capability, docs []any) diag.List {
+	return CheckRulesKept(c, docs, nil)
+}
+
+// ConditionStore keeps, from one check of a rule set to the next, what checking a
+// condition found where that depends on nothing but the condition's source and the
+// capability: the condition type-checks and names no rule. A store must only be used
+// with capabilities loaded from the same document, and concurrently.
+type ConditionStore interface {
+	// Checked returns the facts and functions the condition src references, if kept.
+	Checked(src string) (refs []types.Symbol, ok bool)
+	// KeepChecked keeps them; refs is not modified afterwards.
+	KeepChecked(src string, refs []types.Symbol)
+}
+
+// CheckRulesKept is CheckRules taking the conditions kept in store, when not nil, and
+// keeping there those it checks.
+func CheckRulesKept(c *Capability, docs []any, store ConditionStore) diag.List {
+	_, errs := loadRules(c, docs, true, store)
+	return errs
+}
+
+// loadRules is LoadRules; checkOnly leaves every rule's condition unbuilt, so the set it
+// returns is not to be run, and then store, when not nil, keeps conditions across sets.
+func loadRules(c *Capability, docs []any, checkOnly bool, store ConditionStore) (*RuleSet, diag.List) {
+	rs := &RuleSet{Capability: c, byQID: make(map[string]int, len(docs)),
+		compiled: &compileCache{when: map[[2]string]*condition{}, copy: map[string]*template{}, checkOnly: checkOnly, kept: store}}
 	defer func() { rs.compiled = nil }()
 	var all diag.List
-	type pending struct {
+	// Pass 1: each member on its own terms ([OAR-DOC-31]), on every processor; the
+	// results are then taken in member order, as one processor would.
+	type member struct {
 		r   *Rule
 		req requirements
+		ok  bool
+		l   diag.List
 	}
-	var shaped []pending
-	// Pass 1: each member on its own terms ([OAR-DOC-31]).
-	for i, doc := range docs {
-		var l diag.List
-		r, req, ok := parseRule(&l, i, doc)
-		if r != nil && r.QID != "" {
+	members := make([]member, len(docs))
+	forEach(len(docs), func(i int) {
+		m := &members[i]
+		m.r, m.req, m.ok = parseRule(&m.l, i, docs[i])
+	})
+	shaped := make([]*member, 0, len(docs))
+	for i := range members {
+		m := &members[i]
+		if r := m.r; r != nil && r.QID != "" {
 			if prev, dup := rs.byQID[r.QID]; dup {
-				l.Add(fieldErr("OAR-DOC-9", "id", r.ID, "rule set contains two rules with qualified identifier %s (the other is member %d)", r.QID, prev))
+				m.l.Add(fieldErr("OAR-DOC-9", "id", r.ID, "rule set contains two rules with qualified identifier %s (the other is member %d)", r.QID, prev))
 			} else {
 				rs.byQID[r.QID] = i
 			}
 		}
-		all = append(all, l.WithContext(i, ruleName(r))...)
-		if ok {
-			shaped = append(shaped, pending{r, req})
+		all = append(all, m.l.WithContext(i, ruleName(m.r))...)
+		if m.ok {
+			shaped = append(shaped, m)
 		}
-		if r != nil {
-			rs.Rules = append(rs.Rules, r)
+		if m.r != nil {
+			rs.Rules = append(rs.Rules, m.r)
 		}
 	}
-	// Pass 2: against the capability and the set.
-	byIndex := map[int]*Rule{}
-	for _, p := range shaped {
-		byIndex[p.r.Index] = p.r
+	// Pass 2: against the capability and the set. The conditions and copy templates are
+	// compiled first, each distinct source once, on every processor; then each rule is
+	// resolved, also on every processor, into its own diagnostics and warnings, which are
+	// taken in member order.
+	byIndex := make(map[int]*Rule, len(shaped))
+	for _, m := range shaped {
+		byIndex[m.r.Index] = m.r
 	}
-	for _, p := range shaped {
-		var l diag.List
-		rs.resolveRule(&l, p.r, p.req, byIndex)
-		all = append(all, l.WithContext(p.r.Index, p.r.QID)...)
+	rs.precompile(func(yield func(*Rule, requirements) bool) {
+		for _, m := range shaped {
+			if !yield(m.r, m.req) {
+				return
+			}
+		}
+	})
+	resolved := make([]struct{ l, warnings diag.List }, len(shaped))
+	forEach(len(shaped), func(i int) {
+		rs.resolveRule(&resolved[i].l, &resolved[i].warnings, shaped[i].r, shaped[i].req, byIndex)
+	})
+	for i, m := range shaped {
+		all = append(all, resolved[i].l.WithContext(m.r.Index, m.r.QID)...)
+		rs.Warnings = append(rs.Warnings, resolved[i].warnings...)
 	}
 	if len(all) == 0 {
 		all = append(all, rs.checkCycles(byIndex)...)
@@ -91,6 +152,42 @@ func LoadRules(c *Capability, docs []any) (*RuleSet, diag.List) {
 	}
 	rs.Warnings.Sort()
 	return rs, nil
+}
+
+// rulesPerWorker is the fewest members worth a goroutine of their own while a set
+// loads; smaller sets load on the calling goroutine.
+var rulesPerWorker = 64
+
+// forEach calls f for every index below n, spread over the processors when n is large
+// enough. f must touch only what belongs to its index.
+func forEach(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/rulesPerWorker)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	// Indices are handed out in small chunks, so a worker slowed by another process on
+	// its processor holds back little.
+	const chunk = 16
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				end := int(next.Add(chunk))
+				start := end - chunk
+				if start >= n {
+					return
+				}
+				for i := start; i < min(end, n); i++ {
+					f(i)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func ruleName(r *Rule) string {
@@ -111,22 +208,53 @@ func (rs *RuleSet) Rule(qid string) (*Rule, bool) {
 
 // requirements is a rule's requires object ([OAR-DOC-21]).
 type requirements struct {
-	profiles map[string]bool
-	facts    map[string]bool
-	// raw lists, in order, for diagnostics
+	// the lists, in order; a rule names few, so they are searched rather than indexed
 	profileList, factList []string
 	// unresolved references, resolved in pass 2
 	onError   string
 	overrides []string
 	when      string
 	hasWhen   bool
-	copy      map[string]string
-	counter   string
-	hasCount  bool
-	selector  map[string][]string
-	selOrder  []string
-	target    string
+	// copy holds each member of copyMemberNames present, at its position there
+	copy     [len(copyMemberNames)]copySource
+	counter  string
+	hasCount bool
+	// selector holds the well-formed clauses, sorted by fact
+	selector []selectorSource
+	target   string
 }
+
+// copySource is a copy member's template as written.
+type copySource struct {
+	src     string
+	present bool
+}
+
+// selectorSource is a selector clause as written.
+type selectorSource struct {
+	fact   string
+	values []string
+}
+
+// reaches reports whether requires names profile, or the fact name itself.
+func (req *requirements) reaches(profile, name string) bool {
+	return slices.Contains(req.profileList, profile) || req.names(name)
+}
+
+// names reports whether requires.facts names the fact name.
+func (req *requirements) names(name string) bool { return slices.Contains(req.factList, name) }
+
+// Member sets and paths the loader checks every rule against, built once.
+var (
+	requiresMembers = setOf("profiles", "facts")
+	copyMembers     = setOf(copyMemberNames[:]...)
+	copyPaths       = func() (paths [len(copyMemberNames)]string) {
+		for i, name := range copyMemberNames {
+			paths[i] = "copy." + name
+		}
+		return paths
+	}()
+)
 
 // parseRule checks one member's shape: the version gate first ([OAR-CONF-2]), then the
 // closed field set and every field's type and grammar. ok reports whether the member is
@@ -150,14 +278,14 @@ func parseRule(l *diag.List, index int, doc any) (*Rule, requirements, bool) {
 		}
 	}
 	if id, ok := getString(l, obj, "id", "id", "OAR-DOC-6"); ok {
-		if idPattern.MatchString(id) {
+		if isID(id) {
 			r.ID = id
 		} else {
 			l.Add(fieldErr("OAR-DOC-6", "id", id, "id %q must match ^[A-Z][A-Z0-9_]*$", id))
 		}
 	}
 	if ns, ok := getString(l, obj, "namespace", "namespace", "OAR-DOC-7"); ok {
-		if namespacePattern.MatchString(ns) {
+		if isNamespace(ns) {
 			r.Namespace = ns
 		} else {
 			l.Add(fieldErr("OAR-DOC-7", "namespace", ns, "namespace %q must match ^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$", ns))
@@ -223,7 +351,7 @@ func QualifiedID(doc any) (string, bool) {
 		return "", false
 	}
 	id, ok := obj["id"].(string)
-	if !ok || !idPattern.MatchString(id) {
+	if !ok || !isID(id) {
 		return "", false
 	}
 	raw, present := obj["namespace"]
@@ -231,7 +359,7 @@ func QualifiedID(doc any) (string, bool) {
 		return id, true
 	}
 	ns, ok := raw.(string)
-	if !ok || !namespacePattern.MatchString(ns) {
+	if !ok || !isNamespace(ns) {
 		return "", false
 	}
 	return qualify(ns, id), true
@@ -330,19 +458,12 @@ func parseRequires(l *diag.List, obj map[string]any, req *requirements) {
 	if !ok {
 		return
 	}
-	checkClosed(l, m, setOf("profiles", "facts"), "requires", "OAR-DOC-21", "requires", false)
-	req.profiles, req.facts = map[string]bool{}, map[string]bool{}
+	checkClosed(l, m, requiresMembers, "requires", "OAR-DOC-21", "requires", false)
 	if list, ok := getStringList(l, m, "profiles", "requires.profiles", "OAR-DOC-21"); ok {
 		req.profileList = list
-		for _, p := range list {
-			req.profiles[p] = true
-		}
 	}
 	if list, ok := getStringList(l, m, "facts", "requires.facts", "OAR-DOC-21"); ok {
 		req.factList = list
-		for _, f := range list {
-			req.facts[f] = true
-		}
 	}
 }
 
@@ -351,12 +472,10 @@ func parseSelector(l *diag.List, obj map[string]any, req *requirements) {
 	if !ok {
 		return
 	}
-	req.selector = map[string][]string{}
 	for _, k := range sortedKeys(m) {
-		path := "selector." + k
 		arr, isArr := m[k].([]any)
 		if !isArr {
-			l.Add(fieldErr("OAR-SEL-1", path, m[k], "selector clause %q must be a list of strings; got %s", k, types.DescribeJSON(m[k])))
+			l.Add(fieldErr("OAR-SEL-1", "selector."+k, m[k], "selector clause %q must be a list of strings; got %s", k, types.DescribeJSON(m[k])))
 			continue
 		}
 		vals := make([]string, 0, len(arr))
@@ -364,15 +483,14 @@ func parseSelector(l *diag.List, obj map[string]any, req *requirements) {
 		for i, v := range arr {
 			s, isStr := v.(string)
 			if !isStr {
-				l.Add(fieldErr("OAR-SEL-1", fmt.Sprintf("%s[%d]", path, i), v, "selector clause %q values must be strings%s", k, yamlHint(v)))
+				l.Add(fieldErr("OAR-SEL-1", fmt.Sprintf("selector.%s[%d]", k, i), v, "selector clause %q values must be strings%s", k, yamlHint(v)))
 				good = false
 				continue
 			}
 			vals = append(vals, s)
 		}
 		if good {
-			req.selector[k] = vals
-			req.selOrder = append(req.selOrder, k)
+			req.selector = append(req.selector, selectorSource{k, vals})
 		}
 	}
 }
@@ -466,11 +584,10 @@ func parseCopy(l *diag.List, obj map[string]any, req *requirements) {
 	if !ok {
 		return
 	}
-	checkClosed(l, m, setOf(copyMemberNames...), "copy", "OAR-DOC-24", "copy (members are title, what, cause, why, fix, instead)", false)
-	req.copy = map[string]string{}
-	for _, name := range copyMemberNames {
-		if s, ok := getString(l, m, name, "copy."+name, "OAR-DOC-24"); ok {
-			req.copy[name] = s
+	checkClosed(l, m, copyMembers, "copy", "OAR-DOC-24", "copy (members are title, what, cause, why, fix, instead)", false)
+	for i, name := range copyMemberNames {
+		if s, ok := getString(l, m, name, copyPaths[i], "OAR-DOC-24"); ok {
+			req.copy[i] = copySource{s, true}
 		}
 	}
 }
@@ -495,45 +612,136 @@ func (rs *RuleSet) resolve(ref, ns string) (int, bool) {
 	return i, ok
 }
 
+// condition is a condition that compiled and the facts and functions it references;
+// prog is nil when the set is only checked.
+type condition struct {
+	prog *expr.Program
+	refs []types.Symbol
+}
+
 // compileWhen compiles a condition of a rule in namespace, once per set for a source
 // that compiles.
-func (rs *RuleSet) compileWhen(src, namespace string) (*expr.Program, diag.List) {
+func (rs *RuleSet) compileWhen(src, namespace string) (*condition, diag.List) {
 	key := [2]string{namespace, src}
-	if prog := rs.compiled.when[key]; prog != nil {
-		return prog, nil
+	if cond := rs.compiled.when[key]; cond != nil {
+		return cond, nil
+	}
+	kept := rs.compiled.kept
+	if kept != nil {
+		if refs, ok := kept.Checked(src); ok {
+			return &condition{refs: refs}, nil
+		}
 	}
 	c := rs.Capability
-	prog, errs := expr.Compile(src, expr.Options{
+	namesRule := false // whether the outcome depends on the set as well
+	opts := expr.Options{
 		Symbols:  c,
 		MaxNodes: c.ExpressionNodesMax,
 		ResolveRule: func(ref string) (int, bool) {
+			namesRule = true
 			if !validRuleRef(ref) {
 				return 0, false
 			}
 			return rs.resolve(ref, namespace)
 		},
-		RuleRefs: func(ref string) iter.Seq[string] { return rs.ruleRefs(ref, namespace) },
-	})
-	if prog != nil && len(errs) == 0 {
-		rs.compiled.when[key] = prog
+		RuleRefs: func(ref string) iter.Seq[string] {
+			namesRule = true
+			return rs.ruleRefs(ref, namespace)
+		},
 	}
-	return prog, errs
+	var cond *condition
+	var errs diag.List
+	if rs.compiled.checkOnly {
+		var refs []types.Symbol
+		if refs, errs = expr.Check(src, opts); len(errs) == 0 {
+			cond = &condition{refs: refs}
+			if kept != nil && !namesRule {
+				kept.KeepChecked(src, refs)
+			}
+		}
+	} else {
+		var prog *expr.Program
+		if prog, errs = expr.Compile(src, opts); prog != nil {
+			cond = &condition{prog: prog, refs: prog.Refs()}
+		}
+	}
+	if cond != nil && len(errs) == 0 && !rs.compiled.sealed {
+		rs.compiled.when[key] = cond
+	}
+	return cond, errs
 }
 
 // compileCopy compiles a copy member, once per set for a source that compiles.
-func (rs *RuleSet) compileCopy(src string) (*copytext.Template, diag.List) {
-	if tmpl := rs.compiled.copy[src]; tmpl != nil {
-		return tmpl, nil
+func (rs *RuleSet) compileCopy(src string) (*template, diag.List) {
+	if t := rs.compiled.copy[src]; t != nil {
+		return t, nil
 	}
 	tmpl, errs := copytext.Compile(src, rs.Capability)
-	if tmpl != nil && len(errs) == 0 {
-		rs.compiled.copy[src] = tmpl
+	if tmpl == nil {
+		return nil, errs
 	}
-	return tmpl, errs
+	t := &template{tmpl: tmpl, refs: tmpl.Refs()}
+	if len(errs) == 0 && !rs.compiled.sealed {
+		rs.compiled.copy[src] = t
+	}
+	return t, errs
 }
 
-// resolveRule checks a well-formed rule against the capability and the set.
-func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex map[int]*Rule) {
+// template is a compiled copy template and the facts it references.
+type template struct {
+	tmpl *copytext.Template
+	refs []types.Symbol
+}
+
+// precompile seals the cache, compiles every distinct condition and copy template of
+// rules on every processor, and keeps those that compile in the cache. A source
+// that does not compile is compiled again by each rule that has it, for that rule's
+// diagnostics.
+func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
+	var whens [][2]string
+	var copies []string
+	seenWhen, seenCopy := map[[2]string]bool{}, map[string]bool{}
+	for r, req := range rules {
+		if key := [2]string{r.Namespace, req.when}; req.hasWhen && !seenWhen[key] {
+			seenWhen[key] = true
+			whens = append(whens, key)
+		}
+		for _, m := range req.copy {
+			if m.present && !seenCopy[m.src] {
+				seenCopy[m.src] = true
+				copies = append(copies, m.src)
+			}
+		}
+	}
+	rs.compiled.sealed = true
+	conds := make([]*condition, len(whens))
+	tmpls := make([]*template, len(copies))
+	forEach(len(whens)+len(copies), func(i int) {
+		if i < len(whens) {
+			if cond, errs := rs.compileWhen(whens[i][1], whens[i][0]); len(errs) == 0 {
+				conds[i] = cond
+			}
+			return
+		}
+		if tmpl, errs := rs.compileCopy(copies[i-len(whens)]); len(errs) == 0 {
+			tmpls[i-len(whens)] = tmpl
+		}
+	})
+	for i, key := range whens {
+		if conds[i] != nil {
+			rs.compiled.when[key] = conds[i]
+		}
+	}
+	for i, src := range copies {
+		if tmpls[i] != nil {
+			rs.compiled.copy[src] = tmpls[i]
+		}
+	}
+}
+
+// resolveRule checks a well-formed rule against the capability and the set, adding its
+// diagnostics to l and its load-time advice to warnings.
+func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements, byIndex map[int]*Rule) {
 	c := rs.Capability
 	rs.resolveAnchor(l, r)
 	rs.checkRequires(l, r, req)
@@ -545,50 +753,62 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 		case TierCore:
 			return
 		case TierProfile:
-			if req.profiles[info.Profile] || req.facts[sym.Name] {
+			if req.reaches(info.Profile, sym.Name) {
 				return
 			}
 			l.Add(fieldErr("OAR-FACT-20", field+suffix, sym.Name, "%q belongs to profile %s, which the rule does not name in requires.profiles", sym.Name, info.Profile))
 		case TierHost:
-			if req.facts[sym.Name] {
+			if req.names(sym.Name) {
 				return
 			}
 			l.Add(fieldErr("OAR-FACT-20", field+suffix, sym.Name, "host fact %q is not named in requires.facts", sym.Name))
 		}
 	}
-	seen := map[string]bool{}
+	// addRef records sym for assembling the rule's facts: only a set that runs needs
+	// them. A rule references few symbols: a scan is cheaper than a set.
+	runs := !rs.compiled.checkOnly
 	addRef := func(sym types.Symbol) {
-		if !seen[sym.Name] {
-			seen[sym.Name] = true
-			r.refs = append(r.refs, sym)
+		if !runs {
+			return
 		}
+		for _, ref := range r.refs {
+			if ref.Name == sym.Name {
+				return
+			}
+		}
+		r.refs = append(r.refs, sym)
 	}
-	for _, k := range req.selOrder {
-		path := "selector." + k
+	if runs && len(req.selector) > 0 {
+		r.selector = make([]selectorClause, 0, len(req.selector))
+	}
+	for _, clause := range req.selector {
+		k := clause.fact
 		sym, ok := c.Lookup(k)
 		switch {
 		case !ok:
-			l.Add(fieldErr("OAR-SEL-3", path, k, "selector clause %q names no declared fact", k)).Suggest(k, c.names(factOf(types.String, types.ListString)))
+			l.Add(fieldErr("OAR-SEL-3", "selector."+k, k, "selector clause %q names no declared fact", k)).Suggest(k, c.names(factOf(types.String, types.ListString)))
 			continue
 		case sym.Func:
-			l.Add(fieldErr("OAR-FACT-27", path, k, "selector clause %q names an observation function; selectors cannot name a function, a clause names a fact ([OAR-SEL-3])", k))
+			l.Add(fieldErr("OAR-FACT-27", "selector."+k, k, "selector clause %q names an observation function; selectors cannot name a function, a clause names a fact ([OAR-SEL-3])", k))
 			continue
 		case sym.Type != types.String && sym.Type != types.ListString:
-			l.Add(fieldErr("OAR-SEL-3", path, k, "selector clause %q names a fact of type %s; a clause names a string or list<string> fact", k, sym.Type))
+			l.Add(fieldErr("OAR-SEL-3", "selector."+k, k, "selector clause %q names a fact of type %s; a clause names a string or list<string> fact", k, sym.Type))
 			continue
 		}
-		reach(sym, path, "")
+		reach(sym, "selector.", k)
 		addRef(sym)
-		vals := make(map[string]struct{}, len(req.selector[k]))
-		for _, v := range req.selector[k] {
-			vals[v] = struct{}{}
-		}
-		if len(vals) == 0 {
-			w := fieldErr("OAR-SEL-6", path, []any{}, "selector clause %q is empty and matches nothing: rule %s is never selected", k, r.QID)
+		if len(clause.values) == 0 {
+			w := fieldErr("OAR-SEL-6", "selector."+k, []any{}, "selector clause %q is empty and matches nothing: rule %s is never selected", k, r.QID)
 			w.Index, w.Rule = r.Index, r.QID
-			rs.Warnings.Add(w)
+			warnings.Add(w)
 		}
-		r.selector = append(r.selector, selectorClause{sym: sym, values: vals})
+		if runs {
+			vals := make(map[string]struct{}, len(clause.values))
+			for _, v := range clause.values {
+				vals[v] = struct{}{}
+			}
+			r.selector = append(r.selector, selectorClause{sym: sym, values: vals})
+		}
 	}
 	if req.hasCount {
 		sym, ok := c.Lookup(req.counter)
@@ -600,7 +820,7 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 		case sym.Type != types.String:
 			l.Add(fieldErr("OAR-FIRE-10", "counter_scope", req.counter, "counter_scope names %q of type %s; it must name a string fact", req.counter, sym.Type))
 		default:
-			if info := c.symbol(sym.ID); info.Tier != TierCore && !req.profiles[info.Profile] && !req.facts[sym.Name] {
+			if info := c.symbol(sym.ID); info.Tier != TierCore && !req.reaches(info.Profile, sym.Name) {
 				l.Add(fieldErr("OAR-FIRE-10", "counter_scope", req.counter, "counter_scope names %q, a non-core fact the rule does not reach through requires", req.counter))
 			} else {
 				r.counterScope = &sym
@@ -609,35 +829,36 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 		}
 	}
 	if req.hasWhen {
-		prog, errs := rs.compileWhen(req.when, r.Namespace)
+		cond, errs := rs.compileWhen(req.when, r.Namespace)
 		for _, e := range errs {
 			e.Field = diag.JoinPath("when", e.Field)
 			l.Add(e)
 		}
-		if prog != nil {
-			for _, sym := range prog.Refs() {
+		if cond != nil {
+			for _, sym := range cond.refs {
 				reach(sym, "when", "")
 				addRef(sym)
 			}
-			r.when = prog
+			r.when = cond.prog
 		}
 	}
-	for _, name := range copyMemberNames {
-		src, ok := req.copy[name]
-		if !ok {
+	for i, name := range copyMemberNames {
+		if !req.copy[i].present {
 			continue
 		}
-		tmpl, errs := rs.compileCopy(src)
+		t, errs := rs.compileCopy(req.copy[i].src)
 		for _, e := range errs {
-			e.Field = diag.JoinPath("copy."+name, e.Field)
+			e.Field = diag.JoinPath(copyPaths[i], e.Field)
 			l.Add(e)
 		}
-		if tmpl != nil {
-			for _, sym := range tmpl.Refs() {
+		if t != nil {
+			for _, sym := range t.refs {
 				reach(sym, "copy.", name)
 				addRef(sym)
 			}
-			r.copy = append(r.copy, copyMember{name: name, tmpl: tmpl})
+			if runs {
+				r.copy = append(r.copy, copyMember{name: name, tmpl: t.tmpl})
+			}
 		}
 	}
 	if r.transform != nil {
@@ -704,7 +925,13 @@ func (rs *RuleSet) resolveRule(l *diag.List, r *Rule, req requirements, byIndex 
 			r.OnErrorRule = j
 		}
 	}
-	// The seven trace entries share one string.
+	if runs {
+		r.traceEntries()
+	}
+}
+
+// traceEntries sets the rule's trace entries, which share one string.
+func (r *Rule) traceEntries() {
 	var all strings.Builder
 	all.Grow(len(r.trace)*(len(r.QID)+1) + outcomeNamesLen)
 	var ends [len(r.trace)]int

@@ -103,7 +103,7 @@ const outcomeNamesLen = len("fired") + len("passed") + len("errored") + len("sup
 func (o Outcome) String() string { return outcomeNames[o] }
 
 // copyMemberNames is the closed member set of copy, in presentation order ([OAR-DOC-24]).
-var copyMemberNames = []string{"title", "what", "cause", "why", "fix", "instead"}
+var copyMemberNames = [...]string{"title", "what", "cause", "why", "fix", "instead"}
 
 // Rule is one loaded, compiled rule document.
 type Rule struct {

@@ -10,6 +10,35 @@ import (
 	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
+// Check parses and type-checks a condition as Compile does, with the same diagnostics,
+// and returns what Program.Refs would list, without building the evaluator: for a
+// caller that only asks whether a condition loads and what it references (the admission
+// webhook checking a pack it does not run).
+func Check(src string, opts Options) ([]types.Symbol, diag.List) {
+	t, errs := parse(src)
+	if t.root == nil {
+		return nil, errs
+	}
+	limit := opts.MaxNodes
+	if limit <= 0 || limit > MaxNodesCeiling {
+		limit = MaxNodesCeiling
+	}
+	if t.nodes > limit {
+		errs.Add(newError(src, "OAR-EXPR-17", t.start, "condition at offset %d has %d nodes, more than the limit of %d", t.start, t.nodes, limit))
+		if t.nodes > MaxNodesCeiling {
+			return nil, errs
+		}
+	}
+	c := checker{src: src, opts: opts}
+	c.checkCondition(t)
+	errs = append(errs, c.errs...)
+	if len(errs) > 0 {
+		errs.Sort()
+		return nil, errs
+	}
+	return c.refs, nil
+}
+
 // checker resolves identifiers against the fact environment and types the tree
 // under A.2 and A.3 ([OAR-FACT-3], [OAR-FACT-4]). It records every error it finds
 // in independent subtrees; a node whose operand already failed reports nothing
@@ -19,7 +48,6 @@ type checker struct {
 	opts Options
 	errs diag.List
 	refs []types.Symbol
-	seen map[string]bool
 }
 
 func (c *checker) errorf(clause string, pos int, format string, args ...any) {
@@ -100,13 +128,12 @@ func (c *checker) lookup(name string) (types.Symbol, bool) {
 
 // reference records sym for Program.Refs, once, in order of first use.
 func (c *checker) reference(sym types.Symbol) {
-	if c.seen[sym.Name] {
-		return
+	// A condition references few symbols: a scan is cheaper than a set.
+	for _, r := range c.refs {
+		if r.Name == sym.Name {
+			return
+		}
 	}
-	if c.seen == nil {
-		c.seen = map[string]bool{}
-	}
-	c.seen[sym.Name] = true
 	c.refs = append(c.refs, sym)
 }
 

@@ -1,7 +1,9 @@
 package expr
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"unicode/utf8"
 
@@ -33,12 +35,19 @@ func (zeroEnv) Call(id int, _ types.Value) (types.Value, error) {
 func (zeroEnv) RuleCounter(int, int) (int64, error) { return 0, nil }
 
 // FuzzCompile checks that no input panics the compiler, that every rejection is a
-// well-formed diagnostic, and that a compiled program evaluates without panicking,
+// well-formed diagnostic, that Check finds what Compile finds, and that a compiled program evaluates without panicking,
 // failing only by a raise or its environment's own error.
 func FuzzCompile(f *testing.F) {
 	opts := Options{Symbols: testSymbols, MaxNodes: 512, ResolveRule: resolveRule}
 	f.Fuzz(func(t *testing.T, src string) {
 		p, errs := Compile(src, opts)
+		refs, checked := Check(src, opts)
+		if want, got := jsonText(t, errs), jsonText(t, checked); got != want {
+			t.Fatalf("Check's diagnostics %s, Compile's %s", got, want)
+		}
+		if p != nil && !slices.Equal(refs, p.Refs()) {
+			t.Fatalf("Check's references %v, Compile's %v", refs, p.Refs())
+		}
 		if p == nil {
 			checkDiagnostics(t, src, errs)
 			for _, e := range errs {
@@ -66,4 +75,13 @@ func FuzzCompile(f *testing.F) {
 			}
 		}
 	})
+}
+
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -144,6 +144,9 @@ func (s *scanner) scanDigits() {
 // value. Escapes are exactly those of [OAR-EXPR-3]; a line break may not appear raw.
 func (s *scanner) scanString(pos int, quote byte) (token, int, string) {
 	s.advance(1)
+	// Until the first escape the value is the source itself, which is returned without a
+	// copy; from there on it is built in b.
+	start, escaped := s.off, false
 	var b strings.Builder
 	for {
 		if s.off >= len(s.src) {
@@ -152,16 +155,26 @@ func (s *scanner) scanString(pos int, quote byte) (token, int, string) {
 		c := s.src[s.off]
 		switch {
 		case c == quote:
+			value := s.src[start:s.off]
+			if escaped {
+				value = b.String()
+			}
 			s.advance(1)
-			return tokString, pos, b.String()
+			return tokString, pos, value
 		case c == '\n' || c == '\r':
 			return s.fail("OAR-EXPR-1", s.cp, "line break at offset %d inside the string literal at offset %d: write it as \\n or \\r", s.cp, pos)
 		case c == '\\':
+			if !escaped {
+				b.WriteString(s.src[start:s.off])
+				escaped = true
+			}
 			if !s.scanEscape(&b, pos) {
 				return tokIllegal, pos, ""
 			}
 		case c < utf8.RuneSelf:
-			b.WriteByte(c)
+			if escaped {
+				b.WriteByte(c)
+			}
 			s.advance(1)
 		default:
 			// A surrogate the document carried as a JSON escape is one code point.
@@ -169,7 +182,9 @@ func (s *scanner) scanString(pos int, quote byte) (token, int, string) {
 			if r == utf8.RuneError && size == 1 {
 				return s.invalidUTF8()
 			}
-			b.WriteString(s.src[s.off : s.off+size])
+			if escaped {
+				b.WriteString(s.src[s.off : s.off+size])
+			}
 			s.advance(size)
 		}
 	}

@@ -1,0 +1,79 @@
+package admission
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/engine/types"
+)
+
+const (
+	// loadsPerGeneration bounds the load results kept: at most two generations of this
+	// many.
+	loadsPerGeneration = 16
+	// keptDiagnosticsMax bounds the diagnostics of a load result kept: a pack refused for
+	// more is loaded again each time, rather than held in memory.
+	keptDiagnosticsMax = 256
+)
+
+// loads caches what the loader says about a RulePack (packContext.load) by everything
+// that depends on: the Capability's spec, each rule's JSON and the stand-ins loaded
+// next to the rules. A pack applied with --dry-run=server and then for real, or
+// validated again while its neighbours are unchanged, is loaded once. The diagnostics
+// are shared: nothing modifies them (ruleErrors copies each).
+var loads = generations[[sha256.Size]byte, diag.List]{size: loadsPerGeneration}
+
+// loadKey is the SHA-256 of a load's inputs: the Capability's spec (whose SHA-256 is
+// capability; the stand-ins' anchor derives from it), the rules' JSON (by their
+// SHA-256, in order) and the stand-ins' identifiers, in order.
+func loadKey(capability [sha256.Size]byte, rules [][sha256.Size]byte, stubs []string) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write(capability[:])
+	h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(rules))))
+	for _, r := range rules {
+		h.Write(r[:])
+	}
+	for _, q := range stubs {
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(q))))
+		h.Write([]byte(q))
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	return key
+}
+
+// conditionsPerGeneration bounds the checked conditions kept: at most two generations
+// of this many.
+const conditionsPerGeneration = 10000
+
+// conditions keeps what checking a condition found, where that depends only on its
+// source and the Capability (engine.ConditionStore), by the SHA-256 of the Capability's
+// spec and by the source itself: a pack edited one rule at a time has only that rule's condition
+// checked again.
+var conditions = generations[conditionKey, []types.Symbol]{size: conditionsPerGeneration}
+
+// conditionKey is a condition's source under the Capability whose spec has the SHA-256
+// capability.
+type conditionKey struct {
+	capability [sha256.Size]byte
+	src        string
+}
+
+// conditionStore is conditions for the Capability whose spec has the SHA-256 capability.
+type conditionStore struct {
+	capability [sha256.Size]byte
+}
+
+var _ engine.ConditionStore = conditionStore{}
+
+// Checked implements engine.ConditionStore.
+func (s conditionStore) Checked(src string) ([]types.Symbol, bool) {
+	return conditions.get(conditionKey{s.capability, src})
+}
+
+// KeepChecked implements engine.ConditionStore.
+func (s conditionStore) KeepChecked(src string, refs []types.Symbol) {
+	conditions.put(conditionKey{s.capability, src}, refs)
+}

@@ -1,0 +1,115 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
+)
+
+// A pack validated again with nothing changed is not loaded again; a pack whose
+// Capability or neighbours changed is, since its verdict may differ.
+func TestValidationReusesLoadOnlyForTheSameInputs(t *testing.T) {
+	loads.forget()
+	t.Cleanup(loads.forget)
+	ctx := context.Background()
+	const ns = "loads"
+	mem := &memoryCluster{capabilities: []*rulesv1alpha1.Capability{capabilityObject(ns, "gateway", gatewaySpec())}}
+	v := &RulePackValidator{Cluster: mem}
+	pack := rulePack(t, ns, "mine", "gateway", 1, []map[string]any{with(rule("acme.mine", "READ"), "overrides", []any{"acme.other/TARGET"})})
+	verdict := func() string {
+		_, err := v.ValidateCreate(ctx, pack.DeepCopy())
+		if err == nil {
+			return "admitted"
+		}
+		return err.Error()
+	}
+
+	if got := verdict(); !strings.Contains(got, "OAR-EVAL-13") {
+		t.Fatalf("an override of a rule no pack defines: %s", got)
+	}
+	if len(loads.current) != 1 {
+		t.Fatalf("%d loads kept, want 1", len(loads.current))
+	}
+	for key := range loads.current {
+		e := diag.New("OAR-DOC-2", "id", "planted")
+		e.Index = 0
+		loads.current[key] = diag.List{e}
+	}
+	if got := verdict(); !strings.Contains(got, "planted") {
+		t.Errorf("the same pack was loaded again: %s", got)
+	}
+
+	// Another pack now defines the target: the pack loads next to a stand-in for it.
+	mem.packs = append(mem.packs, *rulePack(t, ns, "other", "gateway", 1, []map[string]any{rule("acme.other", "TARGET")}))
+	if got := verdict(); got != "admitted" {
+		t.Errorf("with the override's target defined elsewhere: %s", got)
+	}
+
+	// The Capability no longer supports the rule's anchor.
+	spec := gatewaySpec()
+	delete(spec.Anchors.Core, "tool.pre_invoke")
+	spec.Anchors.Unsupported = append(spec.Anchors.Unsupported, "tool.pre_invoke")
+	mem.capabilities[0] = capabilityObject(ns, "gateway", spec)
+	if got := verdict(); !strings.Contains(got, "OAR-PROF-4") {
+		t.Errorf("under a Capability without the rule's anchor: %s", got)
+	}
+}
+
+// forget empties the cache, keeping its maps' room.
+func (g *generations[K, V]) forget() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	clear(g.current)
+	clear(g.previous)
+}
+
+// A condition checked under one Capability is checked again under another: what it
+// references may not be declared there ([OAR-FACT-3]).
+func TestKeptConditionsAreTheCapabilitys(t *testing.T) {
+	ctx := context.Background()
+	const ns = "conditions"
+	mem := &memoryCluster{capabilities: []*rulesv1alpha1.Capability{capabilityObject(ns, "gateway", gatewaySpec())}}
+	v := &RulePackValidator{Cluster: mem}
+	tier := with(rule("acme.tier", "GOLD"), "when", `acme.gateway.tenant_tier == "gold"`,
+		"requires", map[string]any{"profiles": []any{"tool"}, "facts": []any{"acme.gateway.tenant_tier"}})
+	pack := rulePack(t, ns, "tier", "gateway", 1, []map[string]any{tier})
+	if _, err := v.ValidateCreate(ctx, pack.DeepCopy()); err != nil {
+		t.Fatalf("under a Capability declaring the fact: %v", err)
+	}
+	spec := gatewaySpec()
+	spec.HostFacts = spec.HostFacts[:1]
+	mem.capabilities[0] = capabilityObject(ns, "gateway", spec)
+	_, err := v.ValidateCreate(ctx, pack.DeepCopy())
+	if err == nil || !strings.Contains(err.Error(), "OAR-FACT-3") {
+		t.Errorf("under a Capability without the fact: %v", err)
+	}
+}
+
+// A pack refused for more than keptDiagnosticsMax problems is not kept.
+func TestLoadWithManyDiagnosticsIsNotKept(t *testing.T) {
+	loads.forget()
+	t.Cleanup(loads.forget)
+	const ns = "many"
+	v := &RulePackValidator{Cluster: &memoryCluster{capabilities: []*rulesv1alpha1.Capability{capabilityObject(ns, "gateway", gatewaySpec())}}}
+	rules := make([]map[string]any, keptDiagnosticsMax+1)
+	for i := range rules {
+		rules[i] = with(rule("acme.many", fmt.Sprintf("R%d", i)), "when", "pth == 1")
+	}
+	if _, err := v.ValidateCreate(context.Background(), rulePack(t, ns, "many", "gateway", 1, rules)); err == nil {
+		t.Fatal("admitted")
+	}
+	if n := len(loads.current); n != 0 {
+		t.Errorf("%d loads kept, want none", n)
+	}
+	rules = rules[:keptDiagnosticsMax]
+	if _, err := v.ValidateCreate(context.Background(), rulePack(t, ns, "many", "gateway", 1, rules)); err == nil {
+		t.Fatal("admitted")
+	}
+	if n := len(loads.current); n != 1 {
+		t.Errorf("%d loads kept, want 1", n)
+	}
+}
