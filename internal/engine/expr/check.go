@@ -15,9 +15,17 @@ import (
 // caller that only asks whether a condition loads and what it references (the admission
 // webhook checking a pack it does not run).
 func Check(src string, opts Options) ([]types.Symbol, diag.List) {
+	_, refs, errs := check(src, opts)
+	return refs, errs
+}
+
+// check parses and type-checks a condition: the typed tree and its references when it
+// loads, else every diagnostic, sorted. Check and Compile share it, so they cannot
+// disagree about what loads.
+func check(src string, opts Options) (tree, []types.Symbol, diag.List) {
 	t, errs := parse(src)
 	if t.root == nil {
-		return nil, errs
+		return t, nil, errs
 	}
 	limit := opts.MaxNodes
 	if limit <= 0 || limit > MaxNodesCeiling {
@@ -26,7 +34,7 @@ func Check(src string, opts Options) ([]types.Symbol, diag.List) {
 	if t.nodes > limit {
 		errs.Add(newError(src, "OAR-EXPR-17", t.start, "condition at offset %d has %d nodes, more than the limit of %d", t.start, t.nodes, limit))
 		if t.nodes > MaxNodesCeiling {
-			return nil, errs
+			return t, nil, errs
 		}
 	}
 	c := checker{src: src, opts: opts}
@@ -34,9 +42,9 @@ func Check(src string, opts Options) ([]types.Symbol, diag.List) {
 	errs = append(errs, c.errs...)
 	if len(errs) > 0 {
 		errs.Sort()
-		return nil, errs
+		return t, nil, errs
 	}
-	return c.refs, nil
+	return t, c.refs, nil
 }
 
 // checker resolves identifiers against the fact environment and types the tree

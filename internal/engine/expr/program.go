@@ -28,28 +28,11 @@ type Program struct {
 // Options.MaxNodes is the node limit; a value that is not positive, or exceeds
 // MaxNodesCeiling, means MaxNodesCeiling.
 func Compile(src string, opts Options) (*Program, diag.List) {
-	t, errs := parse(src)
-	if t.root == nil {
+	t, refs, errs := check(src, opts)
+	if len(errs) > 0 || t.root == nil {
 		return nil, errs
 	}
-	limit := opts.MaxNodes
-	if limit <= 0 || limit > MaxNodesCeiling {
-		limit = MaxNodesCeiling
-	}
-	if t.nodes > limit {
-		errs.Add(newError(src, "OAR-EXPR-17", t.start, "condition at offset %d has %d nodes, more than the limit of %d", t.start, t.nodes, limit))
-		if t.nodes > MaxNodesCeiling {
-			return nil, errs
-		}
-	}
-	c := checker{src: src, opts: opts}
-	c.checkCondition(t)
-	errs = append(errs, c.errs...)
-	if len(errs) > 0 {
-		errs.Sort()
-		return nil, errs
-	}
-	return &Program{root: compileBool(t.root), refs: c.refs, nodes: t.nodes}, nil
+	return &Program{root: compileBool(t.root), refs: refs, nodes: t.nodes}, nil
 }
 
 // Eval runs the condition. Errors returned by env are passed through unchanged; an
