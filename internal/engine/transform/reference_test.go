@@ -9,17 +9,20 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 )
 
 // reference is a deliberately naive second implementation of [OAR-OPS-16] used to
 // cross-check Apply: it keeps one cell per original code point and a list of
-// insertions before each point, and merges spans by comparing every pair. A byte
-// that is not valid UTF-8 is one unit, as utf8.RuneCountInString counts it, and is
-// kept as it is.
+// insertions before each point, and merges spans by comparing every pair. A surrogate
+// in generalized UTF-8 (how the engine holds one, codepoint) is one unit, and any other
+// byte that is not valid UTF-8 is one unit too, kept as it is: both as codepoint.Count
+// counts them.
 func reference(content string, ts []Transform) (string, []Skip) {
 	var units []string
 	for rest := content; rest != ""; {
-		_, size := utf8.DecodeRuneInString(rest)
+		_, size := codepoint.Decode(rest)
 		units = append(units, rest[:size])
 		rest = rest[size:]
 	}
@@ -184,7 +187,7 @@ func FuzzApply(f *testing.F) {
 	f.Add("", []byte{0xc0, 0xc2})
 	f.Add("abcdef", []byte{0x02, 1, 0, 3, 0x00, 1, 0, 3, 0x00, 1, 2, 5, 0x06, 2, 4, 4, 1, 6})
 	f.Fuzz(func(t *testing.T, content string, program []byte) {
-		n := utf8.RuneCountInString(content)
+		n := codepoint.Count(content)
 		ts := decodeProgram(t, program, n)
 		got, skips := Apply(content, ts)
 		if utf8.ValidString(content) && !utf8.ValidString(got) {
