@@ -425,6 +425,7 @@ func (s *evalState) run() *Decision {
 			continue
 		case monitor:
 			d.Applied = append(d.Applied, r.trace[MonitoredFired])
+			s.dropCopy(copyOut)
 			continue
 		}
 		d.Applied = append(d.Applied, r.trace[Fired])
@@ -445,6 +446,8 @@ func (s *evalState) run() *Decision {
 			nudges = append(nudges, c)
 		case EffectWarn:
 			warns = append(warns, c)
+		case EffectAllow:
+			s.dropCopy(copyOut)
 		}
 		if block != nil {
 			stop = pos + 1
@@ -738,6 +741,18 @@ func (s *evalState) renderCopy(r *Rule) (copySpan, error) {
 	}
 	span.to = len(s.copyMembers)
 	return span, nil
+}
+
+// dropCopy takes span, the copy rendered last, back out of the occurrence's copy
+// buffer. A fired allow rule and a monitored rule that fired still render their copy,
+// since a render error makes them rules that cannot be evaluated (evalRule), but no
+// decision carries it, so it need not be in the decision's copy text.
+func (s *evalState) dropCopy(span copySpan) {
+	if span.from == span.to {
+		return
+	}
+	s.copyBuf = s.copyBuf[:s.copyMembers[span.from].start]
+	s.copyMembers = s.copyMembers[:span.from]
 }
 
 // renderCopyOrOmit renders the copy of an on_error block; when that fails the copy is
