@@ -485,6 +485,7 @@ func TestOpenAPISchemasAreStrict(t *testing.T) {
 		{"an extra member of a counter", `'limit' not allowed`, http.MethodPost, "/v1/evaluate", edit(answer, `"breaker_count":0`, `"breaker_count":0,"limit":3`)},
 		{"a decision of the wrong type", `'/decision': got number`, http.MethodPost, "/v1/evaluate", edit(answer, `"decision":"warn"`, `"decision":1`)},
 		{"a decision out of the vocabulary", `'/decision': value must be one of`, http.MethodPost, "/v1/evaluate", edit(answer, `"decision":"warn"`, `"decision":"deny"`)},
+		{"allow as a decision ([OAR-EVAL-7]: an allow rule contributes none)", `'/decision': value must be one of`, http.MethodPost, "/v1/evaluate", edit(answer, `"decision":"warn"`, `"decision":"allow"`)},
 		{"a trace entry without an outcome", `'/applied/0'`, http.MethodPost, "/v1/evaluate", edit(answer, `:fired"`, `"`)},
 		{"a list that is null", `'/transforms': got null`, http.MethodPost, "/v1/evaluate", edit(answer, `"transforms":[]`, `"transforms":null`)},
 		{"a missing required member", `missing property 'on_fire'`, http.MethodPost, "/v1/evaluate", edit(answer, `"on_fire":["increment_counter","publish_event"],`, ``)},
