@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 )
@@ -16,9 +15,9 @@ import (
 // where encoding/json would write U+FFFD ([OAR-FACT-23]): read back as the sidecar reads
 // a request, the occurrence is then the one the engine evaluated.
 func (o Occurrence) MarshalJSON() ([]byte, error) {
-	b := append([]byte(`{"anchor":`), quote(nil, o.Anchor)...)
+	b := append([]byte(`{"anchor":`), codepoint.AppendJSON(nil, o.Anchor)...)
 	if o.SessionID != "" {
-		b = quote(append(b, `,"session_id":`...), o.SessionID)
+		b = codepoint.AppendJSON(append(b, `,"session_id":`...), o.SessionID)
 	}
 	var err error
 	if o.Facts != nil {
@@ -32,12 +31,12 @@ func (o Occurrence) MarshalJSON() ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = quote(b, step)
+			b = codepoint.AppendJSON(b, step)
 		}
 		b = append(b, ']')
 	}
 	if tc := o.ToolCall; tc != nil {
-		b = quote(append(b, `,"tool_call":{"name":`...), tc.Name)
+		b = codepoint.AppendJSON(append(b, `,"tool_call":{"name":`...), tc.Name)
 		args := tc.Arguments
 		if args == nil {
 			args = map[string]any{}
@@ -48,7 +47,7 @@ func (o Occurrence) MarshalJSON() ([]byte, error) {
 		b = append(b, '}')
 	}
 	if o.Content != nil {
-		b = quote(append(b, `,"content":`...), *o.Content)
+		b = codepoint.AppendJSON(append(b, `,"content":`...), *o.Content)
 	}
 	return append(b, '}'), nil
 }
@@ -63,7 +62,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case bool:
 		return strconv.AppendBool(b, v), nil
 	case string:
-		return quote(b, v), nil
+		return codepoint.AppendJSON(b, v), nil
 	case json.Number:
 		if !json.Valid([]byte(v)) {
 			return nil, fmt.Errorf("decisionlog: %q is not a JSON number", string(v))
@@ -75,7 +74,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(quote(b, k), ':')
+			b = append(codepoint.AppendJSON(b, k), ':')
 			if b, err = appendValue(b, v[k]); err != nil {
 				return nil, err
 			}
@@ -98,34 +97,4 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return nil, fmt.Errorf("decisionlog: encoding a value: %w", err)
 	}
 	return append(b, out...), nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// quote writes s as a JSON string: quote, backslash and control characters escaped,
-// invalid UTF-8 as U+FFFD, and a lone surrogate code point (package codepoint) as its
-// escape.
-func quote(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		r, size := codepoint.Decode(s[i:])
-		switch {
-		case r == '"' || r == '\\':
-			b = append(b, '\\', byte(r))
-		case r == '\n':
-			b = append(b, '\\', 'n')
-		case r == '\r':
-			b = append(b, '\\', 'r')
-		case r == '\t':
-			b = append(b, '\\', 't')
-		case r < 0x20 || codepoint.IsSurrogate(r) || r == '\u2028' || r == '\u2029':
-			b = append(b, '\\', 'u', hexDigits[r>>12&0xF], hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
-		case r == utf8.RuneError && size == 1:
-			b = append(b, `\ufffd`...)
-		default:
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
 }

@@ -3,30 +3,11 @@ package decisionlog
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/oar-operator/oar-operator/internal/occurrence"
 )
-
-// TestQuoteIsEncodingJSONs: without a surrogate, a string is written byte for byte as
-// encoding/json writes it with HTML escaping off.
-func TestQuoteIsEncodingJSONs(t *testing.T) {
-	for _, s := range []string{"", "plain", `quote " backslash \ slash /`, "tab\tnl\nnul\x00\x1f\x7f", "<html>&amp;",
-		"naïve 日本語 🎉", "line\u2028para\u2029", "bad \xff\xfe utf8 \xed\xa0", "\xe2\x82"} {
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(s); err != nil {
-			t.Fatal(err)
-		}
-		if got := string(quote(nil, s)); got != strings.TrimSuffix(want.String(), "\n") {
-			t.Errorf("%q: got %s, want %s", s, got, want.String())
-		}
-	}
-}
 
 // TestSurrogatesSurvive is [OAR-FACT-23]: an occurrence holding lone surrogate code
 // points (in a fact, a member name, a tool argument, the session and the content)

@@ -3,7 +3,6 @@ package sidecar
 import (
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
@@ -21,13 +20,13 @@ func appendAnswer(b []byte, a Answer) []byte {
 		b = appendList(b, a.Warnings, appendWarning)
 	}
 	b = append(b, `,"bundle":`...)
-	b = appendString(b, a.Bundle)
+	b = codepoint.AppendJSON(b, a.Bundle)
 	return append(b, "}\n"...)
 }
 
 // AppendDecision appends the JSON of d, byte for byte what encoding/json writes for it
 // with HTML escaping off, except that a lone surrogate code point is written as its
-// escape (appendString); oarctl eval prints a decision with it.
+// escape (codepoint.AppendJSON); oarctl eval prints a decision with it.
 func AppendDecision(b []byte, d *engine.Decision) []byte {
 	return append(appendDecision(b, d), '}')
 }
@@ -35,14 +34,14 @@ func AppendDecision(b []byte, d *engine.Decision) []byte {
 // appendDecision appends the members of d, leaving the object open.
 func appendDecision(b []byte, d *engine.Decision) []byte {
 	b = append(b, `{"decision":`...)
-	b = appendString(b, d.Decision)
+	b = codepoint.AppendJSON(b, d.Decision)
 	if d.Code != "" {
 		b = append(b, `,"code":`...)
-		b = appendString(b, d.Code)
+		b = codepoint.AppendJSON(b, d.Code)
 	}
 	if d.Rule != "" {
 		b = append(b, `,"rule":`...)
-		b = appendString(b, d.Rule)
+		b = codepoint.AppendJSON(b, d.Rule)
 	}
 	if len(d.Copy) > 0 {
 		b = append(b, `,"copy":`...)
@@ -54,12 +53,12 @@ func appendDecision(b []byte, d *engine.Decision) []byte {
 	b = appendList(b, d.Transforms, appendTransform)
 	if d.Content != nil {
 		b = append(b, `,"content":`...)
-		b = appendString(b, *d.Content)
+		b = codepoint.AppendJSON(b, *d.Content)
 	}
 	b = append(b, `,"applied":`...)
-	b = appendList(b, d.Applied, appendString)
+	b = appendList(b, d.Applied, codepoint.AppendJSON)
 	b = append(b, `,"on_fire":`...)
-	b = appendList(b, d.OnFire, appendString)
+	b = appendList(b, d.OnFire, codepoint.AppendJSON)
 	b = append(b, `,"events":`...)
 	b = appendList(b, d.Events, appendEvent)
 	b = append(b, `,"skipped_transforms":`...)
@@ -77,13 +76,13 @@ func appendDecision(b []byte, d *engine.Decision) []byte {
 
 func appendWarning(b []byte, w Warning) []byte {
 	b = append(b, `{"clause":`...)
-	b = appendString(b, w.Clause)
+	b = codepoint.AppendJSON(b, w.Clause)
 	b = append(b, `,"field":`...)
-	b = appendString(b, w.Field)
+	b = codepoint.AppendJSON(b, w.Field)
 	b = append(b, `,"value":`...)
-	b = appendString(b, w.Value)
+	b = codepoint.AppendJSON(b, w.Value)
 	b = append(b, `,"message":`...)
-	b = appendString(b, w.Message)
+	b = codepoint.AppendJSON(b, w.Message)
 	return append(b, '}')
 }
 
@@ -104,9 +103,9 @@ func appendList[T any](b []byte, list []T, item func([]byte, T) []byte) []byte {
 
 func appendAdvisory(b []byte, a engine.Advisory) []byte {
 	b = append(b, `{"code":`...)
-	b = appendString(b, a.Code)
+	b = codepoint.AppendJSON(b, a.Code)
 	b = append(b, `,"rule":`...)
-	b = appendString(b, a.Rule)
+	b = codepoint.AppendJSON(b, a.Rule)
 	if len(a.Copy) > 0 {
 		b = append(b, `,"copy":`...)
 		b = appendStringMap(b, a.Copy)
@@ -116,51 +115,51 @@ func appendAdvisory(b []byte, a engine.Advisory) []byte {
 
 func appendTransform(b []byte, t engine.TransformRecord) []byte {
 	b = append(b, `{"rule":`...)
-	b = appendString(b, t.Rule)
+	b = codepoint.AppendJSON(b, t.Rule)
 	b = append(b, `,"action":`...)
-	b = appendString(b, t.Action)
+	b = codepoint.AppendJSON(b, t.Action)
 	b = append(b, `,"target":`...)
-	b = appendString(b, t.Target)
+	b = codepoint.AppendJSON(b, t.Target)
 	b = append(b, `,"replacement":`...)
-	b = appendString(b, t.Replacement)
+	b = codepoint.AppendJSON(b, t.Replacement)
 	return append(b, '}')
 }
 
 func appendEvent(b []byte, e engine.Event) []byte {
 	b = append(b, `{"rule":`...)
-	b = appendString(b, e.Rule)
+	b = codepoint.AppendJSON(b, e.Rule)
 	b = append(b, `,"anchor":`...)
-	b = appendString(b, e.Anchor)
+	b = codepoint.AppendJSON(b, e.Anchor)
 	b = append(b, `,"effect":`...)
-	b = appendString(b, e.Effect)
+	b = codepoint.AppendJSON(b, e.Effect)
 	if e.Session != "" {
 		b = append(b, `,"session_id":`...)
-		b = appendString(b, e.Session)
+		b = codepoint.AppendJSON(b, e.Session)
 	}
 	return append(b, '}')
 }
 
 func appendSkipped(b []byte, s engine.SkippedSpan) []byte {
 	b = append(b, `{"rule":`...)
-	b = appendString(b, s.Rule)
+	b = codepoint.AppendJSON(b, s.Rule)
 	b = append(b, `,"start":`...)
 	b = strconv.AppendInt(b, int64(s.Start), 10)
 	b = append(b, `,"end":`...)
 	b = strconv.AppendInt(b, int64(s.End), 10)
 	b = append(b, `,"reason":`...)
-	b = appendString(b, s.Reason)
+	b = codepoint.AppendJSON(b, s.Reason)
 	return append(b, '}')
 }
 
 func appendFailure(b []byte, f engine.Failure) []byte {
 	b = append(b, `{"rule":`...)
-	b = appendString(b, f.Rule)
+	b = codepoint.AppendJSON(b, f.Rule)
 	if f.Clause != "" {
 		b = append(b, `,"clause":`...)
-		b = appendString(b, f.Clause)
+		b = codepoint.AppendJSON(b, f.Clause)
 	}
 	b = append(b, `,"error":`...)
-	b = appendString(b, f.Error)
+	b = codepoint.AppendJSON(b, f.Error)
 	return append(b, '}')
 }
 
@@ -173,7 +172,7 @@ func appendCounts(b []byte, c engine.Counts) []byte {
 }
 
 func appendStringMap(b []byte, m map[string]string) []byte {
-	return appendMap(b, m, appendString)
+	return appendMap(b, m, codepoint.AppendJSON)
 }
 
 func appendCounters(b []byte, m map[string]engine.Counts) []byte {
@@ -193,91 +192,9 @@ func appendMap[V any](b []byte, m map[string]V, value func([]byte, V) []byte) []
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = codepoint.AppendJSON(b, k)
 		b = append(b, ':')
 		b = value(b, m[k])
 	}
 	return append(b, '}')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString quotes s as encoding/json does with HTML escaping off: \b \f \n \r \t
-// and \" \\ by name, other control bytes as \u00XX, invalid UTF-8 as \ufffd, and
-// U+2028 and U+2029 escaped; it departs from it for a lone surrogate code point
-// (package codepoint), which it writes as its \udXXX escape where encoding/json would
-// write U+FFFD ([OAR-FACT-26]).
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if i+8 <= len(s) && plain8(s[i:i+8]) {
-			i += 8
-			continue
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		if r, ok := codepoint.Surrogate(s[i:]); ok {
-			// A lone surrogate code point: JSON can name it only by escape.
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', 'd', hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
-			i += 3
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// plain8 reports whether none of the 8 bytes of s needs escaping (a control byte, a
-// quote, a backslash or a non-ASCII byte), testing them as one word: most of an
-// answer is rule identifiers that need none.
-func plain8(s string) bool {
-	_ = s[7]
-	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-	const ones, high = 0x0101010101010101, 0x8080808080808080
-	quote, backslash := x^('"'*ones), x^('\\'*ones)
-	control := (x - 0x20*ones) &^ x
-	return (x|control|(quote-ones)&^quote|(backslash-ones)&^backslash)&high == 0
 }

@@ -40,7 +40,7 @@ func sameAnswer(t testing.TB, d *engine.Decision, bundle string, warnings ...War
 }
 
 // sameButSurrogates reports whether got, read with lone surrogate escapes as U+FFFD,
-// is the JSON encoding/json wrote (want): appendString departs from encoding/json only
+// is the JSON encoding/json wrote (want): codepoint.AppendJSON departs from encoding/json only
 // in writing a surrogate code point as its escape.
 func sameButSurrogates(got, want []byte) bool {
 	g, err := engine.DecodeJSON(got)
@@ -84,8 +84,8 @@ func replaceSurrogates(v any) any {
 // as its \udXXX escape, never U+FFFD, and a pair of them stays two escapes.
 func TestLoneSurrogateIsWrittenAsItsEscape(t *testing.T) {
 	s := "a" + string(codepoint.Append(nil, 0xD83D)) + string(codepoint.Append(nil, 0xDE00)) + "\\ud800" + string(codepoint.Append(nil, 0xDBFF))
-	if got, want := string(appendString(nil, s)), `"a\ud83d\ude00\\ud800\udbff"`; got != want {
-		t.Errorf("appendString = %s, want %s", got, want)
+	if got, want := string(codepoint.AppendJSON(nil, s)), `"a\ud83d\ude00\\ud800\udbff"`; got != want {
+		t.Errorf("codepoint.AppendJSON = %s, want %s", got, want)
 	}
 }
 
@@ -174,7 +174,7 @@ func TestAnswerEncodingKnowsEveryField(t *testing.T) {
 	}
 }
 
-// FuzzAppendString: appendString quotes every string as encoding/json does.
+// FuzzAppendString: codepoint.AppendJSON quotes every string as encoding/json does.
 func FuzzAppendString(f *testing.F) {
 	for _, s := range []string{"", "plain", "a\"b\\c\b\f\n\r\t\x00\x1f\x7f", "<&>", "é\u2028\u2029😀", "\xff\xc3(\xe2\x82"} {
 		f.Add(s)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 	"github.com/oar-operator/oar-operator/internal/engine/fixture"
 	"github.com/oar-operator/oar-operator/internal/occurrence"
 )
@@ -185,11 +186,11 @@ func requestBody(f *fixture.Fixture, o engine.Occurrence) []byte {
 }
 
 // appendJSON writes a decoded JSON value as a host would post it: a lone surrogate
-// code point as its \udXXX escape (appendString), which json.Marshal would make U+FFFD.
+// code point as its \udXXX escape (codepoint.AppendJSON), which json.Marshal would make U+FFFD.
 func appendJSON(b []byte, v any) []byte {
 	switch x := v.(type) {
 	case string:
-		return appendString(b, x)
+		return codepoint.AppendJSON(b, x)
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -201,7 +202,7 @@ func appendJSON(b []byte, v any) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(appendString(b, k), ':')
+			b = append(codepoint.AppendJSON(b, k), ':')
 			b = appendJSON(b, x[k])
 		}
 		return append(b, '}')
@@ -215,7 +216,7 @@ func appendJSON(b []byte, v any) []byte {
 		}
 		return append(b, ']')
 	case []string:
-		return appendList(b, x, appendString)
+		return appendList(b, x, codepoint.AppendJSON)
 	}
 	data, err := json.Marshal(v)
 	if err != nil {
