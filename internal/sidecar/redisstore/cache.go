@@ -72,13 +72,3 @@ func (c *sessionCache) drop(session string) {
 	defer c.mu.Unlock()
 	delete(c.entries, session)
 }
-
-// len is how many sessions the cache holds.
-func (c *sessionCache) len() int {
-	if c == nil {
-		return 0
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.entries)
-}

@@ -109,3 +109,13 @@ func TestCacheIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// len is how many sessions the cache holds.
+func (c *sessionCache) len() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}

@@ -241,9 +241,6 @@ func (s *Store) parse(session string, fields map[string]string) (*state, error) 
 // atomically, so its evaluation already took effect in a serial order; read from the
 // cache, one round trip checks that its version is still current.
 func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
-	if snap.err != nil {
-		return true, nil
-	}
 	if !snap.changed() {
 		if !snap.cached {
 			return true, nil
