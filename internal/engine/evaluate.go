@@ -123,11 +123,13 @@ func (e *ProviderError) Error() string {
 
 func (e *ProviderError) Unwrap() error { return e.Err }
 
-// slot caches one fact's value for the occurrence; gen tells a fresh value from a stale one.
+// slot caches one fact's value for the occurrence, or for a function whether the host
+// supplied its result (supplied) and which; gen tells a fresh value from a stale one.
 type slot struct {
-	gen uint64
-	v   types.Value
-	err error
+	gen      uint64
+	v        types.Value
+	err      error
+	supplied bool
 }
 
 // evalState is the per-occurrence working state; it implements expr.Env and
@@ -146,8 +148,13 @@ type evalState struct {
 	// findings holds what the detector of the rule being evaluated reported; finding
 	// points here while that rule is evaluated.
 	findings Findings
-	snap     map[CounterKey]Counts
-	changed  map[CounterKey]Counts
+	// ctrs holds every counter read or written at this occurrence: its value before any
+	// side-effect of the occurrence (the snapshot of [OAR-FIRE-6]) and its value after.
+	// ruleCtrs finds a rule's counters in it; the session is the occurrence's, so a rule's
+	// counters differ only by scope value.
+	ctrs     []counterSlot
+	ruleCtrs []ruleCounters
+	nChanged int
 	order    []int
 	orderSc  orderScratch
 	sel      []int
@@ -178,6 +185,22 @@ type evalState struct {
 
 	// windowErr is why the session's window could not be read (FallibleActivity).
 	windowErr error
+}
+
+// counterSlot is one counter at an occurrence. next is the position in evalState.ctrs
+// of the same rule's counter under another scope value, or -1.
+type counterSlot struct {
+	key           CounterKey
+	before, after Counts
+	changed       bool
+	next          int
+}
+
+// ruleCounters locates a rule's counters at the occurrence: first is the position in
+// evalState.ctrs of the last one added, valid only when gen is the occurrence's.
+type ruleCounters struct {
+	gen   uint64
+	first int
 }
 
 // renderedMember is one rendered member of a rule's copy: its name and its bytes in
@@ -248,6 +271,7 @@ func (s *evalState) reset(p *Program, rt *Runtime, occ *Occurrence, buf *Decisio
 	}
 	if n := len(p.rs.Rules); len(s.suppressed) < n {
 		s.suppressed = make([]bool, n)
+		s.ruleCtrs = make([]ruleCounters, n)
 	}
 	s.content = -1
 }
@@ -255,7 +279,8 @@ func (s *evalState) reset(p *Program, rt *Runtime, occ *Occurrence, buf *Decisio
 func (s *evalState) release() {
 	s.p, s.rt, s.occ, s.buf, s.cur, s.finding, s.window, s.windowErr = nil, nil, nil, nil, nil, nil, nil, nil
 	s.findings = Findings{}
-	s.snap, s.changed = reuseMap(s.snap), reuseMap(s.changed)
+	clear(s.ctrs)
+	s.ctrs, s.nChanged = reuseSlice(s.ctrs, 1<<10), 0
 	s.selErr = nil
 	s.order, s.sel = s.order[:0], s.sel[:0]
 	s.copyText = ""
@@ -463,7 +488,7 @@ func (s *evalState) run() *Decision {
 	}
 	s.decide(d, block, transforms, nudges, warns)
 	s.contrib = [3][]contribution{transforms, nudges, warns}
-	if len(s.changed) > 0 {
+	if s.nChanged > 0 {
 		d.Counters = s.counterReport()
 	}
 	return d
@@ -481,18 +506,23 @@ type scopedCount struct {
 func (s *evalState) counterReport() map[string]Counts {
 	b := s.buf
 	if b.counters == nil {
-		b.counters = make(map[string]Counts, len(s.changed))
+		b.counters = make(map[string]Counts, s.nChanged)
 	} else {
 		clear(b.counters)
 	}
 	keys, ends := s.keyBuf[:0], s.keyEnds[:0]
-	for k, v := range s.changed {
-		if !k.Scoped {
-			b.counters[k.Rule] = v
+	for i := range s.ctrs {
+		c := &s.ctrs[i]
+		if !c.changed {
 			continue
 		}
-		keys = append(append(append(keys, k.Rule...), '#'), k.Scope...)
-		ends = append(ends, scopedCount{end: len(keys), v: v})
+		if k := c.key; !k.Scoped {
+			b.counters[k.Rule] = c.after
+			continue
+		} else {
+			keys = append(append(append(keys, k.Rule...), '#'), k.Scope...)
+		}
+		ends = append(ends, scopedCount{end: len(keys), v: c.after})
 	}
 	all, start := string(keys), 0
 	for _, e := range ends {
@@ -783,7 +813,7 @@ func (s *evalState) applyOnFire(r *Rule, d *Decision) error {
 			if err != nil {
 				return err
 			}
-			if err := s.writeCounter(key, a); err != nil {
+			if err := s.writeCounter(r, key, a); err != nil {
 				return &ProviderError{Clause: "OAR-FIRE-9", Fact: a.String(), Err: err}
 			}
 		}
@@ -818,9 +848,9 @@ func (s *evalState) counterKey(r *Rule, own bool) (CounterKey, error) {
 // side-effect of this occurrence. The first read of a counter is kept in the snapshot,
 // so every later read at this occurrence sees that value even if another occurrence of
 // the session changes the store meanwhile.
-func (s *evalState) readCounter(k CounterKey) (Counts, error) {
-	if c, ok := s.snap[k]; ok {
-		return c, nil
+func (s *evalState) readCounter(r *Rule, k CounterKey) (Counts, error) {
+	if i := s.findCounter(r, k); i >= 0 {
+		return s.ctrs[i].before, nil
 	}
 	if s.rt.Counters == nil {
 		return Counts{}, nil
@@ -829,40 +859,70 @@ func (s *evalState) readCounter(k CounterKey) (Counts, error) {
 	if err != nil {
 		return c, &ProviderError{Clause: "OAR-OPS-3", Fact: "counter " + k.ReportKey(), Err: err}
 	}
-	if s.snap == nil {
-		s.snap = map[CounterKey]Counts{}
-	}
-	s.snap[k] = c
+	s.addCounter(r, k, c)
 	return c, nil
 }
 
-func (s *evalState) writeCounter(k CounterKey, a Action) error {
+func (s *evalState) writeCounter(r *Rule, k CounterKey, a Action) error {
 	if s.rt.Counters == nil {
 		return errors.New("no counter store is configured")
 	}
-	if _, ok := s.snap[k]; !ok {
+	i := s.findCounter(r, k)
+	if i < 0 {
 		before, err := s.rt.Counters.Get(k)
 		if err != nil {
 			return err
 		}
-		if s.snap == nil {
-			s.snap = map[CounterKey]Counts{}
-		}
-		s.snap[k] = before
+		i = s.addCounter(r, k, before)
 	}
 	after, err := s.rt.Counters.Apply(k, a)
 	if err != nil {
 		return err
 	}
-	if s.changed == nil {
-		s.changed = map[CounterKey]Counts{}
+	c := &s.ctrs[i]
+	if !c.changed {
+		c.changed = true
+		s.nChanged++
 	}
-	s.changed[k] = after
+	c.after = after
 	return nil
+}
+
+// findCounter is the position in s.ctrs of r's counter k at this occurrence, or -1.
+// A rule's counters at one occurrence share the session and differ only by scope value.
+func (s *evalState) findCounter(r *Rule, k CounterKey) int {
+	rc := s.ruleCtrs[r.Index]
+	if rc.gen != s.gen {
+		return -1
+	}
+	for i := rc.first; i >= 0; i = s.ctrs[i].next {
+		if s.ctrs[i].key.Scope == k.Scope {
+			return i
+		}
+	}
+	return -1
+}
+
+// addCounter records r's counter k with its value before the occurrence and returns its
+// position in s.ctrs.
+func (s *evalState) addCounter(r *Rule, k CounterKey, before Counts) int {
+	rc := &s.ruleCtrs[r.Index]
+	next := -1
+	if rc.gen == s.gen {
+		next = rc.first
+	}
+	s.ctrs = append(s.ctrs, counterSlot{key: k, before: before, next: next})
+	rc.gen, rc.first = s.gen, len(s.ctrs)-1
+	return rc.first
 }
 
 // Fact implements expr.Env and copytext.FactEnv.
 func (s *evalState) Fact(id int) (types.Value, error) {
+	// A fact read before at this occurrence, with no detector's findings in force, is
+	// the value occurrenceFact kept; counters are never kept there.
+	if sl := &s.slots[id]; sl.gen == s.gen && s.finding == nil {
+		return sl.v, sl.err
+	}
 	info := s.p.cap.symbol(id)
 	if f := s.finding; f != nil {
 		if raw, ok := f.Facts[info.Name]; ok {
@@ -877,7 +937,7 @@ func (s *evalState) Fact(id int) (types.Value, error) {
 		if err != nil {
 			return types.Value{}, err
 		}
-		c, err := s.readCounter(key)
+		c, err := s.readCounter(s.cur, key)
 		if err != nil {
 			return types.Value{}, err
 		}
@@ -1055,8 +1115,16 @@ func (s *evalState) Call(id int, arg types.Value) (types.Value, error) {
 			return types.Zero(info.Type), nil
 		}
 	}
-	if raw, ok := s.occ.Facts[info.Name]; ok {
-		return s.convert(info, raw)
+	if sl := &s.slots[id]; sl.gen != s.gen {
+		// Whether the host supplied the function's result is looked up once.
+		sl.gen, sl.supplied = s.gen, false
+		if raw, ok := s.occ.Facts[info.Name]; ok {
+			sl.v, sl.err = s.convert(info, raw)
+			sl.supplied = true
+		}
+	}
+	if sl := &s.slots[id]; sl.supplied {
+		return sl.v, sl.err
 	}
 	switch b := info.builtin; b {
 	case builtinToolArgString, builtinToolArgInt, builtinToolArgBool:
@@ -1084,7 +1152,7 @@ func (s *evalState) RuleCounter(id int, rule int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	c, err := s.readCounter(key)
+	c, err := s.readCounter(target, key)
 	if err != nil {
 		return 0, err
 	}

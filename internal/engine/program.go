@@ -105,14 +105,20 @@ func (p *Program) order(selected []int, out []int, sc *orderScratch) []int {
 	for i, r := range selected {
 		pos[r] = int32(i) + 1
 	}
+	blocked := false
 	for i, r := range selected {
 		for _, s := range p.suppressors[r] {
 			if pos[s] > 0 {
 				remaining[i]++
+				blocked = true
 			}
 		}
 	}
-	for next := 0; ; {
+	if !blocked {
+		// No selected rule has a selected suppressor: the order is the selection's.
+		out = append(out, selected...)
+	}
+	for next := 0; blocked; {
 		i := next
 		for i < len(selected) && (done[i] || remaining[i] > 0) {
 			i++

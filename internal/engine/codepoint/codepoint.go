@@ -8,7 +8,10 @@
 // into one supplementary code point: each is one element of the string.
 package codepoint
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // IsSurrogate reports whether r is a surrogate code point, U+D800..U+DFFF.
 func IsSurrogate(r rune) bool { return r >= 0xD800 && r <= 0xDFFF }
@@ -46,22 +49,28 @@ func Decode(s string) (rune, int) {
 // Count returns the number of code points in s.
 func Count(s string) int {
 	n := utf8.RuneCountInString(s)
-	for i := 0; i+2 < len(s); i++ {
-		if _, ok := Surrogate(s[i:]); ok {
-			// RuneCountInString counted its three bytes as three.
-			n -= 2
-			i += 2
-		}
+	for i := nextSurrogate(s, 0); i >= 0; i = nextSurrogate(s, i+3) {
+		// RuneCountInString counted its three bytes as three.
+		n -= 2
 	}
 	return n
 }
 
 // HasSurrogate reports whether s holds a surrogate code point.
-func HasSurrogate(s string) bool {
-	for i := 0; i+2 < len(s); i++ {
-		if _, ok := Surrogate(s[i:]); ok {
-			return true
+func HasSurrogate(s string) bool { return nextSurrogate(s, 0) >= 0 }
+
+// nextSurrogate is the byte offset of the first generalized surrogate in s at or after
+// from, or -1. Every such form starts with 0xED, which the search skips to.
+func nextSurrogate(s string, from int) int {
+	for from < len(s) {
+		i := strings.IndexByte(s[from:], 0xED)
+		if i < 0 {
+			return -1
 		}
+		if _, ok := Surrogate(s[from+i:]); ok {
+			return from + i
+		}
+		from += i + 1
 	}
-	return false
+	return -1
 }

@@ -34,3 +34,29 @@ func TestSurrogatesStayDistinct(t *testing.T) {
 		t.Fatal("invalid bytes count one each")
 	}
 }
+
+// TestCountAgreesWithDecode: Count, which skips to each 0xED byte, counts what walking s
+// with Decode counts, wherever surrogates, other 0xED sequences and invalid bytes fall.
+func TestCountAgreesWithDecode(t *testing.T) {
+	hi := string(Append(nil, 0xD800))
+	parts := []string{"", "a", "é", "\xed", "\xed\x9f\xbf", "\xed\xa0", hi, hi + hi, "\xff", "日本", "\xed\xed\xa0\x80"}
+	walk := func(s string) (n int, surrogate bool) {
+		for len(s) > 0 {
+			r, size := Decode(s)
+			surrogate = surrogate || IsSurrogate(r)
+			s = s[size:]
+			n++
+		}
+		return n, surrogate
+	}
+	for _, a := range parts {
+		for _, b := range parts {
+			for _, c := range parts {
+				s := a + b + c
+				if n, sur := walk(s); Count(s) != n || HasSurrogate(s) != sur {
+					t.Errorf("%q: Count %d, HasSurrogate %t; Decode walk %d, %t", s, Count(s), HasSurrogate(s), n, sur)
+				}
+			}
+		}
+	}
+}

@@ -156,41 +156,53 @@ func appendCanonical(buf []byte, v any) ([]byte, error) {
 // appendObject writes m with its keys in code-point order. Byte order of valid UTF-8
 // is code-point order, and appendString rejects a key that is not valid UTF-8.
 func appendObject[V any](buf []byte, m map[string]V) ([]byte, error) {
-	// An object of a tool call has a few keys: sort them in this frame.
-	var room [16]string
-	keys := room[:0]
-	for k := range m {
-		keys = append(keys, k)
+	// An object of a tool call has a few members: sort them in this frame, each with
+	// its value, so no key is looked up again.
+	var room [16]member[V]
+	members := room[:0]
+	for k, v := range m {
+		members = append(members, member[V]{k, v})
 	}
-	slices.Sort(keys)
+	slices.SortFunc(members, func(a, b member[V]) int { return strings.Compare(a.key, b.key) })
 	buf = append(buf, '{')
-	for i, k := range keys {
+	for i, mb := range members {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
 		var err error
-		if buf, err = appendString(buf, k); err != nil {
+		if buf, err = appendString(buf, mb.key); err != nil {
 			return nil, err
 		}
 		buf = append(buf, ':')
-		if buf, err = appendCanonical(buf, m[k]); err != nil {
+		if buf, err = appendCanonical(buf, mb.value); err != nil {
 			return nil, err
 		}
 	}
 	return append(buf, '}'), nil
 }
 
+// member is one member of an object being written.
+type member[V any] struct {
+	key   string
+	value V
+}
+
 const hexDigits = "0123456789abcdef"
 
 // appendString writes s as a JSON string, escaping only ", \ and U+0000..U+001F.
 func appendString(buf []byte, s string) ([]byte, error) {
-	if !utf8.ValidString(s) {
-		return nil, fmt.Errorf("%w: string %q is not valid UTF-8", ErrNotCanonical, s)
-	}
 	buf = append(buf, '"')
 	start := 0
+	valid := false // the rest of s from the first non-ASCII byte is checked UTF-8
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if c >= utf8.RuneSelf {
+			if !valid && !utf8.ValidString(s[i:]) {
+				return nil, fmt.Errorf("%w: string %q is not valid UTF-8", ErrNotCanonical, s)
+			}
+			valid = true
+			continue
+		}
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
 		}

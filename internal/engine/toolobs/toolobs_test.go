@@ -107,6 +107,8 @@ func TestFACT28_Refusals(t *testing.T) {
 		{"trailing dot", json.Number("1."), "malformed"},
 		{"bare exponent", json.Number("1e"), "malformed"},
 		{"invalid UTF-8 string", []any{"ok", "bad\xff"}, "UTF-8"},
+		{"invalid UTF-8 after valid non-ASCII", []any{"é\"\xff"}, "UTF-8"},
+		{"invalid UTF-8 before an escape", []any{"\xc3\n"}, "UTF-8"},
 		{"invalid UTF-8 key", map[string]any{"k\xc3": 1}, "UTF-8"},
 		{"invalid UTF-8 in []string", []string{"\xed\xa0\x80"}, "UTF-8"},
 		{"invalid UTF-8 in map[string]string", map[string]string{"k": "\xff"}, "UTF-8"},
