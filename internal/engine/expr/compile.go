@@ -196,24 +196,31 @@ func compileNumber(n node) fn[float64] {
 }
 
 // compare compiles ==, !=, <, <=, > and >= over one ordered type; strings compare
-// by byte, which on UTF-8 is by code point.
+// by byte, which on UTF-8 is by code point. Each operator is a closure of its own, the
+// commonest node of a condition evaluated without a further call.
 func compare[T cmp.Ordered](op token, x, y fn[T]) fn[bool] {
-	var test func(a, b T) bool
 	switch op {
 	case tokEql:
-		test = func(a, b T) bool { return a == b }
+		return func(env Env) (bool, error) { a, b, err := operands(env, x, y); return err == nil && a == b, err }
 	case tokNeq:
-		test = func(a, b T) bool { return a != b }
+		return func(env Env) (bool, error) { a, b, err := operands(env, x, y); return err == nil && a != b, err }
 	case tokLss:
-		test = func(a, b T) bool { return a < b }
+		return func(env Env) (bool, error) { a, b, err := operands(env, x, y); return err == nil && a < b, err }
 	case tokLeq:
-		test = func(a, b T) bool { return a <= b }
+		return func(env Env) (bool, error) { a, b, err := operands(env, x, y); return err == nil && a <= b, err }
 	case tokGtr:
-		test = func(a, b T) bool { return a > b }
-	default:
-		test = func(a, b T) bool { return a >= b }
+		return func(env Env) (bool, error) { a, b, err := operands(env, x, y); return err == nil && a > b, err }
 	}
-	return both(x, y, 0, func(a, b T, _ int) (bool, error) { return test(a, b), nil })
+	return func(env Env) (bool, error) { a, b, err := operands(env, x, y); return err == nil && a >= b, err }
+}
+
+// operands evaluates x, then y unless x raised.
+func operands[T any](env Env, x, y fn[T]) (a, b T, err error) {
+	if a, err = x(env); err != nil {
+		return a, b, err
+	}
+	b, err = y(env)
+	return a, b, err
 }
 
 func compareBools(op token, x, y fn[bool]) fn[bool] {
