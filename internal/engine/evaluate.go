@@ -513,16 +513,14 @@ func (s *evalState) counterReport() map[string]Counts {
 	keys, ends := s.keyBuf[:0], s.keyEnds[:0]
 	for i := range s.ctrs {
 		c := &s.ctrs[i]
-		if !c.changed {
-			continue
+		switch {
+		case !c.changed:
+		case !c.key.Scoped:
+			b.counters[c.key.Rule] = c.after
+		default:
+			keys = append(append(append(keys, c.key.Rule...), '#'), c.key.Scope...)
+			ends = append(ends, scopedCount{end: len(keys), v: c.after})
 		}
-		if k := c.key; !k.Scoped {
-			b.counters[k.Rule] = c.after
-			continue
-		} else {
-			keys = append(append(append(keys, k.Rule...), '#'), k.Scope...)
-		}
-		ends = append(ends, scopedCount{end: len(keys), v: c.after})
 	}
 	all, start := string(keys), 0
 	for _, e := range ends {
