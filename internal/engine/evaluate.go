@@ -301,16 +301,6 @@ func (s *evalState) release() {
 	statePool.Put(s)
 }
 
-// reuseMap empties a pooled map for the next evaluation, or drops one grown past a few
-// hundred entries so the pool does not pin its memory.
-func reuseMap[K comparable, V any](m map[K]V) map[K]V {
-	if len(m) > 256 {
-		return nil
-	}
-	clear(m)
-	return m
-}
-
 // reuseSlice empties a pooled buffer for the next evaluation, or drops one grown past
 // limit so the pool does not pin its memory.
 func reuseSlice[T any](b []T, limit int) []T {
