@@ -35,8 +35,9 @@ type generations[K comparable, V any] struct {
 
 // decodeRules decodes a RulePack's rules as resource.PackRules does — each with
 // engine.DecodeJSON, a rule that is not JSON reported as a diagnostic on that rule —
-// through documents, on every processor: the rules are independent. sums are the
-// SHA-256 of each rule's JSON (zero for an empty one).
+// through documents, on every processor: the rules are independent. They are decoded
+// with engine.DecodeJSONShared, which decodes the same, since documents keeps each
+// whole. sums are the SHA-256 of each rule's JSON (zero for an empty one).
 func decodeRules(raws []apiextensionsv1.JSON) (rules []any, sums [][sha256.Size]byte, errs diag.List) {
 	rules = make([]any, len(raws))
 	sums = make([][sha256.Size]byte, len(raws))
@@ -69,7 +70,7 @@ func decode(key [sha256.Size]byte, raw []byte) (any, error) {
 	if v, ok := documents.get(key); ok {
 		return v, nil
 	}
-	v, err := engine.DecodeJSON(raw)
+	v, err := engine.DecodeJSONShared(raw)
 	if err != nil {
 		return nil, err
 	}

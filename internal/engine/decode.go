@@ -37,6 +37,19 @@ func DecodeJSON(data []byte) (any, error) {
 	return decodeReference(data)
 }
 
+// DecodeJSONShared is DecodeJSON for a caller that keeps the document whole, as the
+// admission webhook keeps the rules it decoded: its strings share one copy of data
+// (strictjson.DecodeShared), so a string kept alone keeps all of data in memory.
+func DecodeJSONShared(data []byte) (any, error) {
+	if !utf8.Valid(data) {
+		return nil, NotUTF8(data)
+	}
+	if v, ok := strictjson.DecodeShared(data); ok {
+		return v, nil
+	}
+	return decodeReference(data)
+}
+
 // decodeReference is DecodeJSON through encoding/json and checkKeys: the definition
 // strictjson must agree with.
 func decodeReference(data []byte) (any, error) {

@@ -98,6 +98,15 @@ func agrees(t *testing.T, data []byte) {
 	if fast, ok := strictjson.Decode(data); ok && (wantErr != nil || !reflect.DeepEqual(asReplacement(fast), want)) {
 		t.Fatalf("%q: strictjson.Decode = %#v, reference %#v, %v", data, fast, want, wantErr)
 	}
+	// Sharing one copy of data changes where the strings live, never what they are.
+	shared, sharedErr := DecodeJSONShared(data)
+	if (sharedErr == nil) != (err == nil) || err != nil && sharedErr.Error() != err.Error() || !reflect.DeepEqual(shared, got) {
+		t.Fatalf("%q: DecodeJSONShared = %#v, %v; DecodeJSON %#v, %v", data, shared, sharedErr, got, err)
+	}
+	fast, fastOK := strictjson.Decode(data)
+	if fastShared, ok := strictjson.DecodeShared(data); ok != fastOK || !reflect.DeepEqual(fastShared, fast) {
+		t.Fatalf("%q: strictjson.DecodeShared = %#v, %v; Decode %#v, %v", data, fastShared, ok, fast, fastOK)
+	}
 }
 
 // asReplacement returns v with every surrogate code point in its strings, keys
@@ -171,4 +180,28 @@ func FuzzDecodeJSON(f *testing.F) {
 		f.Add([]byte(c.in))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { agrees(t, data) })
+}
+
+// DecodeJSONShared cuts keys and strings without escapes from one copy of the input,
+// so it allocates at least one object fewer per such key and string than DecodeJSON;
+// a string with escapes is still its own.
+func TestDecodeJSONSharedCutsStrings(t *testing.T) {
+	const plain = 8 + 7 // eight plain keys and seven plain strings: when has escapes
+	data := []byte(`{"oar":"1.0","id":"READ","namespace":"acme.tools","kind":"policy",` +
+		`"anchor":"tool.pre_invoke","effect":"warn","when":"tool == \"read\"","status":"stable"}`)
+	decode := func(f func([]byte) (any, error)) float64 {
+		return testing.AllocsPerRun(100, func() {
+			if _, err := f(data); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	copied, shared := decode(DecodeJSON), decode(DecodeJSONShared)
+	if shared > copied-plain+1 {
+		t.Errorf("DecodeJSONShared allocates %v times, DecodeJSON %v: want at least %d fewer, less the one copy", shared, copied, plain)
+	}
+	v, _ := DecodeJSONShared(data)
+	if when := v.(map[string]any)["when"]; when != `tool == "read"` {
+		t.Errorf("when = %q", when)
+	}
 }
