@@ -35,9 +35,10 @@ type generations[K comparable, V any] struct {
 
 // decodeRules decodes a RulePack's rules as resource.PackRules does — each with
 // engine.DecodeJSON, a rule that is not JSON reported as a diagnostic on that rule —
-// through documents, on every processor: the rules are independent. They are decoded
-// with engine.DecodeJSONShared, which decodes the same, since documents keeps each
-// whole. sums are the SHA-256 of each rule's JSON (zero for an empty one).
+// through documents, on every processor: the rules are independent. Each processor
+// decodes with an engine.SharedJSON, which decodes the same: documents keeps the rules
+// whole, and a pack's rules together. sums are the SHA-256 of each rule's JSON (zero
+// for an empty one).
 func decodeRules(raws []apiextensionsv1.JSON) (rules []any, sums [][sha256.Size]byte, errs diag.List) {
 	rules = make([]any, len(raws))
 	sums = make([][sha256.Size]byte, len(raws))
@@ -46,10 +47,11 @@ func decodeRules(raws []apiextensionsv1.JSON) (rules []any, sums [][sha256.Size]
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
+			var shared engine.SharedJSON
 			for i := w; i < len(raws); i += workers {
 				if len(raws[i].Raw) > 0 {
 					sums[i] = sha256.Sum256(raws[i].Raw)
-					rules[i], failed[i] = decode(sums[i], raws[i].Raw)
+					rules[i], failed[i] = decode(&shared, sums[i], raws[i].Raw)
 				}
 			}
 		})
@@ -65,12 +67,13 @@ func decodeRules(raws []apiextensionsv1.JSON) (rules []any, sums [][sha256.Size]
 	return rules, sums, errs
 }
 
-// decode returns the document raw, whose SHA-256 is key, through documents.
-func decode(key [sha256.Size]byte, raw []byte) (any, error) {
+// decode returns the document raw, whose SHA-256 is key, through documents, decoding
+// it with shared.
+func decode(shared *engine.SharedJSON, key [sha256.Size]byte, raw []byte) (any, error) {
 	if v, ok := documents.get(key); ok {
 		return v, nil
 	}
-	v, err := engine.DecodeJSONShared(raw)
+	v, err := shared.Decode(raw)
 	if err != nil {
 		return nil, err
 	}

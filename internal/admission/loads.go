@@ -75,7 +75,7 @@ func (s conditionStore) Checked(src string) ([]types.Symbol, bool) {
 }
 
 // KeepChecked implements engine.ConditionStore. The source is copied: it is cut from
-// its rule's JSON (engine.DecodeJSONShared), which it must not keep.
+// its rule's JSON (engine.SharedJSON), which it must not keep.
 func (s conditionStore) KeepChecked(src string, refs []types.Symbol) {
 	conditions.put(conditionKey{s.capability, strings.Clone(src)}, refs)
 }

@@ -116,7 +116,7 @@ func TestLoadWithManyDiagnosticsIsNotKept(t *testing.T) {
 }
 
 // A kept condition's source is a copy: the source handed over is cut from its rule's
-// JSON (engine.DecodeJSONShared), which the kept condition must not keep in memory.
+// JSON (engine.SharedJSON), which the kept condition must not keep in memory.
 func TestKeptConditionKeepsNotItsRule(t *testing.T) {
 	conditions.forget()
 	t.Cleanup(conditions.forget)
