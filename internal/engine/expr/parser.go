@@ -32,6 +32,30 @@ type parser struct {
 	depth int
 	nodes int
 	errs  diag.List
+	// The nodes most conditions are made of come from slabs: a tree of twenty nodes
+	// costs a few allocations, not twenty.
+	binaries slab[binary]
+	literals slab[literal]
+	idents   slab[ident]
+	calls    slab[call]
+}
+
+// slab hands out values of T from chunks: the first of room for first values (at
+// least one), each next one of twice the room, up to slabChunkMax.
+type slab[T any] struct {
+	chunk []T
+	first int
+}
+
+const slabChunkMax = 32
+
+// new returns a pointer to a copy of v.
+func (s *slab[T]) new(v T) *T {
+	if len(s.chunk) == cap(s.chunk) {
+		s.chunk = make([]T, 0, min(max(2*cap(s.chunk), s.first, 1), slabChunkMax))
+	}
+	s.chunk = append(s.chunk, v)
+	return &s.chunk[len(s.chunk)-1]
 }
 
 // bailout unwinds the parser after a syntax error.
@@ -40,7 +64,11 @@ type bailout struct{}
 // parse parses src as condition = ternary. On a syntax error it returns the
 // diagnostics collected so far, ending with that error, and no tree.
 func parse(src string) (t tree, errs diag.List) {
+	// A condition has about one operator and one literal for every sixteen bytes, and
+	// one call or identifier for every thirty-two.
 	p := &parser{sc: scanner{src: src}}
+	p.binaries.first, p.literals.first = len(src)/16, len(src)/16
+	p.idents.first, p.calls.first = len(src)/32, len(src)/32
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(bailout); !ok {
@@ -152,7 +180,7 @@ func (p *parser) parseDisjunction() node {
 	for p.tok == tokLOr {
 		at := p.pos
 		p.next()
-		x = p.count(&binary{at: at, op: tokLOr, x: x, y: p.parseConjunction()})
+		x = p.count(p.binaries.new(binary{at: at, op: tokLOr, x: x, y: p.parseConjunction()}))
 	}
 	return x
 }
@@ -163,7 +191,7 @@ func (p *parser) parseConjunction() node {
 	for p.tok == tokLAnd {
 		at := p.pos
 		p.next()
-		x = p.count(&binary{at: at, op: tokLAnd, x: x, y: p.parseRelation()})
+		x = p.count(p.binaries.new(binary{at: at, op: tokLAnd, x: x, y: p.parseRelation()}))
 	}
 	return x
 }
@@ -176,7 +204,7 @@ func (p *parser) parseRelation() node {
 	}
 	op, at := p.tok, p.pos
 	p.next()
-	x = p.count(&binary{at: at, op: op, x: x, y: p.parseAddition()})
+	x = p.count(p.binaries.new(binary{at: at, op: op, x: x, y: p.parseAddition()}))
 	if p.tok.isRelop() {
 		p.fail("OAR-EXPR-4", p.pos, "relational operator %q at offset %d follows the %q at offset %d: a relation admits at most one relational operator; join comparisons with && or group them with parentheses", p.tok, p.pos, op, at)
 	}
@@ -189,7 +217,7 @@ func (p *parser) parseAddition() node {
 	for p.tok == tokAdd || p.tok == tokSub {
 		op, at := p.tok, p.pos
 		p.next()
-		x = p.count(&binary{at: at, op: op, x: x, y: p.parseMultiplication()})
+		x = p.count(p.binaries.new(binary{at: at, op: op, x: x, y: p.parseMultiplication()}))
 	}
 	return x
 }
@@ -200,7 +228,7 @@ func (p *parser) parseMultiplication() node {
 	for p.tok == tokMul || p.tok == tokQuo || p.tok == tokRem {
 		op, at := p.tok, p.pos
 		p.next()
-		x = p.count(&binary{at: at, op: op, x: x, y: p.parseUnary()})
+		x = p.count(p.binaries.new(binary{at: at, op: op, x: x, y: p.parseUnary()}))
 	}
 	return x
 }
@@ -243,7 +271,7 @@ func (p *parser) parsePostfix(negated bool) node {
 func (p *parser) parsePrimary(negated bool) node {
 	switch p.tok {
 	case tokTrue, tokFalse:
-		lit := &literal{at: p.pos, text: p.lit, t: types.Bool, b: p.tok == tokTrue}
+		lit := p.literals.new(literal{at: p.pos, text: p.lit, t: types.Bool, b: p.tok == tokTrue})
 		p.next()
 		return p.count(lit)
 	case tokInt:
@@ -251,7 +279,7 @@ func (p *parser) parsePrimary(negated bool) node {
 	case tokDouble:
 		return p.parseDouble()
 	case tokString:
-		lit := &literal{at: p.pos, text: p.lit, t: types.String, s: p.lit}
+		lit := p.literals.new(literal{at: p.pos, text: p.lit, t: types.String, s: p.lit})
 		p.next()
 		return p.count(lit)
 	case tokLBrack:
@@ -275,7 +303,7 @@ func (p *parser) parsePrimary(negated bool) node {
 // magnitude 9223372036854775808 as the immediate operand of unary minus
 // ([OAR-EXPR-21]); leading zeros are derivable and accepted.
 func (p *parser) parseInt(negated bool) node {
-	lit := &literal{at: p.pos, text: p.lit, t: types.Int}
+	lit := p.literals.new(literal{at: p.pos, text: p.lit, t: types.Int})
 	u, err := strconv.ParseUint(p.lit, 10, 64)
 	switch {
 	case err == nil && u <= math.MaxInt64:
@@ -292,7 +320,7 @@ func (p *parser) parseInt(negated bool) node {
 // parseDouble converts double = digit { digit } "." digit { digit }; a literal
 // whose nearest binary64 value is not finite is rejected ([OAR-EXPR-21]).
 func (p *parser) parseDouble() node {
-	lit := &literal{at: p.pos, text: p.lit, t: types.Double}
+	lit := p.literals.new(literal{at: p.pos, text: p.lit, t: types.Double})
 	d, err := strconv.ParseFloat(p.lit, 64)
 	if err != nil || math.IsInf(d, 0) {
 		p.reject("OAR-EXPR-21", lit.at, "double literal %s at offset %d is too large: its nearest binary64 value is not finite", clip(p.lit), lit.at)
@@ -316,13 +344,13 @@ func (p *parser) parseIdentifier() node {
 	at, name := p.pos, p.lit
 	p.next()
 	if p.tok != tokLParen {
-		return p.count(&ident{at: at, name: name})
+		return p.count(p.idents.new(ident{at: at, name: name}))
 	}
 	open := p.pos
 	p.next()
 	args := p.parseSequence(tokRParen)
 	p.expect(tokRParen, tokLParen, open)
-	return p.count(&call{at: at, name: name, args: args})
+	return p.count(p.calls.new(call{at: at, name: name, args: args}))
 }
 
 // parseSequence reads [ condition { "," condition } ] up to the closing token.
