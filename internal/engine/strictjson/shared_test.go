@@ -1,22 +1,77 @@
 package strictjson
 
 import (
+	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 )
 
-// A Shared keeps at most sharedBoxesMax string values boxed, and a value it no longer
-// has room for decodes as any other.
-func TestSharedBoxesAreBounded(t *testing.T) {
+// A Shared keeps at most sharedMax string values boxed and sharedMax small arrays,
+// and a value it no longer has room for decodes as any other.
+func TestSharedIsBounded(t *testing.T) {
 	var s Shared
-	for i := range sharedBoxesMax + 10 {
+	for i := range sharedMax + 10 {
 		want := "value " + strconv.Itoa(i)
-		v, ok := s.Decode([]byte(`["` + want + `"]`))
-		if list, isList := v.([]any); !ok || !isList || len(list) != 1 || list[0] != want {
-			t.Fatalf("decoded %#v, %v; want [%q]", v, ok, want)
+		v, ok := s.Decode([]byte(`[["` + want + `"]]`))
+		if list, isList := v.([]any); !ok || !isList || len(list) != 1 || !reflect.DeepEqual(list[0], []any{want}) {
+			t.Fatalf("decoded %#v, %v; want [[%q]]", v, ok, want)
 		}
 	}
-	if len(s.boxes) != sharedBoxesMax {
-		t.Errorf("%d values boxed, want %d", len(s.boxes), sharedBoxesMax)
+	if len(s.boxes) != sharedMax || len(s.values) != sharedMax {
+		t.Errorf("%d values boxed and %d arrays kept, want %d", len(s.boxes), len(s.values), sharedMax)
+	}
+}
+
+// A small array or object is shared by the documents holding its very text, and only
+// by them; a long or deep one is each document's own.
+func TestSharedValuesByText(t *testing.T) {
+	var s Shared
+	member := func(doc, key string) any {
+		t.Helper()
+		v, ok := s.Decode([]byte(doc))
+		if !ok {
+			t.Fatalf("%s: refused", doc)
+		}
+		return v.(map[string]any)[key]
+	}
+	same := func(a, b any) bool {
+		return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer()
+	}
+	small := `{"profiles":["tool","session"]}`
+	first := member(`{"id":"A","requires":`+small+`}`, "requires")
+	if again := member(`{"id":"B","requires":`+small+`}`, "requires"); !same(first, again) {
+		t.Error("the same small object is decoded again")
+	}
+	if other := member(`{"id":"C","requires":{"profiles":["tool","sessions"]}}`, "requires"); same(first, other) ||
+		!reflect.DeepEqual(other, map[string]any{"profiles": []any{"tool", "sessions"}}) {
+		t.Errorf("another object is the first one: %#v", other)
+	}
+	long := `["` + strings.Repeat("x", sharedTextMax) + `"]`
+	if a, b := member(`{"l":`+long+`}`, "l"), member(`{"l":`+long+`}`, "l"); same(a, b) {
+		t.Error("an array longer than sharedTextMax is shared")
+	}
+	// Each level is too long to be shared, and the array is one level too deep.
+	level := `{"pad":"` + strings.Repeat("x", sharedTextMax) + `","d":`
+	deep := strings.Repeat(level, sharedDepthMax+1) + `[1]` + strings.Repeat(`}`, sharedDepthMax+1)
+	a, _ := s.Decode([]byte(deep))
+	b, _ := s.Decode([]byte(deep))
+	for range sharedDepthMax + 1 {
+		a, b = a.(map[string]any)["d"], b.(map[string]any)["d"]
+	}
+	if same(a, b) {
+		t.Error("an array deeper than sharedDepthMax is shared")
+	}
+}
+
+// An array shared where it is shallow is refused where it is too deep.
+func TestSharedValueDeepIsRefused(t *testing.T) {
+	var s Shared
+	if _, ok := s.Decode([]byte(`{"a":[[1]]}`)); !ok {
+		t.Fatal("refused")
+	}
+	deep := strings.Repeat("[", MaxDepth-1) + `[[1]]` + strings.Repeat("]", MaxDepth-1)
+	if v, ok := s.Decode([]byte(deep)); ok {
+		t.Errorf("decoded %d levels: %v", MaxDepth+2, v)
 	}
 }

@@ -48,28 +48,39 @@ func Decode(data []byte) (any, bool) {
 	return v, ok && d.End()
 }
 
-// Shared decodes documents that its caller keeps whole and together, as the admission
-// webhook keeps a RulePack's rules: every string and key without escapes is a substring
-// of one copy of its document rather than a copy of its own, and a string value met
-// again in any of the documents is boxed (made an any) once, so decoding allocates
-// about a third as often as Decode. A string kept alone keeps all of its document in
-// memory, and a shared one the document it was first met in. A Shared is not for
-// concurrent use; its zero value is ready.
+// Shared decodes documents that its caller keeps whole and together, and never
+// modifies, as the admission webhook keeps a RulePack's rules: every string and key
+// without escapes is a substring of one copy of its document rather than a copy of its
+// own, a string value met again in any of the documents is boxed (made an any) once,
+// and a small array or object met again, byte for byte, is the one decoded first, so
+// decoding a set of similar documents allocates a fraction of what Decode does. A
+// string kept alone keeps all of its document in memory, and a shared one the
+// document it was first met in. A Shared is not for concurrent use; its zero value is
+// ready.
 type Shared struct {
-	// boxes holds the string values met so far, boxed, up to sharedBoxesMax of them.
-	boxes map[string]any
+	// boxes holds the string values met so far, boxed, and values the small arrays
+	// and objects by their JSON text; each holds up to sharedMax.
+	boxes, values map[string]any
 	// members is how many members the last document's object had: the room the next
 	// one's is made with, so that a set of similar documents does not grow each map.
 	members int
 }
 
-// sharedBoxesMax bounds the string values a Shared keeps boxed.
-const sharedBoxesMax = 4096
+const (
+	// sharedMax bounds the string values and the small arrays and objects a Shared
+	// keeps.
+	sharedMax = 4096
+	// sharedTextMax is the longest JSON text of an array or object shared, and
+	// sharedDepthMax the deepest one: nesting no deeper than half its text, none is
+	// refused for depth where it is met again (MaxDepth).
+	sharedTextMax  = 128
+	sharedDepthMax = 8
+)
 
 // Decode is Decode for a document kept with the others decoded by s.
 func (s *Shared) Decode(data []byte) (any, bool) {
 	if s.boxes == nil {
-		s.boxes = map[string]any{}
+		s.boxes, s.values = map[string]any{}, map[string]any{}
 	}
 	d := Decoder{data: data, text: string(data), shared: s}
 	v, ok := d.Value(0)
@@ -82,10 +93,57 @@ func (s *Shared) box(str string) any {
 		return v
 	}
 	v := any(str)
-	if len(s.boxes) < sharedBoxesMax {
+	if len(s.boxes) < sharedMax {
 		s.boxes[str] = v
 	}
 	return v
+}
+
+// composite reads the array or object at depth (at least 1), the one decoded before
+// when its text was.
+func (d *Decoder) composite(depth int) (any, bool) {
+	start, end := d.pos, d.smallEnd()
+	if end > 0 {
+		if v, ok := d.shared.values[d.text[start:end]]; ok {
+			d.pos = end
+			return v, true
+		}
+	}
+	var v any
+	var ok bool
+	if d.data[start] == '{' {
+		v, ok = d.object(depth)
+	} else {
+		v, ok = d.array(depth)
+	}
+	if ok && end > 0 && d.pos == end && len(d.shared.values) < sharedMax {
+		d.shared.values[d.text[start:end]] = v
+	}
+	return v, ok
+}
+
+// smallEnd returns where the array or object at pos ends, when it ends within
+// sharedTextMax bytes, or -1. It only counts brackets outside strings: the decoder
+// judges the text, and a text it decoded ends where smallEnd says.
+func (d *Decoder) smallEnd() int {
+	t := d.data[d.pos:min(len(d.data), d.pos+sharedTextMax)]
+	open, inString := 0, false
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			open++
+		case c == ']' || c == '}':
+			if open--; open == 0 {
+				return d.pos + i + 1
+			}
+		}
+	}
+	return -1
 }
 
 // End reports whether only whitespace is left.
@@ -171,6 +229,8 @@ func (d *Decoder) value(depth int) (any, bool) {
 		return nil, false
 	}
 	switch c := d.data[d.pos]; {
+	case (c == '{' || c == '[') && d.shared != nil && depth > 0 && depth <= sharedDepthMax:
+		return d.composite(depth)
 	case c == '{':
 		return d.object(depth)
 	case c == '[':
