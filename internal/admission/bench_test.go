@@ -184,9 +184,11 @@ func BenchmarkValidateRulePack1000Rules(b *testing.B) {
 }
 
 // TestValidationLatency logs the p50 and p99 of validations of the benchmark's pack in
-// three cases: the same pack each time (a dry run, then the apply; 200 validations), one
+// four cases: the same pack each time (a dry run, then the apply; 200 validations), one
 // rule edited each time (a GitOps change; 100), every rule new each time (nothing decoded
-// before; 100). It measures and asserts no timing.
+// before, the conditions checked before; 100), every rule and its condition new each
+// time (nothing decoded or checked before: a pack applied for the first time; 100). It
+// measures and asserts no timing.
 func TestValidationLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures 400 validations")
@@ -196,11 +198,13 @@ func TestValidationLatency(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		validations int
-		changed     int // how many rules each validation changes
+		changed     int  // how many rules each validation changes
+		conditions  bool // whether it changes their conditions too
 	}{
-		{"same pack", 200, 0},
-		{"one rule edited", 100, 1},
-		{"every rule new", 100, len(pack.Spec.Rules)},
+		{"same pack", 200, 0, false},
+		{"one rule edited", 100, 1, false},
+		{"every rule new", 100, len(pack.Spec.Rules), false},
+		{"every rule and condition new", 100, len(pack.Spec.Rules), true},
 	} {
 		if _, err := v.ValidateCreate(ctx, pack); err != nil {
 			t.Fatal(err)
@@ -211,6 +215,9 @@ func TestValidationLatency(t *testing.T) {
 			for j := range c.changed {
 				r := benchRule("large", j, false)
 				r["copy"] = map[string]any{"what": fmt.Sprintf("%s, validation %d", c.name, i)}
+				if c.conditions {
+					r["when"] = fmt.Sprintf(`%s && tool_arg_int("validation") != %d`, r["when"], i)
+				}
 				p.Spec.Rules[j] = rawRules(t, []map[string]any{r})[0]
 			}
 			start := time.Now()

@@ -75,3 +75,20 @@ func TestSharedValueDeepIsRefused(t *testing.T) {
 		t.Errorf("decoded %d levels: %v", MaxDepth+2, v)
 	}
 }
+
+// A string longer than sharedStringMax is not boxed for the other documents.
+func TestSharedLongStringIsNotBoxed(t *testing.T) {
+	var s Shared
+	short, long := strings.Repeat("s", sharedStringMax), strings.Repeat("l", sharedStringMax+1)
+	for range 2 {
+		if v, ok := s.Decode([]byte(`["` + short + `","` + long + `"]`)); !ok || !reflect.DeepEqual(v, []any{short, long}) {
+			t.Fatalf("decoded %#v, %v", v, ok)
+		}
+	}
+	if _, ok := s.boxes[long]; ok {
+		t.Error("the long string is boxed")
+	}
+	if _, ok := s.boxes[short]; !ok {
+		t.Error("the short string is not boxed")
+	}
+}

@@ -51,10 +51,10 @@ func Decode(data []byte) (any, bool) {
 // Shared decodes documents that its caller keeps whole and together, and never
 // modifies, as the admission webhook keeps a RulePack's rules: every string and key
 // without escapes is a substring of one copy of its document rather than a copy of its
-// own, a string value met again in any of the documents is boxed (made an any) once,
-// and a small array or object met again, byte for byte, is the one decoded first, so
-// decoding a set of similar documents allocates a fraction of what Decode does. A
-// string kept alone keeps all of its document in memory, and a shared one the
+// own, a short string value met again in any of the documents is boxed (made an any)
+// once, and a small array or object met again, byte for byte, is the one decoded
+// first, so decoding a set of similar documents allocates a fraction of what Decode
+// does. A string kept alone keeps all of its document in memory, and a shared one the
 // document it was first met in. A Shared is not for concurrent use; its zero value is
 // ready.
 type Shared struct {
@@ -70,6 +70,9 @@ const (
 	// sharedMax bounds the string values and the small arrays and objects a Shared
 	// keeps.
 	sharedMax = 4096
+	// sharedStringMax is the longest string boxed once: a longer one is seldom met
+	// again, and costs more to look up.
+	sharedStringMax = 64
 	// sharedTextMax is the longest JSON text of an array or object shared, and
 	// sharedDepthMax the deepest one: nesting no deeper than half its text, none is
 	// refused for depth where it is met again (MaxDepth).
@@ -237,7 +240,7 @@ func (d *Decoder) value(depth int) (any, bool) {
 		return d.array(depth)
 	case c == '"':
 		s, ok := d.str()
-		if ok && d.shared != nil {
+		if ok && d.shared != nil && len(s) <= sharedStringMax {
 			return d.shared.box(s), true
 		}
 		return s, ok
