@@ -86,7 +86,7 @@ func CheckRulesKept(c *Capability, docs []any, store ConditionStore) diag.List {
 // returns is not to be run, and then store, when not nil, keeps conditions across sets.
 func loadRules(c *Capability, docs []any, checkOnly bool, store ConditionStore) (*RuleSet, diag.List) {
 	rs := &RuleSet{Capability: c, byQID: make(map[string]int, len(docs)),
-		compiled: &compileCache{when: map[[2]string]*condition{}, copy: map[string]*template{}, checkOnly: checkOnly, kept: store}}
+		compiled: &compileCache{when: make(map[[2]string]*condition, len(docs)), copy: map[string]*template{}, checkOnly: checkOnly, kept: store}}
 	defer func() { rs.compiled = nil }()
 	var all diag.List
 	// Pass 1: each member on its own terms ([OAR-DOC-31]), on every processor; the
@@ -696,19 +696,20 @@ type template struct {
 // precompile seals the cache, compiles every distinct condition and copy template of
 // rules on every processor, and keeps those that compile in the cache. A source
 // that does not compile is compiled again by each rule that has it, for that rule's
-// diagnostics.
+// diagnostics. The cache is the set of sources seen, each nil until it compiles.
 func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 	var whens [][2]string
 	var copies []string
-	seenWhen, seenCopy := map[[2]string]bool{}, map[string]bool{}
 	for r, req := range rules {
-		if key := [2]string{r.Namespace, req.when}; req.hasWhen && !seenWhen[key] {
-			seenWhen[key] = true
-			whens = append(whens, key)
+		if key := [2]string{r.Namespace, req.when}; req.hasWhen {
+			if _, seen := rs.compiled.when[key]; !seen {
+				rs.compiled.when[key] = nil
+				whens = append(whens, key)
+			}
 		}
 		for _, m := range req.copy {
-			if m.present && !seenCopy[m.src] {
-				seenCopy[m.src] = true
+			if _, seen := rs.compiled.copy[m.src]; m.present && !seen {
+				rs.compiled.copy[m.src] = nil
 				copies = append(copies, m.src)
 			}
 		}
