@@ -92,3 +92,18 @@ func TestSharedLongStringIsNotBoxed(t *testing.T) {
 		t.Error("the short string is not boxed")
 	}
 }
+
+// The scratch a string with escapes needs is passed from one document to the next: a
+// document met again allocates nothing for it.
+func TestSharedKeepsScratch(t *testing.T) {
+	var s Shared
+	data := []byte(`{"when":"tool == \"read\" && fire_count < 5"}`)
+	s.Decode(data)
+	if cap(s.scratch) == 0 {
+		t.Fatal("the scratch was not kept")
+	}
+	// The text's copy, the map and its room, the unescaped string: nothing for scratch.
+	if n := testing.AllocsPerRun(100, func() { s.Decode(data) }); n > 4 {
+		t.Errorf("a document met again allocates %v times, want at most 4", n)
+	}
+}

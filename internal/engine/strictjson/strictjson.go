@@ -64,6 +64,8 @@ type Shared struct {
 	// members is how many members the last document's object had: the room the next
 	// one's is made with, so that a set of similar documents does not grow each map.
 	members int
+	// scratch is the decoders' scratch, passed from one to the next.
+	scratch []byte
 }
 
 const (
@@ -85,8 +87,9 @@ func (s *Shared) Decode(data []byte) (any, bool) {
 	if s.boxes == nil {
 		s.boxes, s.values = map[string]any{}, map[string]any{}
 	}
-	d := Decoder{data: data, text: string(data), shared: s}
+	d := Decoder{data: data, text: string(data), shared: s, scratch: s.scratch}
 	v, ok := d.Value(0)
+	s.scratch = d.scratch
 	return v, ok && d.End()
 }
 
