@@ -76,8 +76,8 @@ func loadNeighbours(ctx context.Context, cl Cluster, capability types.Namespaced
 		if g, ok := publishedGeneration[p.Name]; p.Name == self || ok && g == p.Generation {
 			continue
 		}
-		rules, _, _ := decodeRules(p.Spec.Rules)
-		for _, q := range qualifiedIDs(rules) {
+		_, qids, _, _ := decodeRules(p.Spec.Rules)
+		for _, q := range qids {
 			claim(n.owner, q, p.Name)
 		}
 	}
