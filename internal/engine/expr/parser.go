@@ -36,23 +36,29 @@ type parser struct {
 	// costs a few allocations, not twenty.
 	binaries slab[binary]
 	literals slab[literal]
-	idents   slab[ident]
 	calls    slab[call]
 }
 
-// slab hands out values of T from chunks: the first of room for first values (at
-// least one), each next one of twice the room, up to slabChunkMax.
+// slab hands out values of T from one chunk of room for first values, then one by
+// one: first is an estimate that seldom exceeds what a condition needs, so that the
+// chunk has little room to spare.
 type slab[T any] struct {
 	chunk []T
 	first int
 }
 
-const slabChunkMax = 32
+// slabFirstMax bounds a slab's chunk.
+const slabFirstMax = 64
 
 // new returns a pointer to a copy of v.
 func (s *slab[T]) new(v T) *T {
+	if s.chunk == nil && s.first > 1 {
+		s.chunk = make([]T, 0, s.first)
+	}
 	if len(s.chunk) == cap(s.chunk) {
-		s.chunk = make([]T, 0, min(max(2*cap(s.chunk), s.first, 1), slabChunkMax))
+		one := new(T)
+		*one = v
+		return one
 	}
 	s.chunk = append(s.chunk, v)
 	return &s.chunk[len(s.chunk)-1]
@@ -64,11 +70,11 @@ type bailout struct{}
 // parse parses src as condition = ternary. On a syntax error it returns the
 // diagnostics collected so far, ending with that error, and no tree.
 func parse(src string) (t tree, errs diag.List) {
-	// A condition has about one operator and one literal for every sixteen bytes, and
-	// one call or identifier for every thirty-two.
+	// A condition has about one operator and one literal for every twenty bytes, one
+	// call for every fifty: the chunks seldom have room to spare.
 	p := &parser{sc: scanner{src: src}}
-	p.binaries.first, p.literals.first = len(src)/16, len(src)/16
-	p.idents.first, p.calls.first = len(src)/32, len(src)/32
+	p.binaries.first, p.literals.first = min(len(src)/20, slabFirstMax), min(len(src)/20, slabFirstMax)
+	p.calls.first = min(len(src)/50, slabFirstMax)
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(bailout); !ok {
@@ -344,7 +350,7 @@ func (p *parser) parseIdentifier() node {
 	at, name := p.pos, p.lit
 	p.next()
 	if p.tok != tokLParen {
-		return p.count(p.idents.new(ident{at: at, name: name}))
+		return p.count(&ident{at: at, name: name})
 	}
 	open := p.pos
 	p.next()
