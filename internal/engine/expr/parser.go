@@ -19,6 +19,7 @@ type tree struct {
 	root  node
 	nodes int // the node count of [OAR-EXPR-20]
 	start int // offset of the condition's first token
+	names int // the identifiers and calls: at least as many as the symbols referenced
 }
 
 // parser is a recursive-descent parser with one method per production of A.1.
@@ -37,6 +38,9 @@ type parser struct {
 	binaries slab[binary]
 	literals slab[literal]
 	calls    slab[call]
+	names    int
+	// The operands of calls and lists are gathered on stack, then cut from sequences.
+	stack, sequences []node
 }
 
 // slab hands out values of T from one chunk of room for first values, then one by
@@ -92,7 +96,7 @@ func parse(src string) (t tree, errs diag.List) {
 	if p.tok != tokEOF {
 		p.unexpected("an operator or the end of the condition")
 	}
-	t.nodes = p.nodes
+	t.nodes, t.names = p.nodes, p.names
 	return t, p.errs
 }
 
@@ -349,6 +353,7 @@ func (p *parser) parseList() node {
 func (p *parser) parseIdentifier() node {
 	at, name := p.pos, p.lit
 	p.next()
+	p.names++
 	if p.tok != tokLParen {
 		return p.count(&ident{at: at, name: name})
 	}
@@ -364,14 +369,27 @@ func (p *parser) parseSequence(closing token) []node {
 	if p.tok == closing {
 		return nil
 	}
-	var xs []node
+	if p.stack == nil {
+		p.stack = make([]node, 0, 8)
+	}
+	base := len(p.stack)
 	for {
-		xs = append(xs, p.parseCondition())
+		x := p.parseCondition()
+		p.stack = append(p.stack, x)
 		if p.tok != tokComma {
-			return xs
+			break
 		}
 		p.next()
 	}
+	n := len(p.stack) - base
+	if cap(p.sequences)-len(p.sequences) < n {
+		p.sequences = make([]node, 0, max(n, len(p.sc.src)/20))
+	}
+	at := len(p.sequences)
+	p.sequences = append(p.sequences, p.stack[base:]...)
+	clear(p.stack[base:])
+	p.stack = p.stack[:base]
+	return p.sequences[at : at+n : at+n]
 }
 
 // clip shortens a spelling quoted in a message.
