@@ -121,18 +121,18 @@ func (v *CapabilityValidator) warnUnsatisfied(ctx context.Context, c *rulesv1alp
 		}
 	}
 	sort.Slice(packs, func(i, j int) bool { return packs[i].Name < packs[j].Name })
-	rules := make([][]any, len(packs))
+	rules, qids := make([][]any, len(packs)), make([][]string, len(packs))
 	defined := map[string]bool{}
 	for i := range packs {
-		rules[i], _, _ = decodeRules(packs[i].Spec.Rules)
-		maps.Copy(defined, idSet(qualifiedIDs(rules[i])))
+		rules[i], qids[i], _, _ = decodeRules(packs[i].Spec.Rules)
+		maps.Copy(defined, idSet(qids[i]))
 	}
 	anchor := stubAnchor(capability)
 	for i, p := range packs {
 		if g, ok := publishedGeneration[p.Name]; ok && g == p.Generation {
 			continue
 		}
-		docs := append(slices.Clip(rules[i]), stubs(defined, idSet(qualifiedIDs(rules[i])), anchor)...)
+		docs := append(slices.Clip(rules[i]), stubs(defined, idSet(qids[i]), anchor)...)
 		if errs := engine.CheckRules(capability, docs); len(errs) > 0 {
 			e := errs[0]
 			w.add(e.Clause, fmt.Sprintf("RulePack %q %s", p.Name, rulePath(e.Index, e.Field)),

@@ -22,7 +22,14 @@ const (
 // documents caches decoded rule documents by the SHA-256 of their JSON, so a pack
 // applied with --dry-run=server and then for real, or edited one rule at a time, is
 // decoded once. The documents are shared: nothing modifies a decoded document.
-var documents = generations[[sha256.Size]byte, any]{size: documentsPerGeneration}
+var documents = generations[[sha256.Size]byte, document]{size: documentsPerGeneration}
+
+// document is a decoded rule document and its qualified identifier (engine.QualifiedID,
+// "" where malformed).
+type document struct {
+	v   any
+	qid string
+}
 
 // generations is a cache that keeps the entries of the current generation and
 // of the previous one; an entry found in the previous generation moves to the current
@@ -35,20 +42,26 @@ type generations[K comparable, V any] struct {
 
 // decodeRules decodes a RulePack's rules as resource.PackRules does — each with
 // engine.DecodeJSON, a rule that is not JSON reported as a diagnostic on that rule —
-// through documents, on every processor: the rules are independent. sums are the
-// SHA-256 of each rule's JSON (zero for an empty one).
-func decodeRules(raws []apiextensionsv1.JSON) (rules []any, sums [][sha256.Size]byte, errs diag.List) {
+// through documents, on every processor: the rules are independent. Each processor
+// decodes with an engine.SharedJSON, which decodes the same: documents keeps the rules
+// whole, and a pack's rules together. qids are the rules' qualified identifiers
+// (qualifiedIDs), sums the SHA-256 of each rule's JSON (zero for an empty one).
+func decodeRules(raws []apiextensionsv1.JSON) (rules []any, qids []string, sums [][sha256.Size]byte, errs diag.List) {
 	rules = make([]any, len(raws))
+	qids = make([]string, len(raws))
 	sums = make([][sha256.Size]byte, len(raws))
 	failed := make([]error, len(raws))
 	workers := min(runtime.GOMAXPROCS(0), (len(raws)+rulesPerWorker-1)/rulesPerWorker)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
+			var shared engine.SharedJSON
 			for i := w; i < len(raws); i += workers {
 				if len(raws[i].Raw) > 0 {
 					sums[i] = sha256.Sum256(raws[i].Raw)
-					rules[i], failed[i] = decode(sums[i], raws[i].Raw)
+					var d document
+					d, failed[i] = decode(&shared, sums[i], raws[i].Raw)
+					rules[i], qids[i] = d.v, d.qid
 				}
 			}
 		})
@@ -61,20 +74,23 @@ func decodeRules(raws []apiextensionsv1.JSON) (rules []any, sums [][sha256.Size]
 			errs.Add(e)
 		}
 	}
-	return rules, sums, errs
+	return rules, qids, sums, errs
 }
 
-// decode returns the document raw, whose SHA-256 is key, through documents.
-func decode(key [sha256.Size]byte, raw []byte) (any, error) {
-	if v, ok := documents.get(key); ok {
-		return v, nil
+// decode returns the document raw, whose SHA-256 is key, through documents, decoding
+// it with shared.
+func decode(shared *engine.SharedJSON, key [sha256.Size]byte, raw []byte) (document, error) {
+	if d, ok := documents.get(key); ok {
+		return d, nil
 	}
-	v, err := engine.DecodeJSON(raw)
+	v, err := shared.Decode(raw)
 	if err != nil {
-		return nil, err
+		return document{}, err
 	}
-	documents.put(key, v)
-	return v, nil
+	d := document{v: v}
+	d.qid, _ = engine.QualifiedID(v)
+	documents.put(key, d)
+	return d, nil
 }
 
 // get returns the entry under key, if either generation holds it.

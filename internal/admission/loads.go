@@ -3,6 +3,7 @@ package admission
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"strings"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
@@ -73,7 +74,8 @@ func (s conditionStore) Checked(src string) ([]types.Symbol, bool) {
 	return conditions.get(conditionKey{s.capability, src})
 }
 
-// KeepChecked implements engine.ConditionStore.
+// KeepChecked implements engine.ConditionStore. The source is copied: it is cut from
+// its rule's JSON (engine.SharedJSON), which it must not keep.
 func (s conditionStore) KeepChecked(src string, refs []types.Symbol) {
-	conditions.put(conditionKey{s.capability, src}, refs)
+	conditions.put(conditionKey{s.capability, strings.Clone(src)}, refs)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
@@ -111,5 +112,24 @@ func TestLoadWithManyDiagnosticsIsNotKept(t *testing.T) {
 	}
 	if n := len(loads.current); n != 1 {
 		t.Errorf("%d loads kept, want 1", n)
+	}
+}
+
+// A kept condition's source is a copy: the source handed over is cut from its rule's
+// JSON (engine.SharedJSON), which the kept condition must not keep in memory.
+func TestKeptConditionKeepsNotItsRule(t *testing.T) {
+	conditions.forget()
+	t.Cleanup(conditions.forget)
+	doc := `{"when":"fire_count < 5"}`
+	src := doc[9 : len(doc)-2]
+	store := conditionStore{}
+	store.KeepChecked(src, nil)
+	if _, ok := store.Checked("fire_count < 5"); !ok {
+		t.Fatal("the condition was not kept")
+	}
+	for key := range conditions.current {
+		if unsafe.StringData(key.src) == unsafe.StringData(src) {
+			t.Error("the kept source shares its rule's JSON")
+		}
 	}
 }

@@ -44,7 +44,14 @@ func loadNeighbours(ctx context.Context, cl Cluster, capability types.Namespaced
 	if err != nil {
 		return nil, err
 	}
-	n := &neighbours{owner: map[string]string{}, publishedOwner: map[string]string{}}
+	// Most identifiers are the published packs': the maps are made with room for them.
+	published := 0
+	if b != nil {
+		for i := range b.Packs {
+			published += len(b.Packs[i].Rules)
+		}
+	}
+	n := &neighbours{owner: make(map[string]string, published), publishedOwner: make(map[string]string, published)}
 	publishedGeneration := map[string]int64{}
 	if b != nil {
 		n.configs = b.Configs
@@ -69,8 +76,8 @@ func loadNeighbours(ctx context.Context, cl Cluster, capability types.Namespaced
 		if g, ok := publishedGeneration[p.Name]; p.Name == self || ok && g == p.Generation {
 			continue
 		}
-		rules, _, _ := decodeRules(p.Spec.Rules)
-		for _, q := range qualifiedIDs(rules) {
+		_, qids, _, _ := decodeRules(p.Spec.Rules)
+		for _, q := range qids {
 			claim(n.owner, q, p.Name)
 		}
 	}

@@ -52,11 +52,19 @@ func references(doc any, c *engine.Capability) []reference {
 	obj, _ := doc.(map[string]any)
 	if when, ok := obj["when"].(string); ok && strings.Contains(when, "_count_of") {
 		ns, _ := obj["namespace"].(string)
-		expr.Check(when, expr.Options{Symbols: c, MaxNodes: c.ExpressionNodesMax, ResolveRule: func(ref string) (int, bool) {
-			out = append(out, reference{"when", "OAR-FIRE-11", engine.ResolveRef(ref, ns)})
-			return 0, true
-		}})
+		out = counted(out, when, ns, c)
 	}
+	return out
+}
+
+// counted appends to out the rules the condition when of a rule in namespace ns counts
+// the firings of. It is references' own function so that only a rule with such a
+// condition pays for the resolver's closure.
+func counted(out []reference, when, ns string, c *engine.Capability) []reference {
+	expr.Check(when, expr.Options{Symbols: c, MaxNodes: c.ExpressionNodesMax, ResolveRule: func(ref string) (int, bool) {
+		out = append(out, reference{"when", "OAR-FIRE-11", engine.ResolveRef(ref, ns)})
+		return 0, true
+	}})
 	return out
 }
 

@@ -45,7 +45,7 @@ func (v *RulePackValidator) ValidateDelete(context.Context, *rulesv1alpha1.RuleP
 }
 
 func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RulePack) (admission.Warnings, error) {
-	rules, sums, errs := decodeRules(p.Spec.Rules)
+	rules, qids, sums, errs := decodeRules(p.Spec.Rules)
 	if len(errs) > 0 {
 		return nil, invalid(rulePackKind, p.Name, ruleErrors(errs, rules))
 	}
@@ -58,7 +58,7 @@ func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RuleP
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	pc := newPackContext(rules, n)
+	pc := newPackContext(rules, qids, n)
 	pc.sums = sums
 	var w warnings
 	c, spec, clause, why := capabilityFor(key.Name, capability)
@@ -124,8 +124,10 @@ type packContext struct {
 	capSum [sha256.Size]byte
 }
 
-func newPackContext(rules []any, n *neighbours) *packContext {
-	p := &packContext{rules: rules, qids: qualifiedIDs(rules), n: n, removed: map[string]bool{}}
+// newPackContext is the context of the pack whose rules, with the qualified
+// identifiers qids, are under validation next to n.
+func newPackContext(rules []any, qids []string, n *neighbours) *packContext {
+	p := &packContext{rules: rules, qids: qids, n: n, removed: map[string]bool{}}
 	p.ours = idSet(p.qids)
 	if n.own != nil {
 		for _, q := range qualifiedIDs(n.own.Rules) {

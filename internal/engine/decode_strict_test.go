@@ -98,7 +98,22 @@ func agrees(t *testing.T, data []byte) {
 	if fast, ok := strictjson.Decode(data); ok && (wantErr != nil || !reflect.DeepEqual(asReplacement(fast), want)) {
 		t.Fatalf("%q: strictjson.Decode = %#v, reference %#v, %v", data, fast, want, wantErr)
 	}
+	// Sharing strings between documents changes where they live, never what they are:
+	// a document decodes the same on its own and after others.
+	for _, s := range []*SharedJSON{{}, sharedAcross} {
+		shared, sharedErr := s.Decode(data)
+		if (sharedErr == nil) != (err == nil) || err != nil && sharedErr.Error() != err.Error() || !reflect.DeepEqual(shared, got) {
+			t.Fatalf("%q: SharedJSON.Decode = %#v, %v; DecodeJSON %#v, %v", data, shared, sharedErr, got, err)
+		}
+	}
+	fast, fastOK := strictjson.Decode(data)
+	if fastShared, ok := new(strictjson.Shared).Decode(data); ok != fastOK || !reflect.DeepEqual(fastShared, fast) {
+		t.Fatalf("%q: strictjson.Shared.Decode = %#v, %v; Decode %#v, %v", data, fastShared, ok, fast, fastOK)
+	}
 }
+
+// sharedAcross decodes every document agrees sees, so each is decoded after others.
+var sharedAcross = &SharedJSON{}
 
 // asReplacement returns v with every surrogate code point in its strings, keys
 // included, replaced by U+FFFD, as encoding/json decodes a lone surrogate escape.
@@ -171,4 +186,32 @@ func FuzzDecodeJSON(f *testing.F) {
 		f.Add([]byte(c.in))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { agrees(t, data) })
+}
+
+// SharedJSON cuts keys and strings without escapes from one copy of its document,
+// and boxes a string value once for all its documents: a document met again allocates
+// at least one object fewer than with DecodeJSON for each plain key and string, and
+// one fewer again for each string value, less the one copy.
+func TestSharedJSONCutsStrings(t *testing.T) {
+	const plain, values = 8 + 7, 8 // eight plain keys and seven plain strings: when has escapes
+	data := []byte(`{"oar":"1.0","id":"READ","namespace":"acme.tools","kind":"policy",` +
+		`"anchor":"tool.pre_invoke","effect":"warn","when":"tool == \"read\"","status":"stable"}`)
+	decode := func(f func([]byte) (any, error)) float64 {
+		return testing.AllocsPerRun(100, func() {
+			if _, err := f(data); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	var s SharedJSON
+	first, err := s.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if copied, again := decode(DecodeJSON), decode(s.Decode); again > copied-plain-values+1 {
+		t.Errorf("SharedJSON allocates %v times for a document met again, DecodeJSON %v: want at least %d fewer, less the one copy", again, copied, plain+values)
+	}
+	if again, _ := s.Decode(data); !reflect.DeepEqual(again, first) || first.(map[string]any)["when"] != `tool == "read"` {
+		t.Errorf("decoded again: %#v; first %#v", again, first)
+	}
 }

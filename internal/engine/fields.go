@@ -208,27 +208,39 @@ func getObjectList(l *diag.List, obj map[string]any, field, clause, what string,
 
 // getStringList reads an optional list of strings.
 func getStringList(l *diag.List, obj map[string]any, field, path, clause string) ([]string, bool) {
+	arr, present, good := checkStringList(l, obj, field, path, clause)
+	if !present {
+		return nil, false
+	}
+	out := make([]string, 0, len(arr))
+	for _, m := range arr {
+		if s, isStr := m.(string); isStr {
+			out = append(out, s)
+		}
+	}
+	return out, good
+}
+
+// checkStringList is getStringList for a caller that only reads the list: it returns
+// the list as decoded, whether it is present, and whether every member is a string.
+func checkStringList(l *diag.List, obj map[string]any, field, path, clause string) (arr []any, present, good bool) {
 	raw, ok := obj[field]
 	if !ok {
-		return nil, false
+		return nil, false, false
 	}
 	arr, isArr := raw.([]any)
 	if !isArr {
 		l.Add(fieldErr(clause, path, raw, "%s must be a list of strings%s", field, yamlHint(raw)))
-		return nil, false
+		return nil, false, false
 	}
-	out := make([]string, 0, len(arr))
-	good := true
+	good = true
 	for i, m := range arr {
-		s, isStr := m.(string)
-		if !isStr {
+		if _, isStr := m.(string); !isStr {
 			l.Add(fieldErr(clause, fmt.Sprintf("%s[%d]", path, i), m, "%s[%d] must be a string%s", field, i, yamlHint(m)))
 			good = false
-			continue
 		}
-		out = append(out, s)
 	}
-	return out, good
+	return arr, true, good
 }
 
 // getBool reads an optional boolean member.

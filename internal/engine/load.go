@@ -86,7 +86,7 @@ func CheckRulesKept(c *Capability, docs []any, store ConditionStore) diag.List {
 // returns is not to be run, and then store, when not nil, keeps conditions across sets.
 func loadRules(c *Capability, docs []any, checkOnly bool, store ConditionStore) (*RuleSet, diag.List) {
 	rs := &RuleSet{Capability: c, byQID: make(map[string]int, len(docs)),
-		compiled: &compileCache{when: map[[2]string]*condition{}, copy: map[string]*template{}, checkOnly: checkOnly, kept: store}}
+		compiled: &compileCache{when: make(map[[2]string]*condition, len(docs)), copy: map[string]*template{}, checkOnly: checkOnly, kept: store}}
 	defer func() { rs.compiled = nil }()
 	var all diag.List
 	// Pass 1: each member on its own terms ([OAR-DOC-31]), on every processor; the
@@ -434,11 +434,12 @@ func parseOnError(l *diag.List, obj map[string]any, r *Rule, req *requirements) 
 }
 
 func parseOnFire(l *diag.List, obj map[string]any, r *Rule) {
-	list, ok := getStringList(l, obj, "on_fire", "on_fire", "OAR-DOC-19")
+	list, _, ok := checkStringList(l, obj, "on_fire", "on_fire", "OAR-DOC-19")
 	if !ok {
 		return
 	}
-	for i, s := range list {
+	for i, v := range list {
+		s := v.(string)
 		found := false
 		for a, name := range actionNames {
 			if name == s {
@@ -620,16 +621,24 @@ type condition struct {
 }
 
 // compileWhen compiles a condition of a rule in namespace, once per set for a source
-// that compiles.
-func (rs *RuleSet) compileWhen(src, namespace string) (*condition, diag.List) {
+// that compiles. into, when not nil, is where it writes the condition, rather than in
+// one of its own.
+func (rs *RuleSet) compileWhen(src, namespace string, into *condition) (*condition, diag.List) {
 	key := [2]string{namespace, src}
 	if cond := rs.compiled.when[key]; cond != nil {
 		return cond, nil
 	}
+	place := func(cond condition) *condition {
+		if into == nil {
+			into = new(condition)
+		}
+		*into = cond
+		return into
+	}
 	kept := rs.compiled.kept
 	if kept != nil {
 		if refs, ok := kept.Checked(src); ok {
-			return &condition{refs: refs}, nil
+			return place(condition{refs: refs}), nil
 		}
 	}
 	c := rs.Capability
@@ -654,7 +663,7 @@ func (rs *RuleSet) compileWhen(src, namespace string) (*condition, diag.List) {
 	if rs.compiled.checkOnly {
 		var refs []types.Symbol
 		if refs, errs = expr.Check(src, opts); len(errs) == 0 {
-			cond = &condition{refs: refs}
+			cond = place(condition{refs: refs})
 			if kept != nil && !namesRule {
 				kept.KeepChecked(src, refs)
 			}
@@ -662,7 +671,7 @@ func (rs *RuleSet) compileWhen(src, namespace string) (*condition, diag.List) {
 	} else {
 		var prog *expr.Program
 		if prog, errs = expr.Compile(src, opts); prog != nil {
-			cond = &condition{prog: prog, refs: prog.Refs()}
+			cond = place(condition{prog: prog, refs: prog.Refs()})
 		}
 	}
 	if cond != nil && len(errs) == 0 && !rs.compiled.sealed {
@@ -696,29 +705,30 @@ type template struct {
 // precompile seals the cache, compiles every distinct condition and copy template of
 // rules on every processor, and keeps those that compile in the cache. A source
 // that does not compile is compiled again by each rule that has it, for that rule's
-// diagnostics.
+// diagnostics. The cache is the set of sources seen, each nil until it compiles.
 func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 	var whens [][2]string
 	var copies []string
-	seenWhen, seenCopy := map[[2]string]bool{}, map[string]bool{}
 	for r, req := range rules {
-		if key := [2]string{r.Namespace, req.when}; req.hasWhen && !seenWhen[key] {
-			seenWhen[key] = true
-			whens = append(whens, key)
+		if key := [2]string{r.Namespace, req.when}; req.hasWhen {
+			if _, seen := rs.compiled.when[key]; !seen {
+				rs.compiled.when[key] = nil
+				whens = append(whens, key)
+			}
 		}
 		for _, m := range req.copy {
-			if m.present && !seenCopy[m.src] {
-				seenCopy[m.src] = true
+			if _, seen := rs.compiled.copy[m.src]; m.present && !seen {
+				rs.compiled.copy[m.src] = nil
 				copies = append(copies, m.src)
 			}
 		}
 	}
 	rs.compiled.sealed = true
-	conds := make([]*condition, len(whens))
+	conds, into := make([]*condition, len(whens)), make([]condition, len(whens))
 	tmpls := make([]*template, len(copies))
 	forEach(len(whens)+len(copies), func(i int) {
 		if i < len(whens) {
-			if cond, errs := rs.compileWhen(whens[i][1], whens[i][0]); len(errs) == 0 {
+			if cond, errs := rs.compileWhen(whens[i][1], whens[i][0], &into[i]); len(errs) == 0 {
 				conds[i] = cond
 			}
 			return
@@ -829,7 +839,7 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 		}
 	}
 	if req.hasWhen {
-		cond, errs := rs.compileWhen(req.when, r.Namespace)
+		cond, errs := rs.compileWhen(req.when, r.Namespace, nil)
 		for _, e := range errs {
 			e.Field = diag.JoinPath("when", e.Field)
 			l.Add(e)

@@ -38,11 +38,17 @@ func check(src string, opts Options) (tree, []types.Symbol, diag.List) {
 		}
 	}
 	c := checker{src: src, opts: opts}
+	if t.names > 0 {
+		c.refs = make([]types.Symbol, 0, t.names)
+	}
 	c.checkCondition(t)
 	errs = append(errs, c.errs...)
 	if len(errs) > 0 {
 		errs.Sort()
 		return t, nil, errs
+	}
+	if len(c.refs) == 0 {
+		return t, nil, nil
 	}
 	return t, c.refs, nil
 }

@@ -19,6 +19,7 @@ type tree struct {
 	root  node
 	nodes int // the node count of [OAR-EXPR-20]
 	start int // offset of the condition's first token
+	names int // the identifiers and calls: at least as many as the symbols referenced
 }
 
 // parser is a recursive-descent parser with one method per production of A.1.
@@ -32,6 +33,39 @@ type parser struct {
 	depth int
 	nodes int
 	errs  diag.List
+	// The nodes most conditions are made of come from slabs: a tree of twenty nodes
+	// costs a few allocations, not twenty.
+	binaries slab[binary]
+	literals slab[literal]
+	calls    slab[call]
+	names    int
+	// The operands of calls and lists are gathered on stack, then cut from sequences.
+	stack, sequences []node
+}
+
+// slab hands out values of T from one chunk of room for first values, then one by
+// one: first is an estimate that seldom exceeds what a condition needs, so that the
+// chunk has little room to spare.
+type slab[T any] struct {
+	chunk []T
+	first int
+}
+
+// slabFirstMax bounds a slab's chunk.
+const slabFirstMax = 64
+
+// new returns a pointer to a copy of v.
+func (s *slab[T]) new(v T) *T {
+	if s.chunk == nil && s.first > 1 {
+		s.chunk = make([]T, 0, s.first)
+	}
+	if len(s.chunk) == cap(s.chunk) {
+		one := new(T)
+		*one = v
+		return one
+	}
+	s.chunk = append(s.chunk, v)
+	return &s.chunk[len(s.chunk)-1]
 }
 
 // bailout unwinds the parser after a syntax error.
@@ -40,7 +74,11 @@ type bailout struct{}
 // parse parses src as condition = ternary. On a syntax error it returns the
 // diagnostics collected so far, ending with that error, and no tree.
 func parse(src string) (t tree, errs diag.List) {
+	// A condition has about one operator and one literal for every twenty bytes, one
+	// call for every fifty: the chunks seldom have room to spare.
 	p := &parser{sc: scanner{src: src}}
+	p.binaries.first, p.literals.first = min(len(src)/20, slabFirstMax), min(len(src)/20, slabFirstMax)
+	p.calls.first = min(len(src)/50, slabFirstMax)
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(bailout); !ok {
@@ -58,7 +96,7 @@ func parse(src string) (t tree, errs diag.List) {
 	if p.tok != tokEOF {
 		p.unexpected("an operator or the end of the condition")
 	}
-	t.nodes = p.nodes
+	t.nodes, t.names = p.nodes, p.names
 	return t, p.errs
 }
 
@@ -152,7 +190,7 @@ func (p *parser) parseDisjunction() node {
 	for p.tok == tokLOr {
 		at := p.pos
 		p.next()
-		x = p.count(&binary{at: at, op: tokLOr, x: x, y: p.parseConjunction()})
+		x = p.count(p.binaries.new(binary{at: at, op: tokLOr, x: x, y: p.parseConjunction()}))
 	}
 	return x
 }
@@ -163,7 +201,7 @@ func (p *parser) parseConjunction() node {
 	for p.tok == tokLAnd {
 		at := p.pos
 		p.next()
-		x = p.count(&binary{at: at, op: tokLAnd, x: x, y: p.parseRelation()})
+		x = p.count(p.binaries.new(binary{at: at, op: tokLAnd, x: x, y: p.parseRelation()}))
 	}
 	return x
 }
@@ -176,7 +214,7 @@ func (p *parser) parseRelation() node {
 	}
 	op, at := p.tok, p.pos
 	p.next()
-	x = p.count(&binary{at: at, op: op, x: x, y: p.parseAddition()})
+	x = p.count(p.binaries.new(binary{at: at, op: op, x: x, y: p.parseAddition()}))
 	if p.tok.isRelop() {
 		p.fail("OAR-EXPR-4", p.pos, "relational operator %q at offset %d follows the %q at offset %d: a relation admits at most one relational operator; join comparisons with && or group them with parentheses", p.tok, p.pos, op, at)
 	}
@@ -189,7 +227,7 @@ func (p *parser) parseAddition() node {
 	for p.tok == tokAdd || p.tok == tokSub {
 		op, at := p.tok, p.pos
 		p.next()
-		x = p.count(&binary{at: at, op: op, x: x, y: p.parseMultiplication()})
+		x = p.count(p.binaries.new(binary{at: at, op: op, x: x, y: p.parseMultiplication()}))
 	}
 	return x
 }
@@ -200,7 +238,7 @@ func (p *parser) parseMultiplication() node {
 	for p.tok == tokMul || p.tok == tokQuo || p.tok == tokRem {
 		op, at := p.tok, p.pos
 		p.next()
-		x = p.count(&binary{at: at, op: op, x: x, y: p.parseUnary()})
+		x = p.count(p.binaries.new(binary{at: at, op: op, x: x, y: p.parseUnary()}))
 	}
 	return x
 }
@@ -243,7 +281,7 @@ func (p *parser) parsePostfix(negated bool) node {
 func (p *parser) parsePrimary(negated bool) node {
 	switch p.tok {
 	case tokTrue, tokFalse:
-		lit := &literal{at: p.pos, text: p.lit, t: types.Bool, b: p.tok == tokTrue}
+		lit := p.literals.new(literal{at: p.pos, text: p.lit, t: types.Bool, b: p.tok == tokTrue})
 		p.next()
 		return p.count(lit)
 	case tokInt:
@@ -251,7 +289,7 @@ func (p *parser) parsePrimary(negated bool) node {
 	case tokDouble:
 		return p.parseDouble()
 	case tokString:
-		lit := &literal{at: p.pos, text: p.lit, t: types.String, s: p.lit}
+		lit := p.literals.new(literal{at: p.pos, text: p.lit, t: types.String, s: p.lit})
 		p.next()
 		return p.count(lit)
 	case tokLBrack:
@@ -275,7 +313,7 @@ func (p *parser) parsePrimary(negated bool) node {
 // magnitude 9223372036854775808 as the immediate operand of unary minus
 // ([OAR-EXPR-21]); leading zeros are derivable and accepted.
 func (p *parser) parseInt(negated bool) node {
-	lit := &literal{at: p.pos, text: p.lit, t: types.Int}
+	lit := p.literals.new(literal{at: p.pos, text: p.lit, t: types.Int})
 	u, err := strconv.ParseUint(p.lit, 10, 64)
 	switch {
 	case err == nil && u <= math.MaxInt64:
@@ -292,7 +330,7 @@ func (p *parser) parseInt(negated bool) node {
 // parseDouble converts double = digit { digit } "." digit { digit }; a literal
 // whose nearest binary64 value is not finite is rejected ([OAR-EXPR-21]).
 func (p *parser) parseDouble() node {
-	lit := &literal{at: p.pos, text: p.lit, t: types.Double}
+	lit := p.literals.new(literal{at: p.pos, text: p.lit, t: types.Double})
 	d, err := strconv.ParseFloat(p.lit, 64)
 	if err != nil || math.IsInf(d, 0) {
 		p.reject("OAR-EXPR-21", lit.at, "double literal %s at offset %d is too large: its nearest binary64 value is not finite", clip(p.lit), lit.at)
@@ -315,6 +353,7 @@ func (p *parser) parseList() node {
 func (p *parser) parseIdentifier() node {
 	at, name := p.pos, p.lit
 	p.next()
+	p.names++
 	if p.tok != tokLParen {
 		return p.count(&ident{at: at, name: name})
 	}
@@ -322,7 +361,7 @@ func (p *parser) parseIdentifier() node {
 	p.next()
 	args := p.parseSequence(tokRParen)
 	p.expect(tokRParen, tokLParen, open)
-	return p.count(&call{at: at, name: name, args: args})
+	return p.count(p.calls.new(call{at: at, name: name, args: args}))
 }
 
 // parseSequence reads [ condition { "," condition } ] up to the closing token.
@@ -330,14 +369,27 @@ func (p *parser) parseSequence(closing token) []node {
 	if p.tok == closing {
 		return nil
 	}
-	var xs []node
+	if p.stack == nil {
+		p.stack = make([]node, 0, 8)
+	}
+	base := len(p.stack)
 	for {
-		xs = append(xs, p.parseCondition())
+		x := p.parseCondition()
+		p.stack = append(p.stack, x)
 		if p.tok != tokComma {
-			return xs
+			break
 		}
 		p.next()
 	}
+	n := len(p.stack) - base
+	if cap(p.sequences)-len(p.sequences) < n {
+		p.sequences = make([]node, 0, max(n, len(p.sc.src)/20))
+	}
+	at := len(p.sequences)
+	p.sequences = append(p.sequences, p.stack[base:]...)
+	clear(p.stack[base:])
+	p.stack = p.stack[:base]
+	return p.sequences[at : at+n : at+n]
 }
 
 // clip shortens a spelling quoted in a message.

@@ -13,6 +13,7 @@ package strictjson
 
 import (
 	"encoding/json"
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -29,6 +30,11 @@ type Decoder struct {
 	pos  int
 	// scratch holds the unescaped bytes of a string with escape sequences.
 	scratch []byte
+	// text is data as one string when strings without escapes are cut from it rather
+	// than copied one by one, and shared what the documents decoded with it share
+	// (Shared); "" and nil otherwise.
+	text   string
+	shared *Shared
 }
 
 // NewDecoder returns a decoder at the start of data.
@@ -40,6 +46,110 @@ func Decode(data []byte) (any, bool) {
 	d := Decoder{data: data}
 	v, ok := d.Value(0)
 	return v, ok && d.End()
+}
+
+// Shared decodes documents that its caller keeps whole and together, and never
+// modifies, as the admission webhook keeps a RulePack's rules: every string and key
+// without escapes is a substring of one copy of its document rather than a copy of its
+// own, a short string value met again in any of the documents is boxed (made an any)
+// once, and a small array or object met again, byte for byte, is the one decoded
+// first, so decoding a set of similar documents allocates a fraction of what Decode
+// does. A string kept alone keeps all of its document in memory, and a shared one the
+// document it was first met in. A Shared is not for concurrent use; its zero value is
+// ready.
+type Shared struct {
+	// boxes holds the string values met so far, boxed, and values the small arrays
+	// and objects by their JSON text; each holds up to sharedMax.
+	boxes, values map[string]any
+	// members is how many members the last document's object had: the room the next
+	// one's is made with, so that a set of similar documents does not grow each map.
+	members int
+	// scratch is the decoders' scratch, passed from one to the next.
+	scratch []byte
+}
+
+const (
+	// sharedMax bounds the string values and the small arrays and objects a Shared
+	// keeps.
+	sharedMax = 4096
+	// sharedStringMax is the longest string boxed once: a longer one is seldom met
+	// again, and costs more to look up.
+	sharedStringMax = 64
+	// sharedTextMax is the longest JSON text of an array or object shared, and
+	// sharedDepthMax the deepest one: nesting no deeper than half its text, none is
+	// refused for depth where it is met again (MaxDepth).
+	sharedTextMax  = 128
+	sharedDepthMax = 8
+)
+
+// Decode is Decode for a document kept with the others decoded by s.
+func (s *Shared) Decode(data []byte) (any, bool) {
+	if s.boxes == nil {
+		s.boxes, s.values = map[string]any{}, map[string]any{}
+	}
+	d := Decoder{data: data, text: string(data), shared: s, scratch: s.scratch}
+	v, ok := d.Value(0)
+	s.scratch = d.scratch
+	return v, ok && d.End()
+}
+
+// box returns the string value str, boxed once per Shared.
+func (s *Shared) box(str string) any {
+	if v, ok := s.boxes[str]; ok {
+		return v
+	}
+	v := any(str)
+	if len(s.boxes) < sharedMax {
+		s.boxes[str] = v
+	}
+	return v
+}
+
+// composite reads the array or object at depth (at least 1), the one decoded before
+// when its text was.
+func (d *Decoder) composite(depth int) (any, bool) {
+	start, end := d.pos, d.smallEnd()
+	if end > 0 {
+		if v, ok := d.shared.values[d.text[start:end]]; ok {
+			d.pos = end
+			return v, true
+		}
+	}
+	var v any
+	var ok bool
+	if d.data[start] == '{' {
+		v, ok = d.object(depth)
+	} else {
+		v, ok = d.array(depth)
+	}
+	if ok && end > 0 && d.pos == end && len(d.shared.values) < sharedMax {
+		d.shared.values[d.text[start:end]] = v
+	}
+	return v, ok
+}
+
+// smallEnd returns where the array or object at pos ends, when it ends within
+// sharedTextMax bytes, or -1. It only counts brackets outside strings: the decoder
+// judges the text, and a text it decoded ends where smallEnd says.
+func (d *Decoder) smallEnd() int {
+	t := d.data[d.pos:min(len(d.data), d.pos+sharedTextMax)]
+	open, inString := 0, false
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			open++
+		case c == ']' || c == '}':
+			if open--; open == 0 {
+				return d.pos + i + 1
+			}
+		}
+	}
+	return -1
 }
 
 // End reports whether only whitespace is left.
@@ -125,12 +235,17 @@ func (d *Decoder) value(depth int) (any, bool) {
 		return nil, false
 	}
 	switch c := d.data[d.pos]; {
+	case (c == '{' || c == '[') && d.shared != nil && depth > 0 && depth <= sharedDepthMax:
+		return d.composite(depth)
 	case c == '{':
 		return d.object(depth)
 	case c == '[':
 		return d.array(depth)
 	case c == '"':
 		s, ok := d.str()
+		if ok && d.shared != nil && len(s) <= sharedStringMax {
+			return d.shared.box(s), true
+		}
 		return s, ok
 	case c == '-' || c >= '0' && c <= '9':
 		return d.number()
@@ -154,7 +269,13 @@ func (d *Decoder) literal(word string) bool {
 
 func (d *Decoder) object(depth int) (any, bool) {
 	d.pos++
-	m := make(map[string]any)
+	var m map[string]any
+	if depth == 0 && d.shared != nil {
+		m = make(map[string]any, d.shared.members)
+		defer func() { d.shared.members = len(m) }()
+	} else {
+		m = make(map[string]any)
+	}
 	if d.closes('}') {
 		return m, true
 	}
@@ -250,7 +371,12 @@ func (d *Decoder) number() (any, bool) {
 		}
 		i = j
 	}
-	n := json.Number(t[d.pos:i])
+	var n json.Number
+	if d.shared != nil {
+		n = json.Number(d.text[d.pos:i])
+	} else {
+		n = json.Number(t[d.pos:i])
+	}
 	d.pos = i
 	return n, true
 }
@@ -264,7 +390,13 @@ func digits(t []byte, i int) int {
 
 // str reads a string at the opening quote, resolving escapes as encoding/json does.
 func (d *Decoder) str() (string, bool) {
+	start := d.pos + 1
 	b, ok := d.strBytes()
+	// An escape is longer than what it stands for, so b is as long as the raw text
+	// exactly when it has none: then b is data[start:d.pos-1], which text holds too.
+	if ok && d.shared != nil && len(b) == d.pos-1-start {
+		return d.text[start : d.pos-1], true
+	}
 	return string(b), ok
 }
 
@@ -296,7 +428,16 @@ func (d *Decoder) strBytes() ([]byte, bool) {
 // escaped finishes a string whose first escape is at i.
 func (d *Decoder) escaped(start, i int) ([]byte, bool) {
 	t := d.data
-	b := append(d.scratch[:0], t[start:i]...)
+	// What the escapes stand for is shorter than they are, so the raw text up to the
+	// closing quote bounds the unescaped string: scratch grows once.
+	end := i
+	for end < len(t) && t[end] != '"' {
+		if t[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	b := append(slices.Grow(d.scratch[:0], min(end, len(t))-start), t[start:i]...)
 	for i < len(t) {
 		c := t[i]
 		switch {
