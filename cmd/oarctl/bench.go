@@ -127,7 +127,7 @@ func (l *loader) readOccurrences(file string) []recorded {
 // and counting heap allocations over the whole measured loop.
 func measure(p *engine.Program, occs []recorded, n int) benchResult {
 	rt := engine.NewMemoryRuntime()
-	rt.Events = &eventCount{}
+	rt.Events = discardEvents{}
 	buf := &engine.DecisionBuffer{}
 	for i := range min(warmup, n) {
 		p.EvaluateInto(rt, occs[i%len(occs)].occ, buf)
@@ -164,16 +164,13 @@ func measure(p *engine.Program, occs []recorded, n int) benchResult {
 	}
 }
 
-// eventCount is the measured runtime's event stream: it counts the records and keeps
-// none. The in-memory EventLog keeps every record, so over a long run the collector
-// would scan an ever longer list that no host keeps; writing the records out is the
-// host's cost (the sidecar's stream), not the engine's.
-type eventCount struct{ n int }
+// discardEvents is the measured runtime's event stream: it keeps no record. The
+// in-memory EventLog keeps every record, so over a long run the collector would scan an
+// ever longer list that no host keeps; writing the records out is the host's cost (the
+// sidecar's stream), not the engine's.
+type discardEvents struct{}
 
-func (c *eventCount) Publish(engine.Event) error {
-	c.n++
-	return nil
-}
+func (discardEvents) Publish(engine.Event) error { return nil }
 
 // percentile is the nearest-rank percentile of sorted latencies.
 func percentile(sorted []time.Duration, q float64) time.Duration {
