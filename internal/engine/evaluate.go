@@ -1032,33 +1032,39 @@ type listStore struct {
 // stringList converts l to a list<string> value, or reports false when a member is not
 // a string.
 func (ls *listStore) stringList(l []any) (types.Value, bool) {
-	start := len(ls.strs)
-	for _, m := range l {
-		str, ok := m.(string)
-		if !ok {
-			ls.strs = ls.strs[:start]
-			return types.Value{}, false
-		}
-		ls.strs = append(ls.strs, str)
+	list, ok := appendList(&ls.strs, &ls.strLists, l)
+	if !ok {
+		return types.Value{}, false
 	}
-	ls.strLists = append(ls.strLists, ls.strs[start:len(ls.strs):len(ls.strs)])
-	return types.ListStringAt(&ls.strLists[len(ls.strLists)-1]), true
+	return types.ListStringAt(list), true
 }
 
 // mapList converts l to a list<map> value, or reports false when a member is not an
 // object.
 func (ls *listStore) mapList(l []any) (types.Value, bool) {
-	start := len(ls.maps)
-	for _, m := range l {
-		obj, ok := m.(map[string]any)
-		if !ok {
-			ls.maps = ls.maps[:start]
-			return types.Value{}, false
-		}
-		ls.maps = append(ls.maps, obj)
+	list, ok := appendList(&ls.maps, &ls.mapLists, l)
+	if !ok {
+		return types.Value{}, false
 	}
-	ls.mapLists = append(ls.mapLists, ls.maps[start:len(ls.maps):len(ls.maps)])
-	return types.ListMapAt(&ls.mapLists[len(ls.mapLists)-1]), true
+	return types.ListMapAt(list), true
+}
+
+// appendList appends the members of l, each a T, to members, and their slice to lists,
+// returning where lists holds it; it reports false, leaving members as they were, when a
+// member is not a T.
+func appendList[T any](members *[]T, lists *[][]T, l []any) (*[]T, bool) {
+	start := len(*members)
+	for _, m := range l {
+		v, ok := m.(T)
+		if !ok {
+			*members = (*members)[:start]
+			return nil, false
+		}
+		*members = append(*members, v)
+	}
+	all := *members
+	*lists = append(*lists, all[start:len(all):len(all)])
+	return &(*lists)[len(*lists)-1], true
 }
 
 // reset empties the store, dropping what referred to the occurrence, or drops storage
