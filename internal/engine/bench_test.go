@@ -48,13 +48,19 @@ func benchProgram(b testing.TB, n, selected int) *Program {
 		}
 		docs[i] = benchRule(i, tool)
 	}
+	return programOf(b, c, docs)
+}
+
+// programOf loads docs against c and configures them with no configuration.
+func programOf(t testing.TB, c *Capability, docs []any) *Program {
+	t.Helper()
 	rs, errs := LoadRules(c, docs)
 	if len(errs) > 0 {
-		b.Fatal(errs)
+		t.Fatal(errs)
 	}
 	p, errs := Configure(rs, nil)
 	if len(errs) > 0 {
-		b.Fatal(errs)
+		t.Fatal(errs)
 	}
 	return p
 }
@@ -128,10 +134,11 @@ func BenchmarkEvaluateTransform50Spans(b *testing.B) {
 	}
 }
 
-// nothingFires is an occurrence at which every rule benchProgram selects is evaluated
-// and none fires: size 1000 is above every threshold, but /srv is not under /etc and
-// the principal is no admin, so each condition reads the arguments and the roles.
-func nothingFires() *Occurrence {
+// readCall is a read of /srv/data, size 1000, by ana, a dev. Every rule benchProgram
+// selects is evaluated at it and none fires: size 1000 is above every threshold, but
+// /srv is not under /etc and the principal is no admin, so each condition reads the
+// arguments and the roles. Every rule firingProgram selects fires at it.
+func readCall() *Occurrence {
 	return &Occurrence{
 		Anchor: "tool.pre_invoke", SessionID: "bench",
 		ToolCall: &ToolCall{Name: "read", Arguments: map[string]any{"path": "/srv/data", "size": jsonInt(1000)}},
@@ -152,7 +159,7 @@ func TestNothingFiresAllocations(t *testing.T) {
 		p := benchProgram(t, 100, tt.selected)
 		p.cap.ActivityWindow = 0
 		rt := NewMemoryRuntime()
-		occ := nothingFires()
+		occ := readCall()
 		var d *Decision
 		allocs := testing.AllocsPerRun(200, func() {
 			d = p.Evaluate(rt, occ)
@@ -167,7 +174,7 @@ func TestNothingFiresAllocations(t *testing.T) {
 	}
 }
 
-// firingProgram has n rules selected at the same occurrence (allFire), each of which
+// firingProgram has n rules selected at the same occurrence (readCall), each of which
 // fires a nudge with copy and increments its counter scoped by principal.
 func firingProgram(t testing.TB, n int) *Program {
 	docs := make([]any, n)
@@ -183,24 +190,9 @@ func firingProgram(t testing.TB, n int) *Program {
 			"copy":          map[string]any{"what": "{{ tool }} by {{ principal }}", "fix": "{% if principal_roles %}Roles {{ principal_roles }}.{% endif %}"},
 		}
 	}
-	rs, errs := LoadRules(benchCap(t), docs)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	p, errs := Configure(rs, nil)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	p := programOf(t, benchCap(t), docs)
 	p.cap.ActivityWindow = 0
 	return p
-}
-
-func allFire() *Occurrence {
-	return &Occurrence{
-		Anchor: "tool.pre_invoke", SessionID: "bench",
-		ToolCall: &ToolCall{Name: "read", Arguments: map[string]any{"path": "/srv/data", "size": jsonInt(1000)}},
-		Facts:    map[string]any{"principal": "ana", "principal_roles": []any{"dev"}},
-	}
 }
 
 // Into a reused DecisionBuffer, an evaluation allocates nothing at which nothing
@@ -220,10 +212,10 @@ func TestReusedBufferAllocationsDoNotGrowWithTheRules(t *testing.T) {
 			max    float64
 			result func(*Decision) bool
 		}{
-			{"nothing fires", benchProgram(t, 100, n), nothingFires(), 0, func(d *Decision) bool {
+			{"nothing fires", benchProgram(t, 100, n), readCall(), 0, func(d *Decision) bool {
 				return d.Decision == "none" && len(d.Applied) == n
 			}},
-			{"every rule fires", firingProgram(t, n), allFire(), 2, func(d *Decision) bool {
+			{"every rule fires", firingProgram(t, n), readCall(), 2, func(d *Decision) bool {
 				return d.Decision == "nudge" && len(d.Advisories) == n && len(d.Counters) == n && d.Copy["what"] == "read by ana"
 			}},
 		} {

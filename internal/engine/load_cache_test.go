@@ -28,14 +28,7 @@ func TestRepeatedConditionResolvesPerNamespace(t *testing.T) {
 		rule("a", "R", "warn", `fire_count_of("X") >= 1`, ""),
 		rule("b", "R", "warn", `fire_count_of("X") >= 1`, ""),
 	}
-	rs, errs := LoadRules(benchCap(t), docs)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	p, errs := Configure(rs, nil)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	p := programOf(t, benchCap(t), docs)
 	rt := NewMemoryRuntime()
 	call := func(tool string) *Decision {
 		d := p.Evaluate(rt, &Occurrence{Anchor: "tool.pre_invoke", SessionID: "s", ToolCall: &ToolCall{Name: tool}})
