@@ -621,24 +621,17 @@ type condition struct {
 }
 
 // compileWhen compiles a condition of a rule in namespace, once per set for a source
-// that compiles. into, when not nil, is where it writes the condition, rather than in
-// one of its own.
-func (rs *RuleSet) compileWhen(src, namespace string, into *condition) (*condition, diag.List) {
+// that compiles; ok reports that it compiled. The condition is returned by value, so
+// that precompile can write a set's conditions into one slice.
+func (rs *RuleSet) compileWhen(src, namespace string) (cond condition, ok bool, errs diag.List) {
 	key := [2]string{namespace, src}
-	if cond := rs.compiled.when[key]; cond != nil {
-		return cond, nil
-	}
-	place := func(cond condition) *condition {
-		if into == nil {
-			into = new(condition)
-		}
-		*into = cond
-		return into
+	if hit := rs.compiled.when[key]; hit != nil {
+		return *hit, true, nil
 	}
 	kept := rs.compiled.kept
 	if kept != nil {
 		if refs, ok := kept.Checked(src); ok {
-			return place(condition{refs: refs}), nil
+			return condition{refs: refs}, true, nil
 		}
 	}
 	c := rs.Capability
@@ -658,12 +651,10 @@ func (rs *RuleSet) compileWhen(src, namespace string, into *condition) (*conditi
 			return rs.ruleRefs(ref, namespace)
 		},
 	}
-	var cond *condition
-	var errs diag.List
 	if rs.compiled.checkOnly {
 		var refs []types.Symbol
 		if refs, errs = expr.Check(src, opts); len(errs) == 0 {
-			cond = place(condition{refs: refs})
+			cond, ok = condition{refs: refs}, true
 			if kept != nil && !namesRule {
 				kept.KeepChecked(src, refs)
 			}
@@ -671,13 +662,14 @@ func (rs *RuleSet) compileWhen(src, namespace string, into *condition) (*conditi
 	} else {
 		var prog *expr.Program
 		if prog, errs = expr.Compile(src, opts); prog != nil {
-			cond = place(condition{prog: prog, refs: prog.Refs()})
+			cond, ok = condition{prog: prog, refs: prog.Refs()}, true
 		}
 	}
-	if cond != nil && len(errs) == 0 && !rs.compiled.sealed {
-		rs.compiled.when[key] = cond
+	if ok && len(errs) == 0 && !rs.compiled.sealed {
+		held := cond
+		rs.compiled.when[key] = &held
 	}
-	return cond, errs
+	return cond, ok, errs
 }
 
 // compileCopy compiles a copy member, once per set for a source that compiles.
@@ -724,13 +716,13 @@ func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 		}
 	}
 	rs.compiled.sealed = true
-	conds, into := make([]*condition, len(whens)), make([]condition, len(whens))
+	conds, compiled := make([]condition, len(whens)), make([]bool, len(whens))
 	tmpls := make([]*template, len(copies))
 	forEach(len(whens)+len(copies), func(i int) {
 		if i < len(whens) {
-			if cond, errs := rs.compileWhen(whens[i][1], whens[i][0], &into[i]); len(errs) == 0 {
-				conds[i] = cond
-			}
+			var errs diag.List
+			conds[i], compiled[i], errs = rs.compileWhen(whens[i][1], whens[i][0])
+			compiled[i] = compiled[i] && len(errs) == 0
 			return
 		}
 		if tmpl, errs := rs.compileCopy(copies[i-len(whens)]); len(errs) == 0 {
@@ -738,8 +730,8 @@ func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 		}
 	})
 	for i, key := range whens {
-		if conds[i] != nil {
-			rs.compiled.when[key] = conds[i]
+		if compiled[i] {
+			rs.compiled.when[key] = &conds[i]
 		}
 	}
 	for i, src := range copies {
@@ -839,12 +831,12 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 		}
 	}
 	if req.hasWhen {
-		cond, errs := rs.compileWhen(req.when, r.Namespace, nil)
+		cond, ok, errs := rs.compileWhen(req.when, r.Namespace)
 		for _, e := range errs {
 			e.Field = diag.JoinPath("when", e.Field)
 			l.Add(e)
 		}
-		if cond != nil {
+		if ok {
 			for _, sym := range cond.refs {
 				reach(sym, "when", "")
 				addRef(sym)
