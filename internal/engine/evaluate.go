@@ -1109,15 +1109,16 @@ func (s *evalState) Call(id int, arg types.Value) (types.Value, error) {
 			return types.Zero(info.Type), nil
 		}
 	}
-	if sl := &s.slots[id]; sl.gen != s.gen {
-		// Whether the host supplied the function's result is looked up once.
+	// Whether the host supplied the function's result is looked up once.
+	sl := &s.slots[id]
+	if sl.gen != s.gen {
 		sl.gen, sl.supplied = s.gen, false
 		if raw, ok := s.occ.Facts[info.Name]; ok {
 			sl.v, sl.err = s.convert(info, raw)
 			sl.supplied = true
 		}
 	}
-	if sl := &s.slots[id]; sl.supplied {
+	if sl.supplied {
 		return sl.v, sl.err
 	}
 	switch b := info.builtin; b {
