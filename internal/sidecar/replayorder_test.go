@@ -12,6 +12,8 @@ import (
 	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/decisionlog"
 	"github.com/oar-operator/oar-operator/internal/replay"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
 )
 
 // sendConcurrently posts bodies from clients concurrent clients, the i-th body to
@@ -124,4 +126,60 @@ func count(cs []replay.Count, name string) int {
 		}
 	}
 	return 0
+}
+
+// TestReplicasLogInCommitOrder: two replicas sharing sessions in Redis, each with its
+// own decision log, replica B's clock 2 s behind A's. 8 concurrent clients send 200
+// sessions' 4 shell calls alternately to both, so one session's calls conflict and are
+// retried. Both logs replayed together reproduce every decision: the lines' session
+// versions order each session as its calls took effect. The same lines without their
+// versions replay in time order, which the skew gets wrong (B's lines first), and
+// mismatch: the versions are what makes the replay right.
+func TestReplicasLogInCommitOrder(t *testing.T) {
+	const sessions, calls, clients = 200, 4, 8
+	b := sealed(t, testCapability, testRules)
+	url := redistest.Shared(t).URL
+	// Keys of this run only, so every session begins here (-count=N reruns too).
+	opt := redisstore.Options{IdleTTL: time.Hour, Timeout: 10 * time.Second, Prefix: fmt.Sprintf("%s:%d:", t.Name(), time.Now().UnixNano())}
+	skew := map[string]time.Duration{"a": 0, "b": -2 * time.Second}
+	outs := map[string]*syncBuffer{}
+	logs := map[string]*decisionlog.Writer{}
+	var rs []*testSidecar
+	for _, name := range []string{"a", "b"} {
+		outs[name] = &syncBuffer{}
+		logs[name] = decisionlog.NewWriter(outs[name], decisionlog.Options{Sample: 1, Buffer: sessions * calls,
+			Now: func() time.Time { return time.Now().Add(skew[name]) }})
+		rs = append(rs, serve(t, b, Options{SharedSessions: sharedStore(t, url, opt), DecisionLog: logs[name]}))
+	}
+	var bodies []string
+	for i := range sessions * calls {
+		bodies = append(bodies, shellCall(fmt.Sprintf("s%d", i/calls)))
+	}
+	sendConcurrently(t, rs, bodies, clients)
+	if conflicts := rs[0].metric(t, "oar_engine_session_store_conflicts_total", nil) + rs[1].metric(t, "oar_engine_session_store_conflicts_total", nil); conflicts == 0 {
+		t.Error("no commit conflicted: the replicas never evaluated one session at the same time")
+	}
+	a, bl := readLog(t, logs["a"], outs["a"], "a"), readLog(t, logs["b"], outs["b"], "b")
+	if len(a) == 0 || len(bl) == 0 || len(a)+len(bl) != len(bodies) {
+		t.Fatalf("%d and %d lines for %d calls", len(a), len(bl), len(bodies))
+	}
+	entries := append(a, bl...)
+	for _, e := range entries {
+		if e.Record.SessionState == nil {
+			t.Fatalf("%s line %d has no session_state", e.Source, e.Line)
+		}
+	}
+	rep := replayed(t, b, entries)
+	if rep.Reproduced != len(bodies) || rep.Mismatched != 0 {
+		t.Fatalf("%d of %d reproduced, %d mismatched: %+v", rep.Reproduced, len(bodies), rep.Mismatched, rep.Mismatches)
+	}
+
+	for i := range entries {
+		entries[i].Record.SessionState = nil
+	}
+	if rep := replayed(t, b, entries); rep.Mismatched == 0 {
+		t.Error("without session_state, in time order, every decision reproduced: the skew misordered nothing, so the test proves nothing")
+	} else {
+		t.Logf("without session_state: %d of %d mismatched", rep.Mismatched, len(bodies))
+	}
 }
