@@ -193,18 +193,47 @@ func bySession(entries []decisionlog.Entry) [][]decisionlog.Entry {
 	return out
 }
 
-// inOrder orders one session's entries as they took effect. When every line carries
-// the session's versions in the shared store (session_state), the versions fix the
-// order across replicas, whose clocks differ (byVersions); otherwise, or when the
-// versions do not make one order, the lines are in time order, stable so one log's
-// order stands where times tie (a replica logs a session's lines in the order they
-// took effect, under the session's lock).
+// inOrder orders one session's entries as they took effect. The lines that carry the
+// session's versions in the shared store (session_state) are in the order those
+// versions fix across replicas, whose clocks differ (byVersions). A line without them
+// read and changed no session state (no rule at its anchor uses any, or the store
+// could not be read), so its place among the others changes nothing the logged rules
+// decide; it is placed by time. When no line carries versions, or they do not make one
+// order, the lines are in time order, stable so one log's order stands where times tie
+// (a replica logs a session's lines in the order they took effect, under the
+// session's lock).
 func inOrder(s []decisionlog.Entry) []decisionlog.Entry {
 	slices.SortStableFunc(s, func(a, b decisionlog.Entry) int { return a.Record.Time.Compare(b.Record.Time) })
-	if ordered, ok := byVersions(s); ok {
-		return ordered
+	var versioned, other []decisionlog.Entry
+	for _, e := range s {
+		if e.Record.SessionState != nil {
+			versioned = append(versioned, e)
+		} else {
+			other = append(other, e)
+		}
 	}
-	return s
+	if len(versioned) == 0 {
+		return s
+	}
+	ordered, ok := byVersions(versioned)
+	if !ok {
+		return s
+	}
+	return mergeByTime(ordered, other)
+}
+
+// mergeByTime places the entries of other, in time order, among those of ordered: each
+// before the first entry of ordered that is later than it.
+func mergeByTime(ordered, other []decisionlog.Entry) []decisionlog.Entry {
+	out := make([]decisionlog.Entry, 0, len(ordered)+len(other))
+	for len(ordered) > 0 && len(other) > 0 {
+		if other[0].Record.Time.Before(ordered[0].Record.Time) {
+			out, other = append(out, other[0]), other[1:]
+		} else {
+			out, ordered = append(out, ordered[0]), ordered[1:]
+		}
+	}
+	return append(append(out, ordered...), other...)
 }
 
 // byVersions orders a session's entries, given in time order, as their versions chain:
@@ -215,7 +244,7 @@ func inOrder(s []decisionlog.Entry) []decisionlog.Entry {
 // new, or expired and recreated, so several lines may change from it, each starting
 // its own chain, and a line that read it and changed nothing is a chain of its own),
 // or one whose writer is not in the logs. Chains, and the readers of one version, are
-// in time order. ok is false when a line lacks its versions or the versions do not
+// in time order. Every entry must carry its versions. ok is false when they do not
 // make one order: two lines changing one version, two writing one, a cycle, a line no
 // chain reaches.
 func byVersions(s []decisionlog.Entry) (ordered []decisionlog.Entry, ok bool) {
@@ -224,10 +253,7 @@ func byVersions(s []decisionlog.Entry) (ordered []decisionlog.Entry, ok bool) {
 	readers := map[string][]int{}  // a version -> the lines that read it and changed nothing
 	for i, e := range s {
 		st := e.Record.SessionState
-		switch {
-		case st == nil:
-			return nil, false
-		case st.Read == st.Written:
+		if st.Read == st.Written {
 			readers[st.Read] = append(readers[st.Read], i)
 			continue
 		}

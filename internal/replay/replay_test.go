@@ -343,8 +343,9 @@ func versions(read, written string) *decisionlog.SessionState {
 	return &decisionlog.SessionState{Read: read, Written: written}
 }
 
-// TestInOrder: a session's lines replay in the order their versions chain when every
-// line carries them, whatever the replicas' clocks say, and in time order otherwise.
+// TestInOrder: a session's lines that carry versions replay in the order the versions
+// chain, whatever the replicas' clocks say, with the lines that carry none placed by
+// time among them; when no line carries versions, or they make no order, in time order.
 func TestInOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -382,9 +383,14 @@ func TestInOrder(t *testing.T) {
 		lines: []decisionlog.Entry{line(1, 3, versions("", "v1")), line(2, 2, versions("v2", "v3")), line(3, 1, versions("v3", "v2"))},
 		want:  []int{3, 2, 1},
 	}, {
-		name:  "a line without versions: time order",
-		lines: []decisionlog.Entry{line(1, 3, versions("", "v1")), line(2, 2, versions("v1", "v2")), line(3, 1, nil)},
-		want:  []int{3, 2, 1},
+		name: "lines without versions placed by time among the chained ones",
+		lines: []decisionlog.Entry{line(1, 3, versions("", "v1")), line(2, 2, versions("v1", "v2")), line(3, 1, nil),
+			line(4, 4, versions("v2", "v3")), line(5, 3, nil), line(6, 9, nil)},
+		want: []int{3, 1, 2, 5, 4, 6},
+	}, {
+		name:  "lines without versions among versions that make no order: time order",
+		lines: []decisionlog.Entry{line(1, 3, versions("", "v1")), line(2, 2, versions("v1", "v2")), line(3, 1, versions("v1", "v3")), line(4, 0, nil)},
+		want:  []int{4, 3, 2, 1},
 	}, {
 		name:  "no versions: time order, the log's order where times tie",
 		lines: []decisionlog.Entry{line(1, 2, nil), line(2, 1, nil), line(3, 1, nil)},

@@ -131,12 +131,14 @@ func count(cs []replay.Count, name string) int {
 // TestReplicasLogInCommitOrder: two replicas sharing sessions in Redis, each with its
 // own decision log, replica B's clock 2 s behind A's. 8 concurrent clients send 200
 // sessions' 4 shell calls alternately to both, so one session's calls conflict and are
-// retried. Both logs replayed together reproduce every decision: the lines' session
-// versions order each session as its calls took effect. The same lines without their
-// versions replay in time order, which the skew gets wrong (B's lines first), and
-// mismatch: the versions are what makes the replay right.
+// retried, and a model output between the second and third, at an anchor whose rules
+// use no session state (its line carries no versions). Both logs replayed together
+// reproduce every decision: the lines' session versions order each session as its
+// calls took effect, and the model outputs are placed by time. The same lines without
+// their versions replay in time order, which the skew gets wrong (B's lines first),
+// and mismatch: the versions are what makes the replay right.
 func TestReplicasLogInCommitOrder(t *testing.T) {
-	const sessions, calls, clients = 200, 4, 8
+	const sessions, calls, clients = 200, 5, 8
 	b := sealed(t, testCapability, testRules)
 	url := redistest.Shared(t).URL
 	// Keys of this run only, so every session begins here (-count=N reruns too).
@@ -153,7 +155,12 @@ func TestReplicasLogInCommitOrder(t *testing.T) {
 	}
 	var bodies []string
 	for i := range sessions * calls {
-		bodies = append(bodies, shellCall(fmt.Sprintf("s%d", i/calls)))
+		session := fmt.Sprintf("s%d", i/calls)
+		if i%calls == 2 {
+			bodies = append(bodies, occ("model.output", session, `"facts": {"acme.gateway.tenant_tier": "free"}, "content": "hi"`))
+		} else {
+			bodies = append(bodies, shellCall(session))
+		}
 	}
 	sendConcurrently(t, rs, bodies, clients)
 	if conflicts := rs[0].metric(t, "oar_engine_session_store_conflicts_total", nil) + rs[1].metric(t, "oar_engine_session_store_conflicts_total", nil); conflicts == 0 {
@@ -165,13 +172,13 @@ func TestReplicasLogInCommitOrder(t *testing.T) {
 	}
 	entries := append(a, bl...)
 	for _, e := range entries {
-		if e.Record.SessionState == nil {
-			t.Fatalf("%s line %d has no session_state", e.Source, e.Line)
+		if versioned := e.Record.SessionState != nil; versioned != (e.Record.Anchor == "tool.pre_invoke") {
+			t.Fatalf("%s line %d (%s): session_state %+v", e.Source, e.Line, e.Record.Anchor, e.Record.SessionState)
 		}
 	}
 	rep := replayed(t, b, entries)
 	if rep.Reproduced != len(bodies) || rep.Mismatched != 0 {
-		t.Fatalf("%d of %d reproduced, %d mismatched: %+v", rep.Reproduced, len(bodies), rep.Mismatched, rep.Mismatches)
+		t.Fatalf("%d of %d reproduced, %d mismatched: %+v", rep.Reproduced, len(bodies), rep.Mismatched, rep.Mismatches[:min(3, len(rep.Mismatches))])
 	}
 
 	for i := range entries {
