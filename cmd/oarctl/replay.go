@@ -43,7 +43,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	flags.Var(&after.rules, "against", "a `FILE` of the rules after the change (repeatable)")
 	flags.Var(&after.configs, "against-config", "a configuration document `FILE` applied to the rules after the change (repeatable; in order)")
 	flags.StringVar(&after.bundle, "against-bundle", "", "the bundle after the change, instead of --against (a bundle `PATH`, as for --bundle)")
-	flags.Var(&logs, "log", "a decision log `FILE` (oar-engine --decision-log); repeatable, the logs of several replicas replay together, each session in time order")
+	flags.Var(&logs, "log", "a decision log `FILE` (oar-engine --decision-log); repeatable, the logs of several replicas replay together, each session in the order it took effect (by its lines' session_state, else by time)")
 	maxChanges := flags.Int("max-changes", replay.DefaultMaxListed, "list at most `N` changed occurrences (and N mismatches, and N lines per reason an occurrence cannot be reproduced); the rest are counted")
 	asJSON := flags.Bool("json", false, "print the report as one JSON object")
 	failOnChange := flags.Bool("fail-on-change", false, "exit 1 when any decision changed")

@@ -7,7 +7,8 @@ import (
 )
 
 // BenchmarkLog is what the decision log adds to a request: the sampling hash and, for
-// a sampled session, a copy of the decision's trace and a channel send. The writer's
+// a sampled session, a copy of the decision's trace and a channel send (with the
+// session's versions when it is shared, copied into the queued line). The writer's
 // goroutine is not started; the benchmark takes each line off the channel itself, so
 // the figure is the request's part (plus that receive), not the line's building and
 // writing (BenchmarkWriteLine), which happens in the background.
@@ -20,14 +21,17 @@ func BenchmarkLog(b *testing.B) {
 			out = s
 		}
 	}
-	for _, c := range []struct{ name, session string }{{"sampled", in}, {"not-sampled", out}} {
+	for _, c := range []struct {
+		name, session string
+		state         *SessionState
+	}{{"sampled", in, nil}, {"sampled-shared", in, &SessionState{Read: "6b1f0c2e9a4d7e3f5a8b2c1d", Written: "0d9e8f7a6b5c4d3e2f1a0b9c"}}, {"not-sampled", out, nil}} {
 		b.Run(c.name, func(b *testing.B) {
 			w := &Writer{opt: Options{Sample: 0.1, Now: time.Now}, ch: make(chan pending, 1)}
 			occ, d := sampleOccurrence(), sampleDecision()
 			occ.SessionID = c.session
 			b.ReportAllocs()
 			for b.Loop() {
-				w.Log("sha256:abc", occ, d)
+				w.Log("sha256:abc", occ, d, c.state)
 				select {
 				case <-w.ch:
 				default:

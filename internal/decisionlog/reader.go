@@ -140,6 +140,8 @@ func (r *Record) check(occ *engine.Occurrence) error {
 		return errors.New("missing member \"decision\"")
 	case r.Anchor != lossy(occ.Anchor) || r.Session != lossy(occ.SessionID):
 		return errors.New("anchor and session_id differ from the occurrence's")
+	case r.SessionState != nil && r.SessionState.Written == "" && r.SessionState.Read != "":
+		return errors.New("session_state: a commit never leaves a session without a version, but \"written\" is empty")
 	case r.Content == nil && occ.HasContent:
 		return errors.New("the occurrence carries content but the line has no \"content\" member")
 	case r.Content == nil:
@@ -171,8 +173,9 @@ func lossy(s string) string {
 
 // The members of a decision line and of its content member.
 var (
-	lineMembers    = []string{"kind", "time", "bundle", "session_id", "anchor", "occurrence", "content", "decision", "code", "rule", "fired", "applied"}
+	lineMembers    = []string{"kind", "time", "bundle", "session_id", "anchor", "occurrence", "content", "decision", "code", "rule", "fired", "applied", "session_state"}
 	contentMembers = []string{"mode", "length", "sha256"}
+	stateMembers   = []string{"read", "written"}
 )
 
 // exactMembers refuses what encoding/json would let through: a member given twice, or
@@ -187,7 +190,12 @@ func exactMembers(line []byte) error {
 		return err
 	}
 	if c, ok := obj["content"].(map[string]any); ok {
-		return known(c, contentMembers, "content.")
+		if err := known(c, contentMembers, "content."); err != nil {
+			return err
+		}
+	}
+	if st, ok := obj["session_state"].(map[string]any); ok {
+		return known(st, stateMembers, "session_state.")
 	}
 	return nil
 }

@@ -29,10 +29,12 @@ func TestReadSkipsOtherLinesAndNamesBadOnes(t *testing.T) {
 		`{"kind":"decision","anchor":"a","decision":"allow","occurrence":{"anchor":"a"},"extra":1}`,
 		`{"kind":"decision","anchor":"a","decision":"allow","Decision":"block","occurrence":{"anchor":"a"}}`,
 		`{"kind":"decision","anchor":"a","decision":"allow","decision":"block","occurrence":{"anchor":"a"}}`,
+		`{"kind":"decision","anchor":"a","decision":"allow","occurrence":{"anchor":"a"},"session_state":{"read":"v1","written":"v2","Read":"v0"}}`,
+		`{"kind":"decision","anchor":"a","decision":"allow","occurrence":{"anchor":"a"},"session_state":{"read":"v1","written":""}}`,
 		decisionLine,
 	}, "\n")
 	log, err := Read(strings.NewReader(input))
-	if len(log.Entries) != 2 || log.Entries[0].Line != 1 || log.Entries[1].Line != 12 {
+	if len(log.Entries) != 2 || log.Entries[0].Line != 1 || log.Entries[1].Line != 14 {
 		t.Fatalf("entries %+v", log.Entries)
 	}
 	if log.Skipped != 2 {
@@ -42,7 +44,8 @@ func TestReadSkipsOtherLinesAndNamesBadOnes(t *testing.T) {
 		`line 6: a decision line's occurrence: bogus: [OAR-CONF-18] unknown occurrence member`,
 		"line 7: a decision line: content mode omit but the occurrence carries its content",
 		"line 8: a decision line: anchor and session_id differ", `line 9: a decision line: unknown member "extra"`,
-		`line 10: a decision line: unknown member "Decision"`, `line 11: a decision line: duplicate key "decision"`} {
+		`line 10: a decision line: unknown member "Decision"`, `line 11: a decision line: duplicate key "decision"`,
+		`line 12: a decision line: unknown member "session_state.Read"`, `line 13: a decision line: session_state: a commit never leaves a session without a version`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
@@ -55,7 +58,8 @@ func TestReadSkipsOtherLinesAndNamesBadOnes(t *testing.T) {
 
 // FuzzReadDecisionLog: whatever the input, Read never panics, and every entry it
 // returns is a decision line whose occurrence the engine can take, whose line number
-// is in the input, and which, written again, reads back the same.
+// is in the input, and which, written again, reads back the same (its session state
+// included).
 func FuzzReadDecisionLog(f *testing.F) {
 	f.Add([]byte(decisionLine + "\n"))
 	f.Add([]byte(`{"kind":"decision","anchor":"a","decision":"block","occurrence":{"anchor":"a","content":"x","recent_activity":["r"]},"content":{"mode":"full","length":1}}`))
@@ -73,14 +77,17 @@ func FuzzReadDecisionLog(f *testing.F) {
 			if e.Record.Reproducible() != (e.Record.Content == nil || e.Occ.HasContent) {
 				t.Fatalf("Reproducible %v but the occurrence has content %v", e.Record.Reproducible(), e.Occ.HasContent)
 			}
-			// Written again, in full, the occurrence reads back the same.
-			line, err := MarshalLine(NewRecord(time.Time{}, e.Record.Bundle, ContentFull, e.Occ, &engine.Decision{Decision: e.Record.Decision}))
+			// Written again, in full, the occurrence and the session state read back
+			// the same.
+			rec := NewRecord(time.Time{}, e.Record.Bundle, ContentFull, e.Occ, &engine.Decision{Decision: e.Record.Decision})
+			rec.SessionState = e.Record.SessionState
+			line, err := MarshalLine(rec)
 			if err != nil {
 				t.Fatalf("writing %+v again: %v", e.Occ, err)
 			}
 			again, _, err := ReadLine(line)
-			if err != nil || !reflect.DeepEqual(again.Occ, e.Occ) {
-				t.Fatalf("written again as %s: %+v, %v; want %+v", line, again.Occ, err, e.Occ)
+			if err != nil || !reflect.DeepEqual(again.Occ, e.Occ) || !reflect.DeepEqual(again.Record.SessionState, e.Record.SessionState) {
+				t.Fatalf("written again as %s: %+v %+v, %v; want %+v %+v", line, again.Occ, again.Record.SessionState, err, e.Occ, e.Record.SessionState)
 			}
 		}
 	})

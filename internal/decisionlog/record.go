@@ -9,6 +9,11 @@
 // are JSON objects whose "kind" is "decision", so they can share the sidecar's stdout
 // with publish_event records, which Read skips.
 //
+// The sidecar logs a session's occurrences in the order they took effect (under the
+// session's lock), and, when sessions are shared in Redis, each line carries the
+// session's versions it read and left (SessionState), which order one session's lines
+// across replicas whose clocks differ.
+//
 // Content can be sensitive, so how much of it a line keeps is a choice (ContentMode):
 // omit keeps its length only, hash adds its SHA-256, full keeps the text. The engine
 // reads content only to transform it, so a line without the text still replays every
@@ -79,6 +84,25 @@ type Record struct {
 	// whole trace (rule:fired, rule:passed, rule:errored, ...), what a replay compares.
 	Fired   []string `json:"fired"`
 	Applied []string `json:"applied"`
+	// SessionState is the session's version in the shared store (Redis) as the
+	// occurrence read it and as it left it; nil unless the occurrence was evaluated
+	// against the shared store and its changes committed. It is what orders one
+	// session's lines across replicas, whose clocks differ (see SessionState).
+	SessionState *SessionState `json:"session_state,omitempty"`
+}
+
+// SessionState is a session's version in the shared store before and after one
+// occurrence. Every commit replaces the version by a new random token, and a commit
+// applies only at the version it read, so one session's occurrences took effect in the
+// order their versions chain: the occurrence that wrote a version, then those that
+// read it and changed nothing (Written equals Read), then the one that changed it.
+type SessionState struct {
+	// Read is the version the occurrence was evaluated against; empty when the
+	// session did not exist (new, or expired).
+	Read string `json:"read"`
+	// Written is the version the occurrence left: a new one when it changed the
+	// session, Read when it changed nothing.
+	Written string `json:"written"`
 }
 
 // Occurrence is an occurrence in the members of a POST /v1/evaluate body.

@@ -60,6 +60,9 @@ type pending struct {
 	occ                  *engine.Occurrence
 	decision, code, rule string
 	applied              []string
+	// state is the session's versions in the shared store, when shared is set.
+	state  SessionState
+	shared bool
 }
 
 // NewWriter starts a writer of lines to w. Close stops it.
@@ -98,14 +101,21 @@ func Sampled(session string, rate float64) bool {
 }
 
 // Log queues the line of one evaluated occurrence of a sampled session; it returns at
-// once. It copies what it keeps of d, whose lists may be reused; occ must not change
-// afterwards: the line is built from it later.
-func (lw *Writer) Log(bundle string, occ *engine.Occurrence, d *engine.Decision) {
+// once. It copies what it keeps of d, whose lists may be reused, and of state, the
+// session's versions in the shared store when the occurrence was committed there (nil
+// otherwise); occ must not change afterwards: the line is built from it later. The
+// line's time is taken here, so a caller that logs a session's occurrences in the
+// order they took effect (under the session's lock) gets lines in that order.
+func (lw *Writer) Log(bundle string, occ *engine.Occurrence, d *engine.Decision, state *SessionState) {
 	if !lw.Sampled(occ.SessionID) {
 		return
 	}
+	p := pending{at: lw.opt.Now(), bundle: bundle, occ: occ, decision: d.Decision, code: d.Code, rule: d.Rule, applied: slices.Clone(d.Applied)}
+	if state != nil {
+		p.state, p.shared = *state, true
+	}
 	select {
-	case lw.ch <- pending{at: lw.opt.Now(), bundle: bundle, occ: occ, decision: d.Decision, code: d.Code, rule: d.Rule, applied: slices.Clone(d.Applied)}:
+	case lw.ch <- p:
 	default:
 		lw.dropped.Add(1)
 	}
@@ -134,7 +144,11 @@ func (lw *Writer) run() {
 // writers (publish_event records on stdout) never interleave.
 func (lw *Writer) write(p pending) {
 	d := engine.Decision{Decision: p.decision, Code: p.code, Rule: p.rule, Applied: p.applied}
-	line, err := MarshalLine(NewRecord(p.at, p.bundle, lw.opt.Content, p.occ, &d))
+	r := NewRecord(p.at, p.bundle, lw.opt.Content, p.occ, &d)
+	if p.shared {
+		r.SessionState = &p.state
+	}
+	line, err := MarshalLine(r)
 	if err == nil {
 		_, err = lw.w.Write(line)
 	}

@@ -42,7 +42,7 @@ func logOne(t *testing.T, opt Options, occ *engine.Occurrence, d *engine.Decisio
 	opt.Now = fixedNow
 	opt.Sample = 1
 	w := NewWriter(&buf, opt)
-	w.Log("sha256:abc", occ, d)
+	w.Log("sha256:abc", occ, d, nil)
 	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +73,33 @@ func TestLineFormat(t *testing.T) {
 		}
 		if tc.mode != ContentFull && bytes.Contains(got, []byte("secret")) {
 			t.Errorf("mode %q leaks the content: %s", tc.mode, got)
+		}
+	}
+}
+
+// TestLineWithSessionState: an occurrence committed to the shared store carries the
+// session's versions, read and written, after the trace; one that did not create the
+// session read the empty version, and either reads back as written.
+func TestLineWithSessionState(t *testing.T) {
+	const head = `{"kind":"decision","time":"2026-12-01T12:00:00Z","bundle":"sha256:abc","session_id":"s1","anchor":"a","occurrence":{"anchor":"a","session_id":"s1"},` +
+		`"decision":"none","fired":[],"applied":[]`
+	for _, st := range []*SessionState{nil, {Read: "", Written: "9f2c"}, {Read: "9f2c", Written: "9f2c"}, {Read: "9f2c", Written: "03ab"}} {
+		var buf bytes.Buffer
+		w := NewWriter(&buf, Options{Sample: 1, Now: fixedNow})
+		w.Log("sha256:abc", &engine.Occurrence{Anchor: "a", SessionID: "s1"}, &engine.Decision{Decision: "none"}, st)
+		if err := w.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := head + "}\n"
+		if st != nil {
+			want = head + fmt.Sprintf(`,"session_state":{"read":%q,"written":%q}}`, st.Read, st.Written) + "\n"
+		}
+		if buf.String() != want {
+			t.Errorf("state %+v:\n got %s\nwant %s", st, buf.String(), want)
+		}
+		e, _, err := ReadLine(bytes.TrimSpace(buf.Bytes()))
+		if err != nil || (st == nil) != (e.Record.SessionState == nil) || (st != nil && *st != *e.Record.SessionState) {
+			t.Errorf("state %+v read back as %+v, %v", st, e.Record.SessionState, err)
 		}
 	}
 }
@@ -147,7 +174,7 @@ func TestSamplingIsPerSession(t *testing.T) {
 	w := NewWriter(&buf, Options{Sample: 0.25, Now: fixedNow})
 	for i := range 200 {
 		for j := range 5 {
-			w.Log("d", &engine.Occurrence{Anchor: "a", SessionID: fmt.Sprintf("session-%d", i), Facts: map[string]any{"j": json.Number(fmt.Sprint(j))}}, &engine.Decision{Decision: "allow"})
+			w.Log("d", &engine.Occurrence{Anchor: "a", SessionID: fmt.Sprintf("session-%d", i), Facts: map[string]any{"j": json.Number(fmt.Sprint(j))}}, &engine.Decision{Decision: "allow"}, nil)
 		}
 	}
 	if err := w.Close(context.Background()); err != nil {
@@ -196,7 +223,7 @@ func TestFullBufferDrops(t *testing.T) {
 	go func() {
 		defer close(done)
 		for range 100 {
-			w.Log("d", occ, d)
+			w.Log("d", occ, d, nil)
 		}
 	}()
 	select {
@@ -240,7 +267,7 @@ func TestFailingDestination(t *testing.T) {
 		reported = append(reported, n)
 	}})
 	for range 150 {
-		w.Log("d", sampleOccurrence(), sampleDecision())
+		w.Log("d", sampleOccurrence(), sampleDecision(), nil)
 	}
 	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -270,7 +297,7 @@ func TestLogKeepsTheDecisionAsItWas(t *testing.T) {
 	bw := &blockingWriter{release: make(chan struct{})}
 	w := NewWriter(bw, Options{Sample: 1})
 	d := sampleDecision()
-	w.Log("d", sampleOccurrence(), d)
+	w.Log("d", sampleOccurrence(), d, nil)
 	d.Decision, d.Rule, d.Applied[0] = "none", "", "reused"
 	close(bw.release)
 	if err := w.Close(context.Background()); err != nil {

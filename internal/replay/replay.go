@@ -1,8 +1,9 @@
 // Package replay evaluates the occurrences of a decision log (internal/decisionlog)
 // again under two rule sets, "before" and "after", and reports what a rule change
 // would have changed (issue 17, `oarctl replay`). Each side gets a fresh runtime and
-// sees every session's occurrences in their logged order, so counters, breakers and
-// activity windows evolve as they did in the sidecar.
+// sees every session's occurrences in the order they took effect in the sidecars (by
+// the session versions the lines carry when sessions are shared in Redis, else by
+// time; see inOrder), so counters, breakers and activity windows evolve as they did.
 //
 // The before side is also checked against the log: replaying the rules that produced
 // it must reproduce every logged decision. Where it cannot, the report says which
@@ -172,8 +173,8 @@ func Run(entries []decisionlog.Entry, opt Options) *Report {
 }
 
 // bySession groups entries by session, sessions in the order they first appear and
-// each session's entries in time order (stable, so one log's order stands where times
-// tie); logs of several replicas can be read together.
+// each session's entries in the order they took effect (inOrder); logs of several
+// replicas can be read together.
 func bySession(entries []decisionlog.Entry) [][]decisionlog.Entry {
 	index := map[string]int{}
 	var out [][]decisionlog.Entry
@@ -186,10 +187,132 @@ func bySession(entries []decisionlog.Entry) [][]decisionlog.Entry {
 		}
 		out[i] = append(out[i], e)
 	}
-	for _, s := range out {
-		slices.SortStableFunc(s, func(a, b decisionlog.Entry) int { return a.Record.Time.Compare(b.Record.Time) })
+	for i, s := range out {
+		out[i] = inOrder(s)
 	}
 	return out
+}
+
+// inOrder orders one session's entries as they took effect. The lines that carry the
+// session's versions in the shared store (session_state) are in the order those
+// versions fix across replicas, whose clocks differ (byVersions). A line without them
+// read and changed no session state (no rule at its anchor uses any, or the store
+// could not be read), so its place among the others changes nothing the logged rules
+// decide; it is placed by time. When no line carries versions, or they do not make one
+// order, the lines are in time order, stable so one log's order stands where times tie
+// (a replica logs a session's lines in the order they took effect, under the
+// session's lock).
+func inOrder(s []decisionlog.Entry) []decisionlog.Entry {
+	slices.SortStableFunc(s, func(a, b decisionlog.Entry) int { return a.Record.Time.Compare(b.Record.Time) })
+	var versioned, other []decisionlog.Entry
+	for _, e := range s {
+		if e.Record.SessionState != nil {
+			versioned = append(versioned, e)
+		} else {
+			other = append(other, e)
+		}
+	}
+	if len(versioned) == 0 {
+		return s
+	}
+	ordered, ok := byVersions(versioned)
+	if !ok {
+		return s
+	}
+	return mergeByTime(ordered, other)
+}
+
+// mergeByTime places the entries of other, in time order, among those of ordered: each
+// before the first entry of ordered that is later than it.
+func mergeByTime(ordered, other []decisionlog.Entry) []decisionlog.Entry {
+	out := make([]decisionlog.Entry, 0, len(ordered)+len(other))
+	for len(ordered) > 0 && len(other) > 0 {
+		if other[0].Record.Time.Before(ordered[0].Record.Time) {
+			out, other = append(out, other[0]), other[1:]
+		} else {
+			out, ordered = append(out, ordered[0]), ordered[1:]
+		}
+	}
+	return append(append(out, ordered...), other...)
+}
+
+// byVersions orders a session's entries, given in time order, as their versions chain:
+// each commit replaces the session's version, and applies only at the version it read,
+// so the line that wrote a version comes before the lines that read it and changed
+// nothing (read == written), which come before the one line that changed it. A chain
+// starts at a version no line wrote: the empty version (the session did not exist:
+// new, or expired and recreated, so several lines may change from it, each starting
+// its own chain, and a line that read it and changed nothing is a chain of its own),
+// or one whose writer is not in the logs. Chains, and the readers of one version, are
+// in time order. Every entry must carry its versions. ok is false when they do not
+// make one order: two lines changing one version, two writing one, a cycle, a line no
+// chain reaches.
+func byVersions(s []decisionlog.Entry) (ordered []decisionlog.Entry, ok bool) {
+	writer := map[string]int{}     // a version -> the line that wrote it
+	changers := map[string][]int{} // a version -> the lines that changed it
+	readers := map[string][]int{}  // a version -> the lines that read it and changed nothing
+	for i, e := range s {
+		st := e.Record.SessionState
+		if st.Read == st.Written {
+			readers[st.Read] = append(readers[st.Read], i)
+			continue
+		}
+		if _, dup := writer[st.Written]; dup || st.Written == "" {
+			return nil, false
+		}
+		writer[st.Written] = i
+		changers[st.Read] = append(changers[st.Read], i)
+		if st.Read != "" && len(changers[st.Read]) > 1 {
+			return nil, false
+		}
+	}
+	// follow extends chain from version v: v's readers, then the line that changed v,
+	// then the same from the version that line left, and so on (bounded, in case).
+	follow := func(chain []int, v string) []int {
+		for len(chain) <= len(s) {
+			chain = append(chain, readers[v]...)
+			next := changers[v]
+			if len(next) == 0 {
+				break
+			}
+			chain = append(chain, next[0])
+			v = s[next[0]].Record.SessionState.Written
+		}
+		return chain
+	}
+	var chains [][]int
+	for _, i := range readers[""] {
+		chains = append(chains, []int{i})
+	}
+	for _, i := range changers[""] {
+		chains = append(chains, follow([]int{i}, s[i].Record.SessionState.Written))
+	}
+	started := map[string]bool{}
+	for _, e := range s {
+		v := e.Record.SessionState.Read
+		if _, written := writer[v]; v == "" || written || started[v] {
+			continue
+		}
+		started[v] = true
+		chains = append(chains, follow(nil, v))
+	}
+	// Chains in the time order of their first lines.
+	slices.SortStableFunc(chains, func(a, b []int) int { return a[0] - b[0] })
+	placed := make([]bool, len(s))
+	ordered = make([]decisionlog.Entry, 0, len(s))
+	for _, chain := range chains {
+		for _, i := range chain {
+			if placed[i] {
+				return nil, false
+			}
+			placed[i] = true
+			ordered = append(ordered, s[i])
+		}
+	}
+	if len(ordered) != len(s) {
+		return nil, false
+	}
+	return ordered, true
 }
 
 type runner struct {

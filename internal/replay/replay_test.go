@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -327,5 +328,82 @@ func TestResponsibleRules(t *testing.T) {
 		if c.Tool != "shell" || c.Before.Decision != "warn" || c.After.Decision != "block" {
 			t.Errorf("change %+v", c)
 		}
+	}
+}
+
+// line is a hand-built entry of session s: its line number, time (in seconds from an
+// origin) and session versions (nil: none).
+func line(n, at int, state *decisionlog.SessionState) decisionlog.Entry {
+	origin := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	return decisionlog.Entry{Line: n, Occ: &engine.Occurrence{Anchor: "tool.pre_invoke", SessionID: "s"},
+		Record: decisionlog.Record{Time: origin.Add(time.Duration(at) * time.Second), Session: "s", SessionState: state}}
+}
+
+func versions(read, written string) *decisionlog.SessionState {
+	return &decisionlog.SessionState{Read: read, Written: written}
+}
+
+// TestInOrder: a session's lines that carry versions replay in the order the versions
+// chain, whatever the replicas' clocks say, with the lines that carry none placed by
+// time among them; when no line carries versions, or they make no order, in time order.
+func TestInOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lines []decisionlog.Entry
+		want  []int
+	}{{
+		name: "a chain through skewed times",
+		lines: []decisionlog.Entry{line(1, 10, versions("", "v1")), line(2, 8, versions("v1", "v2")),
+			line(3, 11, versions("v2", "v3")), line(4, 9, versions("v3", "v4"))},
+		want: []int{1, 2, 3, 4},
+	}, {
+		name: "readers after the writer of their version and before its changer",
+		lines: []decisionlog.Entry{line(1, 5, versions("", "v1")), line(2, 2, versions("v1", "v1")), line(3, 1, versions("v1", "v1")),
+			line(4, 3, versions("v1", "v2")), line(5, 0, versions("v2", "v2"))},
+		want: []int{1, 3, 2, 4, 5},
+	}, {
+		name: "several chains from the empty version, and a reader of it, in time order",
+		lines: []decisionlog.Entry{line(1, 1, versions("", "a1")), line(2, 3, versions("a1", "a2")), line(3, 10, versions("", "c1")),
+			line(4, 9, versions("c1", "c2")), line(5, 5, versions("", ""))},
+		want: []int{1, 2, 5, 3, 4},
+	}, {
+		name:  "a chain starting at a version whose writer is not in the logs",
+		lines: []decisionlog.Entry{line(1, 2, versions("v0", "v1")), line(2, 1, versions("v1", "v2")), line(3, 0, versions("v0", "v0"))},
+		want:  []int{3, 1, 2},
+	}, {
+		name:  "two lines changing one version: time order",
+		lines: []decisionlog.Entry{line(1, 3, versions("", "v1")), line(2, 2, versions("v1", "v2")), line(3, 1, versions("v1", "v3"))},
+		want:  []int{3, 2, 1},
+	}, {
+		name:  "two lines writing one version: time order",
+		lines: []decisionlog.Entry{line(1, 3, versions("", "v1")), line(2, 2, versions("v1", "v2")), line(3, 1, versions("", "v2"))},
+		want:  []int{3, 2, 1},
+	}, {
+		name:  "a cycle no chain reaches: time order",
+		lines: []decisionlog.Entry{line(1, 3, versions("", "v1")), line(2, 2, versions("v2", "v3")), line(3, 1, versions("v3", "v2"))},
+		want:  []int{3, 2, 1},
+	}, {
+		name: "lines without versions placed by time among the chained ones",
+		lines: []decisionlog.Entry{line(1, 3, versions("", "v1")), line(2, 2, versions("v1", "v2")), line(3, 1, nil),
+			line(4, 4, versions("v2", "v3")), line(5, 3, nil), line(6, 9, nil)},
+		want: []int{3, 1, 2, 5, 4, 6},
+	}, {
+		name:  "lines without versions among versions that make no order: time order",
+		lines: []decisionlog.Entry{line(1, 3, versions("", "v1")), line(2, 2, versions("v1", "v2")), line(3, 1, versions("v1", "v3")), line(4, 0, nil)},
+		want:  []int{4, 3, 2, 1},
+	}, {
+		name:  "no versions: time order, the log's order where times tie",
+		lines: []decisionlog.Entry{line(1, 2, nil), line(2, 1, nil), line(3, 1, nil)},
+		want:  []int{2, 3, 1},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int
+			for _, e := range inOrder(slices.Clone(tc.lines)) {
+				got = append(got, e.Line)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("order %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

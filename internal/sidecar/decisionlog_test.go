@@ -4,8 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oar-operator/oar-operator/internal/decisionlog"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
 )
 
 // TestDecisionLog posts occurrences with the decision log on and reads its lines back:
@@ -79,5 +82,43 @@ func TestDecisionLogFailureNeverFailsAnEvaluation(t *testing.T) {
 	}
 	if got := ts.metric(t, "oar_engine_decision_log_write_failures_total", nil); got != 3 {
 		t.Errorf("oar_engine_decision_log_write_failures_total %v; want 3", got)
+	}
+}
+
+// TestDecisionLogSessionState: with shared sessions, a committed occurrence's line
+// carries the session's versions, the first read at the empty version and each next
+// one at the version the previous left; an occurrence at an anchor needing no session
+// state, and one answered without its session while the store is down, carry none.
+func TestDecisionLogSessionState(t *testing.T) {
+	srv := redistest.StartT(t)
+	out := &syncBuffer{}
+	dl := decisionlog.NewWriter(out, decisionlog.Options{Sample: 1})
+	ts := serve(t, sealed(t, testCapability, testRules), Options{DecisionLog: dl,
+		SharedSessions: sharedStore(t, srv.URL, redisstore.Options{Timeout: 100 * time.Millisecond})})
+	ts.evaluate(t, shellCall("s1"))
+	ts.evaluate(t, shellCall("s1"))
+	ts.evaluate(t, occ("model.output", "s1", `"facts": {"acme.gateway.tenant_tier": "free"}, "content": "hi"`))
+	srv.Stop()
+	if a := ts.evaluate(t, shellCall("s1")); len(a.Failures) == 0 {
+		t.Fatalf("the store is down, yet the answer reports no failure: %+v", a.Decision)
+	}
+	if err := dl.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	log, err := decisionlog.Read(strings.NewReader(out.String()))
+	if err != nil || len(log.Entries) != 4 {
+		t.Fatalf("%v, %d lines:\n%s", err, len(log.Entries), out.String())
+	}
+	first, second := log.Entries[0].Record.SessionState, log.Entries[1].Record.SessionState
+	if first == nil || first.Read != "" || first.Written == "" {
+		t.Errorf("the call that created the session: session_state %+v", first)
+	}
+	if second == nil || first == nil || second.Read != first.Written || second.Written == second.Read || second.Written == "" {
+		t.Errorf("the next call: session_state %+v after %+v", second, first)
+	}
+	for _, e := range log.Entries[2:] {
+		if e.Record.SessionState != nil {
+			t.Errorf("line %d (%s): session_state %+v; it was not evaluated against the shared session", e.Line, e.Record.Anchor, e.Record.SessionState)
+		}
 	}
 }

@@ -91,9 +91,6 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		anchor = metrics.UndeclaredAnchorLabel
 	}
 	writeAnswer(w, a)
-	if s.opt.DecisionLog != nil {
-		s.opt.DecisionLog.Log(digest, occ, d)
-	}
 	s.metrics.Evaluated(anchor, d.Decision, time.Since(start))
 	// The answer is written: nothing holds the decision any more, and the next request
 	// builds its own in the same storage.

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"sync"
 
+	"github.com/oar-operator/oar-operator/internal/decisionlog"
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
 )
@@ -25,13 +26,31 @@ type sessionLocks [sessionLockStripes]sync.Mutex
 var sessionSeed = maphash.MakeSeed()
 
 // evaluateInSession evaluates occ into buf with sv holding its session's lock; a panic
-// in the engine (recovered by the handler) releases it too.
+// in the engine (recovered by the handler) releases it too. The decision is handed to
+// the decision log before the lock is released, so one replica's log holds a session's
+// lines in the order they took effect, their times taken in that order; with shared
+// sessions a committed occurrence's line also carries the session's versions, which
+// order it among the other replicas' lines whatever their clocks say.
 func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) *engine.Decision {
 	m := &s.sessionLocks[maphash.String(sessionSeed, occ.SessionID)%sessionLockStripes]
 	m.Lock()
 	defer m.Unlock()
+	var (
+		d         *engine.Decision
+		state     decisionlog.SessionState
+		committed bool
+	)
 	if s.opt.SharedSessions != nil && sv.Loaded.Program.UsesSession(occ.Anchor) {
-		return s.evaluateShared(sv, occ, buf)
+		d, state, committed = s.evaluateShared(sv, occ, buf)
+	} else {
+		d = sv.Loaded.Program.EvaluateInto(sv.Runtime, occ, buf)
 	}
-	return sv.Loaded.Program.EvaluateInto(sv.Runtime, occ, buf)
+	if s.opt.DecisionLog != nil {
+		var st *decisionlog.SessionState
+		if committed {
+			st = &state
+		}
+		s.opt.DecisionLog.Log(sv.Digest(), occ, d, st)
+	}
+	return d
 }

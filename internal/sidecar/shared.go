@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/oar-operator/oar-operator/internal/decisionlog"
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
@@ -27,8 +28,10 @@ var ErrContention = errors.New("session store contention")
 // re-evaluated occurrence never publishes twice. When the store cannot be read or
 // written, or the session stays contended, the occurrence is evaluated once more without
 // session state, so each rule needing it is handled by its own on_error and the decision
-// claims nothing that was not applied ([OAR-FIRE-9], [OAR-OPS-3]).
-func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) *engine.Decision {
+// claims nothing that was not applied ([OAR-FIRE-9], [OAR-OPS-3]). committed reports
+// whether the decision is one whose changes were committed; state then holds the
+// session's versions it read and left, for the decision log.
+func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) (d *engine.Decision, state decisionlog.SessionState, committed bool) {
 	ctx := context.Background()
 	prog := sv.Loaded.Program
 	store := s.opt.SharedSessions
@@ -38,22 +41,23 @@ func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf 
 		}
 		snap, err := store.Load(ctx, occ.SessionID)
 		if err != nil {
-			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err))
+			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), state, false
 		}
 		events := &eventBuffer{}
 		rt := &engine.Runtime{Counters: snap, Activity: snap, Events: events, Detectors: sv.Runtime.Detectors}
-		d := prog.EvaluateInto(rt, occ, buf)
-		committed, err := store.Commit(ctx, snap)
+		d = prog.EvaluateInto(rt, occ, buf)
+		ok, err := store.Commit(ctx, snap)
 		if err != nil {
-			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err))
+			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), state, false
 		}
-		if committed {
+		if ok {
 			s.publish(sv, d, events.events)
-			return d
+			state.Read, state.Written, _ = snap.Versions()
+			return d, state, true
 		}
 	}
 	s.metrics.SessionContended()
-	return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("%w: session %q was changed by another replica at each of %d attempts", ErrContention, occ.SessionID, s.opt.SessionRetries+1))
+	return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("%w: session %q was changed by another replica at each of %d attempts", ErrContention, occ.SessionID, s.opt.SessionRetries+1)), state, false
 }
 
 func (s *Sidecar) evaluateWithoutSession(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer, cause error) *engine.Decision {

@@ -19,9 +19,10 @@
 // wrong type is not malformed: the engine treats it as a fact-provider failure and the
 // rule's on_error decides ([OAR-FACT-26], [OAR-OPS-3]).
 //
-// With Options.DecisionLog set, every answered occurrence is also handed to the
-// decision log (internal/decisionlog), which samples and writes it in the background
-// without ever delaying the answer.
+// With Options.DecisionLog set, every evaluated occurrence is also handed to the
+// decision log (internal/decisionlog), under its session's lock so the log has a
+// session's occurrences in the order they took effect; the log samples and writes it
+// in the background without ever delaying the answer.
 //
 // The sub-packages hold one concern each: session (counters and activity, bounded),
 // events (the publish_event stream), reload (the served bundle and the directory

@@ -27,6 +27,10 @@ type Snapshot struct {
 	// checks even when nothing changed.
 	cached      bool
 	maxCounters int
+	// written is the version a successful Commit left (committed set): the new one
+	// when the occurrence changed the session, else version.
+	written   string
+	committed bool
 	// err, when set, makes every read and write fail: the store could not be read, or
 	// the session stayed contended past the retry bound.
 	err error
@@ -113,6 +117,16 @@ func (s *Snapshot) Append(_, step string, max int) {
 	copy(w, old)
 	s.window = append(w, step)
 	s.windowChanged = true
+}
+
+// Versions reports the session's version the snapshot was read at and the one its
+// Commit left: a new one when the occurrence changed the session, else the one read.
+// read is empty when the session did not exist. committed is false until a Commit of
+// the snapshot succeeded; the versions are then the occurrence's place in the order
+// the session's occurrences took effect, across replicas (the decision log records
+// them so a replay follows that order).
+func (s *Snapshot) Versions() (read, written string, committed bool) {
+	return s.version, s.written, s.committed
 }
 
 // changed reports whether the occurrence changed anything.

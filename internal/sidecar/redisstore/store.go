@@ -239,13 +239,17 @@ func (s *Store) parse(session string, fields map[string]string) (*state, error) 
 // changed it meanwhile; the next Load then returns the session as the refusal found
 // it. A snapshot with no changes writes nothing: read by a round trip, it was read
 // atomically, so its evaluation already took effect in a serial order; read from the
-// cache, one round trip checks that its version is still current.
+// cache, one round trip checks that its version is still current. After a successful
+// Commit, snap.Versions reports the version read and the version left.
 func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 	if !snap.changed() {
-		if !snap.cached {
-			return true, nil
+		var err error
+		ok := true
+		if snap.cached {
+			ok, err = s.run(ctx, "validate", validateScript, snap, snap.version)
 		}
-		return s.run(ctx, "validate", validateScript, snap, snap.version)
+		snap.written, snap.committed = snap.version, ok
+		return ok, err
 	}
 	var token [12]byte
 	_, _ = rand.Read(token[:])
@@ -268,6 +272,7 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 	ok, err := s.run(ctx, "commit", commitScript, snap, args...)
 	if ok {
 		s.cache.put(snap.session, committed)
+		snap.written, snap.committed = version, true
 	}
 	return ok, err
 }

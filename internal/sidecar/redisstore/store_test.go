@@ -114,6 +114,50 @@ func TestCommitConflicts(t *testing.T) {
 	}
 }
 
+// TestVersions: a snapshot reports its versions once committed only: a new session is
+// read at the empty version and a change leaves a new one, which the next snapshot
+// reads; a refused commit reports nothing; a snapshot that changed nothing leaves the
+// version it read, read from Redis or from the cache.
+func TestVersions(t *testing.T) {
+	for name, cache := range map[string]int{"uncached": 0, "cached": 16} {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, Options{CacheSessions: cache})
+			a, b := load(t, s, "s1"), load(t, s, "s1")
+			_, _ = a.Apply(plain, engine.ActionIncrementCounter)
+			_, _ = b.Apply(plain, engine.ActionIncrementCounter)
+			if _, _, ok := a.Versions(); ok {
+				t.Fatal("versions reported before the commit")
+			}
+			if !commit(t, s, a) || commit(t, s, b) {
+				t.Fatal("the first commit conflicted or the second did not")
+			}
+			read, first, ok := a.Versions()
+			if !ok || read != "" || first == "" {
+				t.Fatalf("the new session's commit: read %q written %q committed %v", read, first, ok)
+			}
+			if _, _, ok := b.Versions(); ok {
+				t.Error("the refused commit reports versions")
+			}
+			b = load(t, s, "s1")
+			_, _ = b.Apply(plain, engine.ActionIncrementCounter)
+			if !commit(t, s, b) {
+				t.Fatal("the re-read snapshot conflicted")
+			}
+			read, second, ok := b.Versions()
+			if !ok || read != first || second == first || second == "" {
+				t.Fatalf("the second change: read %q written %q committed %v; want read %q and a new version", read, second, ok, first)
+			}
+			unchanged := load(t, s, "s1")
+			if !commit(t, s, unchanged) {
+				t.Fatal("a snapshot with no changes did not commit")
+			}
+			if read, written, ok := unchanged.Versions(); !ok || read != second || written != second {
+				t.Errorf("a snapshot with no changes: read %q written %q committed %v; want %q both", read, written, ok, second)
+			}
+		})
+	}
+}
+
 // TestIdleSessionExpires: a session not written for the idle TTL is forgotten.
 func TestIdleSessionExpires(t *testing.T) {
 	s := newStore(t, Options{IdleTTL: 150 * time.Millisecond})
