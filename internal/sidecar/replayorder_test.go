@@ -141,8 +141,7 @@ func TestReplicasLogInCommitOrder(t *testing.T) {
 	const sessions, calls, clients = 200, 5, 8
 	b := sealed(t, testCapability, testRules)
 	url := redistest.Shared(t).URL
-	// Keys of this run only, so every session begins here (-count=N reruns too).
-	opt := redisstore.Options{IdleTTL: time.Hour, Timeout: 10 * time.Second, Prefix: fmt.Sprintf("%s:%d:", t.Name(), time.Now().UnixNano())}
+	opt := redisstore.Options{IdleTTL: time.Hour, Timeout: 10 * time.Second}
 	skew := map[string]time.Duration{"a": 0, "b": -2 * time.Second}
 	outs := map[string]*syncBuffer{}
 	logs := map[string]*decisionlog.Writer{}

@@ -23,9 +23,9 @@ func TestMain(m *testing.M) {
 	redistest.Main(m)
 }
 
-// sharedStore is a store on url whose keys start with the test's name, so replicas of
-// one test share sessions and tests do not.
-// Its cache holds what --session-store-cache holds by default, unless opt says
+// sharedStore is a store on url whose keys start with this run of the test's prefix
+// (redistest.Prefix), so replicas of one test share sessions and other tests, and
+// other runs of the same test (-count), do not. Its cache holds what --session-store-cache holds by default, unless opt says
 // otherwise (a negative CacheSessions: none).
 func sharedStore(t testing.TB, url string, opt redisstore.Options) *redisstore.Store {
 	t.Helper()
@@ -34,7 +34,7 @@ func sharedStore(t testing.TB, url string, opt redisstore.Options) *redisstore.S
 		opt.CacheSessions = redisstore.DefaultCacheSessions
 	}
 	if opt.Prefix == "" {
-		opt.Prefix = t.Name() + ":"
+		opt.Prefix = redistest.Prefix(t)
 	}
 	s, err := redisstore.New(opt)
 	if err != nil {

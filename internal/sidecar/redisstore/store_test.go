@@ -15,11 +15,11 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// newStore is a store on the shared server with a key prefix of the test's own.
+// newStore is a store on the shared server with the key prefix of this run of the test.
 func newStore(t *testing.T, opt Options) *Store {
 	t.Helper()
 	opt.URL = redistest.Shared(t).URL
-	opt.Prefix = t.Name() + ":"
+	opt.Prefix = redistest.Prefix(t)
 	s, err := New(opt)
 	if err != nil {
 		t.Fatal(err)

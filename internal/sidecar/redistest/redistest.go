@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -172,6 +173,22 @@ func Shared(t testing.TB) *Server {
 		t.Fatal(shared.err)
 	}
 	return shared.s
+}
+
+var (
+	prefixes sync.Map // testing.TB -> its key prefix
+	runs     atomic.Int64
+)
+
+// Prefix is the key prefix of one run of t on the shared server: the test's name and a
+// number no other run in this process has, so what one test's stores write is shared by
+// them and by no other test, nor by another run of the same test (go test -count).
+func Prefix(t testing.TB) string {
+	p, loaded := prefixes.LoadOrStore(t, fmt.Sprintf("%s:%d:", t.Name(), runs.Add(1)))
+	if !loaded {
+		t.Cleanup(func() { prefixes.Delete(t) })
+	}
+	return p.(string)
 }
 
 // Main runs a test package's tests and then stops the shared server, if one was
