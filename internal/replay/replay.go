@@ -3,7 +3,8 @@
 // would have changed (issue 17, `oarctl replay`). Each side gets a fresh runtime and
 // sees every session's occurrences in the order they took effect in the sidecars (by
 // the session versions the lines carry when sessions are shared in Redis, else by
-// time; see inOrder), so counters, breakers and activity windows evolve as they did.
+// time; see inOrder), so counters, breakers and activity windows evolve as they did,
+// starting again where the shared store had forgotten a session (began).
 //
 // The before side is also checked against the log: replaying the rules that produced
 // it must reproduce every logged decision. Where it cannot, the report says which
@@ -157,14 +158,19 @@ func Run(entries []decisionlog.Entry, opt Options) *Report {
 	if opt.MaxListed <= 0 {
 		opt.MaxListed = DefaultMaxListed
 	}
-	r := &runner{opt: opt, before: newRuntime(), after: newRuntime(),
+	r := &runner{opt: opt,
 		rep:    &Report{Changes: []Change{}, Mismatches: []Mismatch{}, Unreproducible: []Unreproducible{}},
 		counts: map[string]map[string]int{}, unrepro: map[string]*Unreproducible{},
 		modified: modifiedRules(opt.Before.Program, opt.After.Program)}
 	sessions := bySession(entries)
 	r.rep.Sessions = len(sessions)
 	for _, s := range sessions {
-		for _, e := range s {
+		// A session's state is its own, so each session starts from none, and starts
+		// again wherever the shared store had forgotten it (began).
+		for i, e := range s {
+			if i == 0 || began(e) {
+				r.before, r.after = newRuntime(), newRuntime()
+			}
 			r.replay(e)
 		}
 	}
@@ -342,6 +348,14 @@ func (discard) Publish(engine.Event) error { return nil }
 
 // newRuntime is a side's runtime: in-memory sessions, no events, and the detectors
 // the sidecar registers.
+// began reports whether e read its session from the shared store when the store held
+// none of it (session_state read ""): the session was new, or had expired, so its
+// counters, breakers and activity window were empty at e.
+func began(e decisionlog.Entry) bool {
+	st := e.Record.SessionState
+	return st != nil && st.Read == ""
+}
+
 func newRuntime() *engine.Runtime {
 	return &engine.Runtime{Counters: engine.NewMemoryCounters(), Activity: engine.NewMemoryActivity(),
 		Events: discard{}, Detectors: engine.ReservedDetectors()}

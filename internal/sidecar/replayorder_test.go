@@ -189,3 +189,32 @@ func TestReplicasLogInCommitOrder(t *testing.T) {
 		t.Logf("without session_state: %d of %d mismatched", rep.Mismatched, len(bodies))
 	}
 }
+
+// TestReplayAfterSessionExpired: a session idle past the shared store's TTL is
+// forgotten and begins again (its next call reads no version); the replay starts the
+// session's state again there, so the calls after it reproduce: two shell calls, the
+// session expires, three more, the third of them blocked. A replay that kept the state
+// would block all three.
+func TestReplayAfterSessionExpired(t *testing.T) {
+	b := sealed(t, testCapability, testRules)
+	out := &syncBuffer{}
+	dl := decisionlog.NewWriter(out, decisionlog.Options{Sample: 1})
+	r := serve(t, b, Options{DecisionLog: dl, SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{IdleTTL: 200 * time.Millisecond})})
+	var decisions []string
+	for i := range 5 {
+		if i == 2 {
+			time.Sleep(400 * time.Millisecond)
+		}
+		decisions = append(decisions, r.evaluate(t, shellCall("s1")).Decision.Decision)
+	}
+	if want := []string{"warn", "warn", "warn", "warn", "block"}; strings.Join(decisions, " ") != strings.Join(want, " ") {
+		t.Fatalf("decisions %v, want %v: the session did not begin again after its TTL", decisions, want)
+	}
+	entries := readLog(t, dl, out, "sidecar")
+	if st := entries[2].Record.SessionState; st == nil || st.Read != "" {
+		t.Fatalf("the first call after the TTL: session_state %+v, want read \"\"", st)
+	}
+	if rep := replayed(t, b, entries); rep.Reproduced != len(entries) || rep.Mismatched != 0 {
+		t.Fatalf("%d of %d reproduced, %d mismatched: %+v", rep.Reproduced, len(entries), rep.Mismatched, rep.Mismatches)
+	}
+}
