@@ -177,11 +177,19 @@ fuzz-smoke: redis-server ## A short run of every fuzz target (SMOKETIME inputs e
 # Capability updates.
 EQUIVALENCE_VARIANTS ?= 10000
 
-fuzz: envtest-binaries redis-server ## Every fuzz target for FUZZTIME (default 5m each), then TestEquivalence at scale; fails if any failed.
+fuzz: envtest-binaries redis-server ## Every fuzz target for FUZZTIME (default 5m each), then TestEquivalence at scale; fails if any failed (a run Go 1.26 stops with its fuzz-time race, go.dev/issue/75804, and no failing input is reported, not counted).
 	@failed=; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
-		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg || failed="$$failed $$pkg:$$name"; \
+		log=$$(mktemp); \
+		rc=0; $(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg >$$log 2>&1 || rc=$$?; \
+		grep -v '^fuzz: elapsed' $$log || true; \
+		if [ $$rc != 0 ]; then \
+			if grep -q 'context deadline exceeded' $$log && ! grep -q 'Failing input written' $$log; then \
+				echo "  $$pkg:$$name stopped on Go 1.26's fuzz-time race (go.dev/issue/75804) with no failing input: not a failure"; \
+			else failed="$$failed $$pkg:$$name"; fi; \
+		fi; \
+		rm -f $$log; \
 	done; \
 	mkdir -p $(CURDIR)/tmp; run=$$(mktemp -d $(CURDIR)/tmp/fuzz.XXXXXX); \
 	trap '$(STOP_ENVTEST); rm -rf "$$run"' EXIT; \
