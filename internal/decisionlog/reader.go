@@ -173,7 +173,7 @@ func lossy(s string) string {
 
 // The members of a decision line and of its content member.
 var (
-	lineMembers    = []string{"kind", "time", "bundle", "session_id", "anchor", "occurrence", "content", "decision", "code", "rule", "fired", "applied", "session_state"}
+	lineMembers    = []string{"kind", "time", "bundle", "session_id", "anchor", "occurrence", "content", "decision", "code", "rule", "fired", "applied", "session_began", "session_state"}
 	contentMembers = []string{"mode", "length", "sha256"}
 	stateMembers   = []string{"read", "written"}
 )

@@ -58,8 +58,8 @@ func TestReadSkipsOtherLinesAndNamesBadOnes(t *testing.T) {
 
 // FuzzReadDecisionLog: whatever the input, Read never panics, and every entry it
 // returns is a decision line whose occurrence the engine can take, whose line number
-// is in the input, and which, written again, reads back the same (its session state
-// included).
+// is in the input, and which, written again, reads back the same (what it says of its
+// session included).
 func FuzzReadDecisionLog(f *testing.F) {
 	f.Add([]byte(decisionLine + "\n"))
 	f.Add([]byte(`{"kind":"decision","anchor":"a","decision":"block","occurrence":{"anchor":"a","content":"x","recent_activity":["r"]},"content":{"mode":"full","length":1}}`))
@@ -80,13 +80,13 @@ func FuzzReadDecisionLog(f *testing.F) {
 			// Written again, in full, the occurrence and the session state read back
 			// the same.
 			rec := NewRecord(time.Time{}, e.Record.Bundle, ContentFull, e.Occ, &engine.Decision{Decision: e.Record.Decision})
-			rec.SessionState = e.Record.SessionState
+			rec.SessionBegan, rec.SessionState = e.Record.SessionBegan, e.Record.SessionState
 			line, err := MarshalLine(rec)
 			if err != nil {
 				t.Fatalf("writing %+v again: %v", e.Occ, err)
 			}
 			again, _, err := ReadLine(line)
-			if err != nil || !reflect.DeepEqual(again.Occ, e.Occ) || !reflect.DeepEqual(again.Record.SessionState, e.Record.SessionState) {
+			if err != nil || !reflect.DeepEqual(again.Occ, e.Occ) || !reflect.DeepEqual(again.Record.SessionState, e.Record.SessionState) || again.Record.SessionBegan != e.Record.SessionBegan {
 				t.Fatalf("written again as %s: %+v %+v, %v; want %+v %+v", line, again.Occ, again.Record.SessionState, err, e.Occ, e.Record.SessionState)
 			}
 		}

@@ -84,11 +84,25 @@ type Record struct {
 	// whole trace (rule:fired, rule:passed, rule:errored, ...), what a replay compares.
 	Fired   []string `json:"fired"`
 	Applied []string `json:"applied"`
+	// SessionBegan is set when the occurrence found its session holding no state in
+	// the sidecar's store: the session was new, or the store had forgotten it (idle
+	// past its TTL, evicted by the store's bounds, expired in Redis). A replay starts
+	// the session's counters, breakers and activity window again there.
+	SessionBegan bool `json:"session_began,omitempty"`
 	// SessionState is the session's version in the shared store (Redis) as the
 	// occurrence read it and as it left it; nil unless the occurrence was evaluated
 	// against the shared store and its changes committed. It is what orders one
 	// session's lines across replicas, whose clocks differ (see SessionState).
 	SessionState *SessionState `json:"session_state,omitempty"`
+}
+
+// Session is what an occurrence found of its session's state, for its line.
+type Session struct {
+	// Began: the store held no state of the session (Record.SessionBegan).
+	Began bool
+	// State is the session's versions in the shared store when the occurrence was
+	// committed there; nil otherwise.
+	State *SessionState
 }
 
 // SessionState is a session's version in the shared store before and after one

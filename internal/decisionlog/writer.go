@@ -60,9 +60,10 @@ type pending struct {
 	occ                  *engine.Occurrence
 	decision, code, rule string
 	applied              []string
-	// state is the session's versions in the shared store, when shared is set.
-	state  SessionState
-	shared bool
+	// state is the session's versions in the shared store, when shared is set;
+	// began is Session.Began.
+	state         SessionState
+	shared, began bool
 }
 
 // NewWriter starts a writer of lines to w. Close stops it.
@@ -101,18 +102,19 @@ func Sampled(session string, rate float64) bool {
 }
 
 // Log queues the line of one evaluated occurrence of a sampled session; it returns at
-// once. It copies what it keeps of d, whose lists may be reused, and of state, the
-// session's versions in the shared store when the occurrence was committed there (nil
-// otherwise); occ must not change afterwards: the line is built from it later. The
+// once. It copies what it keeps of d, whose lists may be reused, and of s, what the
+// occurrence found of its session; occ must not change afterwards: the line is built
+// from it later. The
 // line's time is taken here, so a caller that logs a session's occurrences in the
 // order they took effect (under the session's lock) gets lines in that order.
-func (lw *Writer) Log(bundle string, occ *engine.Occurrence, d *engine.Decision, state *SessionState) {
+func (lw *Writer) Log(bundle string, occ *engine.Occurrence, d *engine.Decision, s Session) {
 	if !lw.Sampled(occ.SessionID) {
 		return
 	}
 	p := pending{at: lw.opt.Now(), bundle: bundle, occ: occ, decision: d.Decision, code: d.Code, rule: d.Rule, applied: slices.Clone(d.Applied)}
-	if state != nil {
-		p.state, p.shared = *state, true
+	p.began = s.Began
+	if s.State != nil {
+		p.state, p.shared = *s.State, true
 	}
 	select {
 	case lw.ch <- p:
@@ -145,6 +147,7 @@ func (lw *Writer) run() {
 func (lw *Writer) write(p pending) {
 	d := engine.Decision{Decision: p.decision, Code: p.code, Rule: p.rule, Applied: p.applied}
 	r := NewRecord(p.at, p.bundle, lw.opt.Content, p.occ, &d)
+	r.SessionBegan = p.began
 	if p.shared {
 		r.SessionState = &p.state
 	}

@@ -42,7 +42,7 @@ func logOne(t *testing.T, opt Options, occ *engine.Occurrence, d *engine.Decisio
 	opt.Now = fixedNow
 	opt.Sample = 1
 	w := NewWriter(&buf, opt)
-	w.Log("sha256:abc", occ, d, nil)
+	w.Log("sha256:abc", occ, d, Session{})
 	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -77,29 +77,36 @@ func TestLineFormat(t *testing.T) {
 	}
 }
 
-// TestLineWithSessionState: an occurrence committed to the shared store carries the
-// session's versions, read and written, after the trace; one that did not create the
-// session read the empty version, and either reads back as written.
+// TestLineWithSessionState: what an occurrence found of its session follows the trace:
+// session_began when the store held none of it (a new or forgotten session, with or
+// without a shared store), and the session's versions, read and written, when it was
+// committed to the shared store; each reads back as written.
 func TestLineWithSessionState(t *testing.T) {
 	const head = `{"kind":"decision","time":"2026-12-01T12:00:00Z","bundle":"sha256:abc","session_id":"s1","anchor":"a","occurrence":{"anchor":"a","session_id":"s1"},` +
 		`"decision":"none","fired":[],"applied":[]`
-	for _, st := range []*SessionState{nil, {Read: "", Written: "9f2c"}, {Read: "9f2c", Written: "9f2c"}, {Read: "9f2c", Written: "03ab"}} {
+	for _, c := range []struct {
+		s    Session
+		want string
+	}{
+		{Session{}, ""},
+		{Session{Began: true}, `,"session_began":true`},
+		{Session{Began: true, State: &SessionState{Read: "", Written: "9f2c"}}, `,"session_began":true,"session_state":{"read":"","written":"9f2c"}`},
+		{Session{State: &SessionState{Read: "9f2c", Written: "9f2c"}}, `,"session_state":{"read":"9f2c","written":"9f2c"}`},
+		{Session{State: &SessionState{Read: "9f2c", Written: "03ab"}}, `,"session_state":{"read":"9f2c","written":"03ab"}`},
+	} {
 		var buf bytes.Buffer
 		w := NewWriter(&buf, Options{Sample: 1, Now: fixedNow})
-		w.Log("sha256:abc", &engine.Occurrence{Anchor: "a", SessionID: "s1"}, &engine.Decision{Decision: "none"}, st)
+		w.Log("sha256:abc", &engine.Occurrence{Anchor: "a", SessionID: "s1"}, &engine.Decision{Decision: "none"}, c.s)
 		if err := w.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		want := head + "}\n"
-		if st != nil {
-			want = head + fmt.Sprintf(`,"session_state":{"read":%q,"written":%q}}`, st.Read, st.Written) + "\n"
-		}
-		if buf.String() != want {
-			t.Errorf("state %+v:\n got %s\nwant %s", st, buf.String(), want)
+		if want := head + c.want + "}\n"; buf.String() != want {
+			t.Errorf("%+v:\n got %s\nwant %s", c.s, buf.String(), want)
 		}
 		e, _, err := ReadLine(bytes.TrimSpace(buf.Bytes()))
-		if err != nil || (st == nil) != (e.Record.SessionState == nil) || (st != nil && *st != *e.Record.SessionState) {
-			t.Errorf("state %+v read back as %+v, %v", st, e.Record.SessionState, err)
+		st := e.Record.SessionState
+		if err != nil || e.Record.SessionBegan != c.s.Began || (st == nil) != (c.s.State == nil) || (st != nil && *st != *c.s.State) {
+			t.Errorf("%+v read back as began %v, state %+v, %v", c.s, e.Record.SessionBegan, st, err)
 		}
 	}
 }
@@ -174,7 +181,7 @@ func TestSamplingIsPerSession(t *testing.T) {
 	w := NewWriter(&buf, Options{Sample: 0.25, Now: fixedNow})
 	for i := range 200 {
 		for j := range 5 {
-			w.Log("d", &engine.Occurrence{Anchor: "a", SessionID: fmt.Sprintf("session-%d", i), Facts: map[string]any{"j": json.Number(fmt.Sprint(j))}}, &engine.Decision{Decision: "allow"}, nil)
+			w.Log("d", &engine.Occurrence{Anchor: "a", SessionID: fmt.Sprintf("session-%d", i), Facts: map[string]any{"j": json.Number(fmt.Sprint(j))}}, &engine.Decision{Decision: "allow"}, Session{})
 		}
 	}
 	if err := w.Close(context.Background()); err != nil {
@@ -223,7 +230,7 @@ func TestFullBufferDrops(t *testing.T) {
 	go func() {
 		defer close(done)
 		for range 100 {
-			w.Log("d", occ, d, nil)
+			w.Log("d", occ, d, Session{})
 		}
 	}()
 	select {
@@ -267,7 +274,7 @@ func TestFailingDestination(t *testing.T) {
 		reported = append(reported, n)
 	}})
 	for range 150 {
-		w.Log("d", sampleOccurrence(), sampleDecision(), nil)
+		w.Log("d", sampleOccurrence(), sampleDecision(), Session{})
 	}
 	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -297,7 +304,7 @@ func TestLogKeepsTheDecisionAsItWas(t *testing.T) {
 	bw := &blockingWriter{release: make(chan struct{})}
 	w := NewWriter(bw, Options{Sample: 1})
 	d := sampleDecision()
-	w.Log("d", sampleOccurrence(), d, nil)
+	w.Log("d", sampleOccurrence(), d, Session{})
 	d.Decision, d.Rule, d.Applied[0] = "none", "", "reused"
 	close(bw.release)
 	if err := w.Close(context.Background()); err != nil {

@@ -4,7 +4,7 @@
 // sees every session's occurrences in the order they took effect in the sidecars (by
 // the session versions the lines carry when sessions are shared in Redis, else by
 // time; see inOrder), so counters, breakers and activity windows evolve as they did,
-// starting again where the shared store had forgotten a session (began).
+// starting again where the sidecar's store had forgotten a session (began).
 //
 // The before side is also checked against the log: replaying the rules that produced
 // it must reproduce every logged decision. Where it cannot, the report says which
@@ -166,7 +166,7 @@ func Run(entries []decisionlog.Entry, opt Options) *Report {
 	r.rep.Sessions = len(sessions)
 	for _, s := range sessions {
 		// A session's state is its own, so each session starts from none, and starts
-		// again wherever the shared store had forgotten it (began).
+		// again wherever the sidecar's store had forgotten it (began).
 		for i, e := range s {
 			if i == 0 || began(e) {
 				r.before, r.after = newRuntime(), newRuntime()
@@ -348,13 +348,10 @@ func (discard) Publish(engine.Event) error { return nil }
 
 // newRuntime is a side's runtime: in-memory sessions, no events, and the detectors
 // the sidecar registers.
-// began reports whether e read its session from the shared store when the store held
-// none of it (session_state read ""): the session was new, or had expired, so its
+// began reports whether e found its session holding no state in the sidecar's store
+// (session_began): the session was new, or the store had forgotten it, so its
 // counters, breakers and activity window were empty at e.
-func began(e decisionlog.Entry) bool {
-	st := e.Record.SessionState
-	return st != nil && st.Read == ""
-}
+func began(e decisionlog.Entry) bool { return e.Record.SessionBegan }
 
 func newRuntime() *engine.Runtime {
 	return &engine.Runtime{Counters: engine.NewMemoryCounters(), Activity: engine.NewMemoryActivity(),

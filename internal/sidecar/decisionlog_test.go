@@ -110,8 +110,11 @@ func TestDecisionLogSessionState(t *testing.T) {
 		t.Fatalf("%v, %d lines:\n%s", err, len(log.Entries), out.String())
 	}
 	first, second := log.Entries[0].Record.SessionState, log.Entries[1].Record.SessionState
-	if first == nil || first.Read != "" || first.Written == "" {
-		t.Errorf("the call that created the session: session_state %+v", first)
+	if first == nil || first.Read != "" || first.Written == "" || !log.Entries[0].Record.SessionBegan {
+		t.Errorf("the call that created the session: session_state %+v, session_began %v", first, log.Entries[0].Record.SessionBegan)
+	}
+	if log.Entries[1].Record.SessionBegan {
+		t.Error("the next call: session_began")
 	}
 	if second == nil || first == nil || second.Read != first.Written || second.Written == second.Read || second.Written == "" {
 		t.Errorf("the next call: session_state %+v after %+v", second, first)

@@ -14,6 +14,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/replay"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
+	"github.com/oar-operator/oar-operator/internal/sidecar/session"
 )
 
 // sendConcurrently posts bodies from clients concurrent clients, the i-th body to
@@ -190,31 +191,50 @@ func TestReplicasLogInCommitOrder(t *testing.T) {
 	}
 }
 
-// TestReplayAfterSessionExpired: a session idle past the shared store's TTL is
-// forgotten and begins again (its next call reads no version); the replay starts the
+// TestReplayAfterSessionExpired: a session idle past its store's TTL is forgotten and
+// begins again (its next call's line says session_began); the replay starts the
 // session's state again there, so the calls after it reproduce: two shell calls, the
 // session expires, three more, the third of them blocked. A replay that kept the state
-// would block all three.
+// would block all three. It holds with sessions in the sidecar's own store and in
+// Redis (where the call also reads no version).
 func TestReplayAfterSessionExpired(t *testing.T) {
+	const ttl = 200 * time.Millisecond
 	b := sealed(t, testCapability, testRules)
-	out := &syncBuffer{}
-	dl := decisionlog.NewWriter(out, decisionlog.Options{Sample: 1})
-	r := serve(t, b, Options{DecisionLog: dl, SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{IdleTTL: 200 * time.Millisecond})})
-	var decisions []string
-	for i := range 5 {
-		if i == 2 {
-			time.Sleep(400 * time.Millisecond)
-		}
-		decisions = append(decisions, r.evaluate(t, shellCall("s1")).Decision.Decision)
-	}
-	if want := []string{"warn", "warn", "warn", "warn", "block"}; strings.Join(decisions, " ") != strings.Join(want, " ") {
-		t.Fatalf("decisions %v, want %v: the session did not begin again after its TTL", decisions, want)
-	}
-	entries := readLog(t, dl, out, "sidecar")
-	if st := entries[2].Record.SessionState; st == nil || st.Read != "" {
-		t.Fatalf("the first call after the TTL: session_state %+v, want read \"\"", st)
-	}
-	if rep := replayed(t, b, entries); rep.Reproduced != len(entries) || rep.Mismatched != 0 {
-		t.Fatalf("%d of %d reproduced, %d mismatched: %+v", rep.Reproduced, len(entries), rep.Mismatched, rep.Mismatches)
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	for name, c := range map[string]struct {
+		opt  Options
+		wait func()
+	}{
+		"own store": {Options{Sessions: session.Options{IdleTTL: ttl, Now: clock}},
+			func() { mu.Lock(); now = now.Add(2 * ttl); mu.Unlock() }},
+		"redis": {Options{SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{IdleTTL: ttl})},
+			func() { time.Sleep(2 * ttl) }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := &syncBuffer{}
+			c.opt.DecisionLog = decisionlog.NewWriter(out, decisionlog.Options{Sample: 1})
+			r := serve(t, b, c.opt)
+			var decisions []string
+			for i := range 5 {
+				if i == 2 {
+					c.wait()
+				}
+				decisions = append(decisions, r.evaluate(t, shellCall("s1")).Decision.Decision)
+			}
+			if want := []string{"warn", "warn", "warn", "warn", "block"}; strings.Join(decisions, " ") != strings.Join(want, " ") {
+				t.Fatalf("decisions %v, want %v: the session did not begin again after its TTL", decisions, want)
+			}
+			entries := readLog(t, c.opt.DecisionLog, out, "sidecar")
+			for i, e := range entries {
+				if want := i == 0 || i == 2; e.Record.SessionBegan != want {
+					t.Errorf("call %d: session_began %v, want %v", i+1, e.Record.SessionBegan, want)
+				}
+			}
+			if rep := replayed(t, b, entries); rep.Reproduced != len(entries) || rep.Mismatched != 0 {
+				t.Fatalf("%d of %d reproduced, %d mismatched: %+v", rep.Reproduced, len(entries), rep.Mismatched, rep.Mismatches)
+			}
+		})
 	}
 }

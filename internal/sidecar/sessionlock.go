@@ -39,18 +39,23 @@ func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, b
 		d         *engine.Decision
 		state     decisionlog.SessionState
 		committed bool
+		found     decisionlog.Session
 	)
-	if s.opt.SharedSessions != nil && sv.Loaded.Program.UsesSession(occ.Anchor) {
+	uses := sv.Loaded.Program.UsesSession(occ.Anchor)
+	switch {
+	case s.opt.SharedSessions != nil && uses:
 		d, state, committed = s.evaluateShared(sv, occ, buf)
-	} else {
+		if committed {
+			found = decisionlog.Session{Began: state.Read == "", State: &state}
+		}
+	default:
+		if s.opt.DecisionLog != nil && s.opt.SharedSessions == nil && uses {
+			found.Began = !s.sessions.Holds(occ.SessionID)
+		}
 		d = sv.Loaded.Program.EvaluateInto(sv.Runtime, occ, buf)
 	}
 	if s.opt.DecisionLog != nil {
-		var st *decisionlog.SessionState
-		if committed {
-			st = &state
-		}
-		s.opt.DecisionLog.Log(sv.Digest(), occ, d, st)
+		s.opt.DecisionLog.Log(sv.Digest(), occ, d, found)
 	}
 	return d
 }

@@ -150,6 +150,17 @@ func (s *Store) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, erro
 	return *c, nil
 }
 
+// Holds reports whether the store holds state of the session: not before its first
+// change, nor once it is forgotten (idle past IdleTTL, or evicted). Asking changes
+// nothing, not even the session's recency.
+func (s *Store) Holds(session string) bool {
+	now := s.opt.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.byID[session]
+	return st != nil && !s.idle(st, now)
+}
+
 // Window implements engine.ActivityStore. The slice is never modified afterwards:
 // Append replaces it.
 func (s *Store) Window(session string) []string {

@@ -156,6 +156,35 @@ func TestIdleTTL(t *testing.T) {
 
 // TestCounterLimit: a session cannot hold more than MaxCounters counters; the refusal
 // is an error the engine routes to on_error ([OAR-FIRE-9]).
+// TestHolds: a session is held from its first change until it is idle past the TTL or
+// evicted, and asking changes nothing: it neither creates the session, nor keeps it
+// alive, nor saves it from the LRU bound.
+func TestHolds(t *testing.T) {
+	c := newClock()
+	s := New(Options{IdleTTL: time.Minute, MaxSessions: 2, Now: c.now})
+	if s.Holds("a") || s.Len() != 0 {
+		t.Fatal("a session never changed is held, or asking created it")
+	}
+	mustApply(t, s, key("r", "a"), engine.ActionIncrementCounter)
+	if !s.Holds("a") {
+		t.Fatal("a changed session is not held")
+	}
+	for range 3 {
+		c.advance(30 * time.Second)
+		s.Holds("a")
+	}
+	if s.Holds("a") {
+		t.Error("asking kept an idle session alive")
+	}
+	mustApply(t, s, key("r", "b"), engine.ActionIncrementCounter)
+	mustApply(t, s, key("r", "c"), engine.ActionIncrementCounter)
+	s.Holds("b")
+	mustApply(t, s, key("r", "d"), engine.ActionIncrementCounter)
+	if s.Holds("b") || !s.Holds("c") || !s.Holds("d") {
+		t.Errorf("held b %v, c %v, d %v: asking for b saved it from the LRU bound", s.Holds("b"), s.Holds("c"), s.Holds("d"))
+	}
+}
+
 func TestCounterLimit(t *testing.T) {
 	s := New(Options{MaxCounters: 2})
 	scoped := func(scope string) engine.CounterKey {
