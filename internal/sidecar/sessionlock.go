@@ -36,22 +36,20 @@ func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, b
 	m.Lock()
 	defer m.Unlock()
 	var (
-		d         *engine.Decision
-		state     decisionlog.SessionState
-		committed bool
-		found     decisionlog.Session
+		d     *engine.Decision
+		found decisionlog.Session
+		state decisionlog.SessionState // found.State once the shared store committed
 	)
-	uses := sv.Loaded.Program.UsesSession(occ.Anchor)
-	switch {
-	case s.opt.SharedSessions != nil && uses:
-		d, state, committed = s.evaluateShared(sv, occ, buf)
-		if committed {
+	switch uses := sv.Loaded.Program.UsesSession(occ.Anchor); {
+	case uses && s.opt.SharedSessions != nil:
+		var committed bool
+		if d, state, committed = s.evaluateShared(sv, occ, buf); committed {
 			found = decisionlog.Session{Began: state.Read == "", State: &state}
 		}
+	case uses && s.opt.DecisionLog != nil:
+		found.Began = !s.sessions.Holds(occ.SessionID)
+		fallthrough
 	default:
-		if s.opt.DecisionLog != nil && s.opt.SharedSessions == nil && uses {
-			found.Began = !s.sessions.Holds(occ.SessionID)
-		}
 		d = sv.Loaded.Program.EvaluateInto(sv.Runtime, occ, buf)
 	}
 	if s.opt.DecisionLog != nil {
