@@ -68,28 +68,44 @@ type FallibleActivity interface {
 	WindowErr(session string) ([]string, error)
 }
 
-// MemoryCounters is an unbounded in-memory CounterStore.
+// MemoryCounters is an unbounded in-memory CounterStore. Counters are held per
+// session, so the counters one occurrence reads are in one small table rather than
+// spread over a table of every session's.
 type MemoryCounters struct {
 	mu sync.Mutex
-	m  map[CounterKey]Counts
+	m  map[string]map[sessionCounter]Counts
+}
+
+// sessionCounter keys a counter within its session.
+type sessionCounter struct {
+	rule, scope string
+	scoped      bool
 }
 
 // NewMemoryCounters returns an empty store.
-func NewMemoryCounters() *MemoryCounters { return &MemoryCounters{m: map[CounterKey]Counts{}} }
+func NewMemoryCounters() *MemoryCounters {
+	return &MemoryCounters{m: map[string]map[sessionCounter]Counts{}}
+}
 
 // Get implements CounterStore.
 func (s *MemoryCounters) Get(k CounterKey) (Counts, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.m[k], nil
+	return s.m[k.Session][sessionCounter{k.Rule, k.Scope, k.Scoped}], nil
 }
 
 // Apply implements CounterStore.
 func (s *MemoryCounters) Apply(k CounterKey, a Action) (Counts, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.m[k].After(a)
-	s.m[k] = c
+	counters := s.m[k.Session]
+	if counters == nil {
+		counters = map[sessionCounter]Counts{}
+		s.m[k.Session] = counters
+	}
+	key := sessionCounter{k.Rule, k.Scope, k.Scoped}
+	c := counters[key].After(a)
+	counters[key] = c
 	return c, nil
 }
 
