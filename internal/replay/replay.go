@@ -4,7 +4,7 @@
 // sees every session's occurrences in the order they took effect in the sidecars (by
 // the session versions the lines carry when sessions are shared in Redis, else by
 // time; see inOrder), so counters, breakers and activity windows evolve as they did,
-// starting again where the sidecar's store had forgotten a session (began).
+// starting again where the sidecar's store had forgotten a session (session_began).
 //
 // The before side is also checked against the log: replaying the rules that produced
 // it must reproduce every logged decision. Where it cannot, the report says which
@@ -166,9 +166,10 @@ func Run(entries []decisionlog.Entry, opt Options) *Report {
 	r.rep.Sessions = len(sessions)
 	for _, s := range sessions {
 		// A session's state is its own, so each session starts from none, and starts
-		// again wherever the sidecar's store had forgotten it (began).
+		// again where a line found it holding none in the sidecar's store
+		// (session_began: new, or forgotten: idle, evicted, expired).
 		for i, e := range s {
-			if i == 0 || began(e) {
+			if i == 0 || e.Record.SessionBegan {
 				r.before, r.after = newRuntime(), newRuntime()
 			}
 			r.replay(e)
@@ -348,11 +349,6 @@ func (discard) Publish(engine.Event) error { return nil }
 
 // newRuntime is a side's runtime: in-memory sessions, no events, and the detectors
 // the sidecar registers.
-// began reports whether e found its session holding no state in the sidecar's store
-// (session_began): the session was new, or the store had forgotten it, so its
-// counters, breakers and activity window were empty at e.
-func began(e decisionlog.Entry) bool { return e.Record.SessionBegan }
-
 func newRuntime() *engine.Runtime {
 	return &engine.Runtime{Counters: engine.NewMemoryCounters(), Activity: engine.NewMemoryActivity(),
 		Events: discard{}, Detectors: engine.ReservedDetectors()}
