@@ -17,29 +17,6 @@ import (
 	"github.com/oar-operator/oar-operator/internal/sidecar/session"
 )
 
-// sendConcurrently posts bodies from clients concurrent clients, the i-th body to
-// targets[(i+client)%len(targets)], so consecutive bodies (one session's calls) are
-// in flight together, on every target. Each answer must be a 200 without failures.
-func sendConcurrently(t *testing.T, targets []*testSidecar, bodies []string, clients int) {
-	t.Helper()
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for c := range clients {
-		wg.Go(func() {
-			for i := range work {
-				if a := targets[(i+c)%len(targets)].evaluate(t, bodies[i]); len(a.Failures) > 0 {
-					t.Errorf("%s: %+v", bodies[i], a.Failures)
-				}
-			}
-		})
-	}
-	for i := range bodies {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-}
-
 // readLog closes a decision log writer and reads back what it wrote to out, naming
 // the entries' source.
 func readLog(t *testing.T, dl *decisionlog.Writer, out *syncBuffer, source string) []decisionlog.Entry {

@@ -55,6 +55,33 @@ func replicas(t testing.TB, n int, url, rules string, opt redisstore.Options) []
 	return out
 }
 
+// sendConcurrently posts bodies from clients concurrent clients, the i-th body to
+// targets[(i+client)%len(targets)], so consecutive bodies (one session's calls) go out
+// one after the other, to different clients and to every target, and are in flight
+// together. Each answer must be a 200 without failures; answers[i] is the i-th body's.
+func sendConcurrently(t *testing.T, targets []*testSidecar, bodies []string, clients int) []Answer {
+	t.Helper()
+	answers := make([]Answer, len(bodies))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for i := range work {
+				answers[i] = targets[(i+c)%len(targets)].evaluate(t, bodies[i])
+				if len(answers[i].Failures) > 0 {
+					t.Errorf("%s: %+v", bodies[i], answers[i].Failures)
+				}
+			}
+		})
+	}
+	for i := range bodies {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return answers
+}
+
 func shellCall(session string) string {
 	return occ("tool.pre_invoke", session, `"tool_call": {"name": "shell", "arguments": {}}`)
 }
@@ -85,31 +112,15 @@ func replicasDecideAsOneEngine(t *testing.T, opt redisstore.Options) {
 		count   int64
 		blocked bool
 	}
-	var mu sync.Mutex
+	bodies := make([]string, sessions*calls)
+	for i := range bodies {
+		bodies[i] = shellCall(fmt.Sprintf("s%d", i/calls))
+	}
 	results := make(map[string][]result, sessions)
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for c := range clients {
-		wg.Go(func() {
-			for i := range work {
-				session := fmt.Sprintf("s%d", i/calls)
-				a := rs[(i+c)%2].evaluate(t, shellCall(session))
-				if len(a.Failures) > 0 {
-					t.Errorf("%s: %+v", session, a.Failures)
-				}
-				mu.Lock()
-				results[session] = append(results[session], result{a.Counters["acme.ops/COUNT_SHELL"].Fire, a.Decision.Decision == "block"})
-				mu.Unlock()
-			}
-		})
+	for i, a := range sendConcurrently(t, rs, bodies, clients) {
+		session := fmt.Sprintf("s%d", i/calls)
+		results[session] = append(results[session], result{a.Counters["acme.ops/COUNT_SHELL"].Fire, a.Decision.Decision == "block"})
 	}
-	// A session's calls go out one after the other, to different clients and
-	// alternately to both replicas, so they are in flight together.
-	for i := range sessions * calls {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
 	blocked := 0
 	for session, rr := range results {
 		var counts []int64
