@@ -356,7 +356,13 @@ func TestSEL7_IndexedSelectionEqualsClauseByClause(t *testing.T) {
 		docs = append(docs, fmt.Sprintf(`{"oar":"1.0","id":"R%02d","kind":"%s","anchor":"tool.pre_invoke","effect":"allow","selector":%s,"requires":{"profiles":["tool","session"]}}`,
 			i, []string{"schema", "policy", "invariant"}[i%3], sel))
 	}
-	p := mustProgram(t, "["+strings.Join(docs, ",")+"]")
+	planned := mustProgram(t, "["+strings.Join(docs, ",")+"]")
+	for _, p := range []*Program{planned, withoutPlans(t, planned)} {
+		indexedSelectionEqualsClauseByClause(t, p)
+	}
+}
+
+func indexedSelectionEqualsClauseByClause(t *testing.T, p *Program) {
 	rules := p.RuleSet().Rules
 	for _, facts := range []map[string]any{
 		{},
@@ -385,6 +391,23 @@ func TestSEL7_IndexedSelectionEqualsClauseByClause(t *testing.T) {
 			}
 		}
 	}
+}
+
+// withoutPlans is p with every selection merging its buckets at each occurrence, the
+// path selection takes when its plans would exceed planBudget.
+func withoutPlans(t *testing.T, p *Program) *Program {
+	t.Helper()
+	q := *p
+	q.byAnchor = map[string]*selection{}
+	for anchor, sel := range p.byAnchor {
+		if sel.plans == nil {
+			t.Fatalf("anchor %s has no plans", anchor)
+		}
+		merged := *sel
+		merged.plans = nil
+		q.byAnchor[anchor] = &merged
+	}
+	return &q
 }
 
 // TestFACT26_SelectorFactOfTheWrongTypeSelectsWithAnError: the indexed fact failing
@@ -460,7 +483,13 @@ func TestSEL7_TwoIndexesEqualClausesInOrder(t *testing.T) {
 	} {
 		docs = append(docs, fmt.Sprintf(`{"oar":"1.0","id":"R%02d","kind":"policy","anchor":"tool.pre_invoke","effect":"allow","selector":%s,"requires":{"profiles":["tool","session"],"facts":["oar.test.tier"]}}`, i, sel))
 	}
-	p := mustProgram(t, "["+strings.Join(docs, ",")+"]")
+	planned := mustProgram(t, "["+strings.Join(docs, ",")+"]")
+	for _, p := range []*Program{planned, withoutPlans(t, planned)} {
+		twoIndexesEqualClausesInOrder(t, p)
+	}
+}
+
+func twoIndexesEqualClausesInOrder(t *testing.T, p *Program) {
 	sel := p.byAnchor["gw.pre_call"]
 	if sel.fact < 0 || sel.fact2 < 0 || p.cap.symbol(sel.fact).Name != "principal" || p.cap.symbol(sel.fact2).Name != "tool" {
 		t.Fatalf("indexes on %d and %d, want principal then tool", sel.fact, sel.fact2)
@@ -479,9 +508,9 @@ func TestSEL7_TwoIndexesEqualClausesInOrder(t *testing.T) {
 			s := &evalState{}
 			s.reset(p, NewMemoryRuntime(), occ, &DecisionBuffer{})
 			s.anchor = "tool.pre_invoke"
-			s.selectRules(sel)
+			selected, _ := s.selectRules(sel)
 			var got []string
-			for _, i := range s.sel {
+			for _, i := range selected {
 				got = append(got, fmt.Sprintf("%s:%v", rules[i].ID, s.selErr[i] != nil))
 			}
 			ref := &evalState{}
@@ -506,5 +535,23 @@ func TestSEL7_TwoIndexesEqualClausesInOrder(t *testing.T) {
 				t.Errorf("facts %v tool %q: selected %v, clauses in order %v", facts, tool, got, want)
 			}
 		}
+	}
+}
+
+// TestSelectionPlansStayWithinTheirBudget: a selection whose plans would take more
+// entries than the budget makes none, and selection then merges the buckets at each
+// occurrence (the path withoutPlans tests).
+func TestSelectionPlansStayWithinTheirBudget(t *testing.T) {
+	p := mustProgram(t, `[
+	 {"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","selector":{"tool":["read","write"]},"requires":{"profiles":["tool"]}},
+	 {"oar":"1.0","id":"B","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","selector":{"tool":["write"]},"requires":{"profiles":["tool"]}},
+	 {"oar":"1.0","id":"C","kind":"schema","anchor":"tool.pre_invoke","effect":"nudge"}]`)
+	sel := p.byAnchor["gw.pre_call"]
+	// read: A, C; write: A, B, C; any other tool: C.
+	if ps := sel.makePlans(p.rs.Rules, 6); ps == nil || len(ps.byValue["write"].base.entries) != 3 {
+		t.Fatalf("plans of 6 entries within a budget of 6: %+v", ps)
+	}
+	if ps := sel.makePlans(p.rs.Rules, 5); ps != nil {
+		t.Errorf("plans of 6 entries made within a budget of 5")
 	}
 }

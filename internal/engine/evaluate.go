@@ -377,13 +377,14 @@ func (s *evalState) run() *Decision {
 	rules := p.rs.Rules
 	d := s.buf.reset()
 	// Selection ([OAR-SEL-7], [OAR-CONF-8]).
+	var order []int
 	if sel := p.byAnchor[s.occ.Anchor]; sel != nil {
-		s.selectRules(sel)
-	}
-	order := s.sel
-	if p.suppressing[s.occ.Anchor] && len(s.sel) > 1 {
-		s.order = p.order(s.sel, s.order[:0], &s.orderSc)
-		order = s.order
+		selected, reorder := s.selectRules(sel)
+		order = selected
+		if reorder && len(selected) > 1 {
+			s.order = p.order(selected, s.order[:0], &s.orderSc)
+			order = s.order
+		}
 	}
 	if len(order) > cap(d.Applied) {
 		d.Applied = make([]string, 0, len(order))

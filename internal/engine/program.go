@@ -16,9 +16,6 @@ type Program struct {
 	byAnchor map[string]*selection
 	// suppressors lists, per rule, the rules whose overrides name it.
 	suppressors [][]int
-	// suppressing marks anchors where some candidate suppresses another candidate, the
-	// only case in which [OAR-EVAL-18] can change the order.
-	suppressing map[string]bool
 	// session marks the anchors whose occurrences may touch session state
 	// (UsesSession).
 	session map[string]bool
@@ -31,7 +28,6 @@ func newProgram(rs *RuleSet, enforcement []Enforcement) *Program {
 		enforcement: enforcement,
 		byAnchor:    map[string]*selection{},
 		suppressors: make([][]int, len(rs.Rules)),
-		suppressing: map[string]bool{},
 	}
 	candidates := map[string][]int{}
 	for _, r := range rs.Rules {
@@ -45,17 +41,6 @@ func newProgram(rs *RuleSet, enforcement []Enforcement) *Program {
 	}
 	for anchor, list := range candidates {
 		sort.Slice(list, func(i, j int) bool { return p.before(list[i], list[j]) })
-		in := map[int]bool{}
-		for _, i := range list {
-			in[i] = true
-		}
-		for _, i := range list {
-			for _, t := range rs.Rules[i].Overrides {
-				if in[t] {
-					p.suppressing[anchor] = true
-				}
-			}
-		}
 		p.byAnchor[anchor] = newSelection(p.cap, rs.Rules, list)
 	}
 	p.session = sessionAnchors(p)

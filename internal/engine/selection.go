@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/oar-operator/oar-operator/internal/engine/types"
@@ -31,6 +32,59 @@ type selection struct {
 	// skip2 is, per position, the index of the clause on fact2 when a bucket indexes
 	// the candidate by it, or -1.
 	skip2 []int
+	// suppressing reports that some candidate suppresses another, the only case in
+	// which [OAR-EVAL-18] can change the order.
+	suppressing bool
+	// plans hold, per value of fact, what merging the buckets for it gives (plans),
+	// so an occurrence walks one list; nil when they would take more than planBudget
+	// entries, and selectRules then merges the buckets itself.
+	plans *planSet
+}
+
+// planBudget bounds the entries a selection's plans may hold: the plans repeat a
+// candidate under every value pair that selects it, which pathological selectors
+// (many values of both indexed facts on many rules) could multiply beyond memory.
+const planBudget = 1 << 15
+
+// planSet is a selection's plans: per value of fact (other for a value no clause
+// lists) and, under it, per value of fact2.
+type planSet struct {
+	byValue map[string]*valuePlans
+	other   *valuePlans
+}
+
+// valuePlans are the plans of one value of fact. When no candidate it reaches is
+// indexed on fact2 (needs2 false) base is the only plan; otherwise the plan is
+// byValue2's for fact2's value, other2 for a value none lists, and err2 when fact2
+// cannot be read.
+type valuePlans struct {
+	needs2   bool
+	base     *plan
+	byValue2 map[string]*plan
+	other2   *plan
+	err2     *plan
+}
+
+// plan is the candidates one occurrence considers, merged in [OAR-EVAL-1] order.
+type plan struct {
+	entries []planEntry
+	// selected is every entry's rule when no entry needs a test or carries an error:
+	// the selection itself, shared by every occurrence the plan serves. nil otherwise.
+	selected []int
+	// suppressing reports that some entry suppresses another; when it does not, no
+	// subset of the entries can be reordered by [OAR-EVAL-18].
+	suppressing bool
+}
+
+// planEntry is one candidate of a plan.
+type planEntry struct {
+	rule, pos int32
+	// skip2 is the candidate's clause the fact2 index decided, or -1.
+	skip2 int32
+	// test reports that clauses other than the indexed ones remain to be tested.
+	test bool
+	// err2 reports that the candidate is selected with fact2's error.
+	err2 bool
 }
 
 // bucket holds candidates, by position in selection.rules, ascending: those whose
@@ -66,8 +120,15 @@ func newSelection(c *Capability, rules []*Rule, candidates []int) *selection {
 		}
 		sel.fact2 = mostUsed(c, rules, candidates, next)
 	}
+	in := map[int]bool{}
+	for _, i := range candidates {
+		in[i] = true
+	}
 	for pos, i := range candidates {
 		r := rules[i]
+		for _, t := range r.Overrides {
+			sel.suppressing = sel.suppressing || in[t]
+		}
 		if k := sel.skip[pos]; k >= 0 {
 			for v := range r.selector[k].values {
 				b := sel.byValue[v]
@@ -81,7 +142,125 @@ func newSelection(c *Capability, rules []*Rule, candidates []int) *selection {
 			sel.add(sel.rest, r, pos)
 		}
 	}
+	sel.plans = sel.makePlans(rules, planBudget)
 	return sel
+}
+
+// makePlans merges the buckets for every value pair the indexes distinguish, or
+// returns nil when that takes more than budget entries.
+func (sel *selection) makePlans(rules []*Rule, budget int) *planSet {
+	ps := &planSet{byValue: make(map[string]*valuePlans, len(sel.byValue))}
+	size := 0
+	for v, b := range sel.byValue {
+		ps.byValue[v] = sel.valuePlans(rules, b, &size)
+		if size > budget {
+			return nil
+		}
+	}
+	ps.other = sel.valuePlans(rules, nil, &size)
+	if size > budget {
+		return nil
+	}
+	return ps
+}
+
+// source is a list of candidate positions a plan merges, and whether they carry
+// fact2's error.
+type source struct {
+	list []int
+	err2 bool
+}
+
+// valuePlans makes the plans of a value of fact whose bucket is b, nil for a value no
+// clause lists, adding their entries to *size.
+func (sel *selection) valuePlans(rules []*Rule, b *bucket, size *int) *valuePlans {
+	buckets := [2]*bucket{b, sel.rest}
+	var rest [4]source
+	n := 0
+	vp := &valuePlans{}
+	for _, b := range buckets {
+		if b != nil {
+			rest[n] = source{list: b.rest}
+			n++
+			vp.needs2 = vp.needs2 || len(b.indexed) > 0
+		}
+	}
+	// with makes the plan of the rest lists and the lists indexed gives.
+	with := func(indexed func(*bucket) []int, isErr bool) *plan {
+		srcs, m := rest, n
+		for _, b := range buckets {
+			if b != nil && indexed != nil {
+				srcs[m] = source{list: indexed(b), err2: isErr}
+				m++
+			}
+		}
+		pl := sel.plan(rules, srcs[:m])
+		*size += len(pl.entries)
+		return pl
+	}
+	if !vp.needs2 {
+		vp.base = with(nil, false)
+		return vp
+	}
+	vp.byValue2 = map[string]*plan{}
+	for _, b := range buckets {
+		if b == nil {
+			continue
+		}
+		for v := range b.byValue {
+			if vp.byValue2[v] == nil {
+				vp.byValue2[v] = with(func(b *bucket) []int { return b.byValue[v] }, false)
+			}
+		}
+	}
+	vp.other2 = with(nil, false)
+	vp.err2 = with(func(b *bucket) []int { return b.indexed }, true)
+	return vp
+}
+
+// plan merges the ascending position lists of srcs, which it consumes, into one plan.
+func (sel *selection) plan(rules []*Rule, srcs []source) *plan {
+	total := 0
+	for _, src := range srcs {
+		total += len(src.list)
+	}
+	pl := &plan{entries: make([]planEntry, 0, total)}
+	static := true
+	for {
+		best := -1
+		for j, src := range srcs {
+			if len(src.list) > 0 && (best < 0 || src.list[0] < srcs[best].list[0]) {
+				best = j
+			}
+		}
+		if best < 0 {
+			break
+		}
+		pos := srcs[best].list[0]
+		srcs[best].list = srcs[best].list[1:]
+		e := planEntry{rule: int32(sel.rules[pos]), pos: int32(pos), skip2: int32(sel.skip2[pos]), err2: srcs[best].err2}
+		for k := range rules[e.rule].selector {
+			if k != sel.skip[pos] && k != int(e.skip2) {
+				e.test = true
+			}
+		}
+		static = static && !e.test && !e.err2
+		pl.entries = append(pl.entries, e)
+	}
+	if static {
+		pl.selected = make([]int, len(pl.entries))
+		for j, e := range pl.entries {
+			pl.selected[j] = int(e.rule)
+		}
+	}
+	for _, e := range pl.entries {
+		for _, t := range rules[e.rule].Overrides {
+			if slices.ContainsFunc(pl.entries, func(o planEntry) bool { return int(o.rule) == t }) {
+				pl.suppressing = true
+			}
+		}
+	}
+	return pl
 }
 
 // add puts the candidate at pos into b, indexed by its clause on fact2 when that is
@@ -145,17 +324,22 @@ func mostUsed(c *Capability, rules []*Rule, candidates []int, clauses func(*Rule
 	return -1
 }
 
-// selectRules appends to s.sel, in [OAR-EVAL-1] order, every candidate whose clauses
-// all match; a candidate whose clause cannot be evaluated is selected with the error,
-// which its on_error then handles ([OAR-FACT-26]). The indexes decide exactly what
-// testing the clauses in order would: a candidate leaves them only when the first
-// clause it tests, after the one on fact, is on fact2 and does not match.
-func (s *evalState) selectRules(sel *selection) {
+// selectRules returns, in [OAR-EVAL-1] order, every candidate whose clauses all match;
+// a candidate whose clause cannot be evaluated is selected with the error in s.selErr,
+// which its on_error then handles ([OAR-FACT-26]). It also reports whether
+// [OAR-EVAL-18] may reorder the selection. The indexes decide exactly what testing the
+// clauses in order would: a candidate leaves them only when the first clause it tests,
+// after the one on fact, is on fact2 and does not match. The list returned may be a
+// plan's, shared: it is only read.
+func (s *evalState) selectRules(sel *selection) ([]int, bool) {
 	if sel.fact < 0 {
+		if sel.plans != nil {
+			return s.follow(sel, sel.plans.other.base, nil)
+		}
 		for _, pos := range sel.rest.rest {
 			s.considerOne(sel, pos, nil, -1)
 		}
-		return
+		return s.sel, sel.suppressing
 	}
 	v, err := s.occurrenceFact(s.p.cap.symbol(sel.fact))
 	if err != nil {
@@ -167,7 +351,24 @@ func (s *evalState) selectRules(sel *selection) {
 			}
 			s.considerOne(sel, pos, posErr, -1)
 		}
-		return
+		return s.sel, sel.suppressing
+	}
+	if sel.plans != nil {
+		vp := sel.plans.byValue[v.Str()]
+		if vp == nil {
+			vp = sel.plans.other
+		}
+		if !vp.needs2 {
+			return s.follow(sel, vp.base, nil)
+		}
+		v2, err2 := s.occurrenceFact(s.p.cap.symbol(sel.fact2))
+		if err2 != nil {
+			return s.follow(sel, vp.err2, err2)
+		}
+		if pl := vp.byValue2[v2.Str()]; pl != nil {
+			return s.follow(sel, pl, nil)
+		}
+		return s.follow(sel, vp.other2, nil)
 	}
 	var lists [4][]int
 	var errs [4]error
@@ -196,6 +397,25 @@ func (s *evalState) selectRules(sel *selection) {
 		n++
 	}
 	s.merge(sel, lists[:n], errs[:n])
+	return s.sel, sel.suppressing
+}
+
+// follow selects the candidates of pl, those marked err2 with err2.
+func (s *evalState) follow(sel *selection, pl *plan, err2 error) ([]int, bool) {
+	if pl.selected != nil {
+		return pl.selected, pl.suppressing
+	}
+	for _, e := range pl.entries {
+		switch {
+		case e.err2:
+			s.selectWithError(int(e.rule), err2)
+		case !e.test:
+			s.sel = append(s.sel, int(e.rule))
+		default:
+			s.considerOne(sel, int(e.pos), nil, int(e.skip2))
+		}
+	}
+	return s.sel, pl.suppressing
 }
 
 // merge considers the candidates of the ascending position lists in position order;
@@ -225,14 +445,19 @@ func (s *evalState) considerOne(sel *selection, pos int, err error, skip2 int) {
 	if err == nil {
 		ok, err = s.selects(s.p.rs.Rules[i], sel.skip[pos], skip2)
 	}
-	if err != nil {
-		if s.selErr == nil {
-			s.selErr = map[int]error{}
-		}
-		s.selErr[i] = err
-		ok = true
-	}
-	if ok {
+	switch {
+	case err != nil:
+		s.selectWithError(i, err)
+	case ok:
 		s.sel = append(s.sel, i)
 	}
+}
+
+// selectWithError selects rule i with the error its on_error then handles.
+func (s *evalState) selectWithError(i int, err error) {
+	if s.selErr == nil {
+		s.selErr = map[int]error{}
+	}
+	s.selErr[i] = err
+	s.sel = append(s.sel, i)
 }
