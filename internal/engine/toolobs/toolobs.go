@@ -163,7 +163,7 @@ func appendObject[V any](buf []byte, m map[string]V) ([]byte, error) {
 	for k, v := range m {
 		members = append(members, member[V]{k, v})
 	}
-	slices.SortFunc(members, func(a, b member[V]) int { return strings.Compare(a.key, b.key) })
+	sortMembers(members)
 	buf = append(buf, '{')
 	for i, mb := range members {
 		if i > 0 {
@@ -181,6 +181,30 @@ func appendObject[V any](buf []byte, m map[string]V) ([]byte, error) {
 	return append(buf, '}'), nil
 }
 
+// sortMembers sorts members by key. A tool call's objects have a few members, which an
+// insertion sort comparing keys in line orders faster than a general sort calling a
+// comparison function; a large object goes to slices.SortFunc.
+func sortMembers[V any](members []member[V]) {
+	if len(members) > 16 {
+		slices.SortFunc(members, func(a, b member[V]) int { return strings.Compare(a.key, b.key) })
+		return
+	}
+	for i := 1; i < len(members); i++ {
+		for j := i; j > 0 && keyBefore(members[j].key, members[j-1].key); j-- {
+			members[j], members[j-1] = members[j-1], members[j]
+		}
+	}
+}
+
+// keyBefore is a < b, deciding in line the usual case of keys that differ in their
+// first byte.
+func keyBefore(a, b string) bool {
+	if len(a) > 0 && len(b) > 0 && a[0] != b[0] {
+		return a[0] < b[0]
+	}
+	return a < b
+}
+
 // member is one member of an object being written.
 type member[V any] struct {
 	key   string
@@ -189,6 +213,15 @@ type member[V any] struct {
 
 const hexDigits = "0123456789abcdef"
 
+// plain marks the bytes a canonical string holds as they are: printable ASCII but the
+// quotation mark and reverse solidus. One table load per byte decides the common case.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString writes s as a JSON string, escaping only ", \ and U+0000..U+001F.
 func appendString(buf []byte, s string) ([]byte, error) {
 	buf = append(buf, '"')
@@ -196,14 +229,14 @@ func appendString(buf []byte, s string) ([]byte, error) {
 	valid := false // the rest of s from the first non-ASCII byte is checked UTF-8
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if plain[c] {
+			continue
+		}
 		if c >= utf8.RuneSelf {
 			if !valid && !utf8.ValidString(s[i:]) {
 				return nil, fmt.Errorf("%w: string %q is not valid UTF-8", ErrNotCanonical, s)
 			}
 			valid = true
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
 		}
 		buf = append(buf, s[start:i]...)

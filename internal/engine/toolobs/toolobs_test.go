@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -268,7 +269,83 @@ func FuzzCanonicalJSON(f *testing.F) {
 		if err != nil || !bytes.Equal(again, out) {
 			t.Fatalf("canonical form is not stable: %s then %s (%v)", out, again, err)
 		}
+		if err := keysInOrder(out); err != nil {
+			t.Fatalf("CanonicalJSON(%s) = %s: %v", data, out, err)
+		}
 	})
+}
+
+// keysInOrder checks that every object of the JSON text lists its keys in strictly
+// ascending code-point order (byte order of UTF-8), reading its tokens independently
+// of the encoder.
+func keysInOrder(text []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	// Per open container: whether it is an object, whether its next token is a key,
+	// and its last key.
+	type frame struct {
+		object, atKey, any bool
+		last               string
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		top := len(stack) - 1
+		if top >= 0 && stack[top].object && stack[top].atKey {
+			if k, ok := tok.(string); ok {
+				if stack[top].any && k <= stack[top].last {
+					return fmt.Errorf("key %q after %q", k, stack[top].last)
+				}
+				stack[top].last, stack[top].any, stack[top].atKey = k, true, false
+				continue
+			}
+		}
+		if top >= 0 && stack[top].object {
+			stack[top].atKey = true
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{object: true, atKey: true})
+		case json.Delim('['):
+			stack = append(stack, frame{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:top]
+			if top > 0 && stack[top-1].object {
+				stack[top-1].atKey = true
+			}
+		}
+	}
+}
+
+// TestFACT28_KeysInCodePointOrder: objects of every size, with keys that share
+// prefixes, differ only in length or in their first byte, are empty or not ASCII, are
+// written with their keys in code-point order ([OAR-FACT-28]).
+func TestFACT28_KeysInCodePointOrder(t *testing.T) {
+	pool := []string{"", "a", "ab", "abc", "b", "B", "_", "a\u0000", "é", "éa", "e", "😀", "\uffff", "z", "zz", "path", "paths", "pat", "mode", "limit", "0", "9", "~"}
+	for n := 0; n <= len(pool); n++ {
+		// Take n keys starting at a rotating offset, so each size sees other keys first.
+		var members []string
+		for i := range n {
+			k, _ := json.Marshal(pool[(i*7+n)%len(pool)])
+			members = append(members, fmt.Sprintf("%s:%d", k, i))
+		}
+		src := "{" + strings.Join(members, ",") + "}"
+		out, err := CanonicalJSON(decode(t, src))
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if err := keysInOrder(out); err != nil {
+			t.Errorf("%d keys: %s: %v", n, out, err)
+		}
+	}
+	if err := keysInOrder([]byte(`{"b":1,"a":2}`)); err == nil {
+		t.Error("keysInOrder accepted keys out of order")
+	}
+	if err := keysInOrder([]byte(`{"a":{"z":1,"y":2}}`)); err == nil {
+		t.Error("keysInOrder accepted a nested object's keys out of order")
+	}
 }
 
 // equalModuloNumbers compares decoded JSON values, numbers by their binary64 value.
