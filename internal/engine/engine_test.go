@@ -555,3 +555,56 @@ func TestSelectionPlansStayWithinTheirBudget(t *testing.T) {
 		t.Errorf("plans of 6 entries made within a budget of 5")
 	}
 }
+
+// TestCOPY4_CopyRendersInItsRulesEnvironmentWhenTheDecisionNeedsIt: a fired rule's
+// copy is rendered once the decision is known, and still reads what it read while its
+// rule was evaluated: its own counter's snapshot ([OAR-COPY-4], [OAR-FIRE-6]), not the
+// counter of the rule evaluated last.
+func TestCOPY4_CopyRendersInItsRulesEnvironmentWhenTheDecisionNeedsIt(t *testing.T) {
+	p := mustProgram(t, `[
+	 {"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"nudge","when":"tool == \"read\"","on_fire":["increment_counter"],
+	  "requires":{"profiles":["tool"]},"copy":{"title":"A: {{ tool }} seen {{ fire_count }}"}},
+	 {"oar":"1.0","id":"B","kind":"policy","anchor":"tool.pre_invoke","effect":"nudge","on_fire":["increment_counter"],
+	  "requires":{"profiles":["tool"]},"copy":{"title":"B: {{ tool }} seen {{ fire_count }}"}}]`)
+	rt := NewMemoryRuntime()
+	var got []string
+	for _, tool := range []string{"write", "read", "read"} {
+		d := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: "s", ToolCall: &ToolCall{Name: tool}})
+		for _, a := range d.Advisories {
+			got = append(got, a.Copy["title"])
+		}
+	}
+	want := "B: write seen 0|A: read seen 0|B: read seen 1|A: read seen 1|B: read seen 2"
+	if strings.Join(got, "|") != want {
+		t.Errorf("advisory copy %q, want %q", strings.Join(got, "|"), want)
+	}
+}
+
+// TestCOPY_FactsOnlyABranchNotTakenReadsDoNotFailTheCopy: a fact of the wrong type
+// fails a copy only when rendering reads it ([OAR-FACT-26]); one behind a branch not
+// taken leaves the rule fired with its copy. A fact the taken branch reads fails the
+// rule even when no decision carries its copy: a monitored rule and an allow rule
+// cannot be evaluated ([OAR-OPS-3]).
+func TestCOPY_FactsOnlyABranchNotTakenReadsDoNotFailTheCopy(t *testing.T) {
+	p := mustProgram(t, `[
+	 {"oar":"1.0","id":"W","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","requires":{"profiles":["tool","session"]},
+	  "copy":{"title":"{% if principal %}roles {{ principal_roles }}{% endif %}done"}},
+	 {"oar":"1.0","id":"M","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","enforcement":"monitor","requires":{"profiles":["tool","session"]},
+	  "copy":{"title":"{% if tool %}roles {{ principal_roles }}{% endif %}"}},
+	 {"oar":"1.0","id":"Z","kind":"policy","anchor":"tool.pre_invoke","effect":"allow","on_error":"fail_open","requires":{"profiles":["tool","session"]},
+	  "copy":{"title":"{{ principal_roles }}"}}]`)
+	rules := p.RuleSet().Rules
+	d := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call", ToolCall: &ToolCall{Name: "read"},
+		Facts: map[string]any{"principal": "", "principal_roles": 7}})
+	byID := map[string]*Rule{}
+	for _, r := range rules {
+		byID[r.ID] = r
+	}
+	wantApplied := []string{byID["M"].TraceEntry(MonitoredErrored), byID["W"].TraceEntry(Fired), byID["Z"].TraceEntry(Errored)}
+	if d.Decision != "warn" || d.Rule != "W" || d.Copy["title"] != "done" || strings.Join(d.Applied, " ") != strings.Join(wantApplied, " ") {
+		t.Errorf("got %s by %s, copy %v, applied %v; want warn by W, copy done, applied %v", d.Decision, d.Rule, d.Copy, d.Applied, wantApplied)
+	}
+	if len(d.Failures) != 2 {
+		t.Errorf("failures %+v, want M's and Z's", d.Failures)
+	}
+}

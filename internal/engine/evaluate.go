@@ -212,7 +212,12 @@ type renderedMember struct {
 
 // copySpan is a rule's rendered copy: members [from, to) of evalState.copyMembers,
 // empty when the rule has no copy or its copy was omitted.
-type copySpan struct{ from, to int }
+type copySpan struct {
+	from, to int
+	// late marks a copy not rendered yet, which checkCopy found will render: decide
+	// renders it when the decision carries it (renderLate).
+	late bool
+}
 
 var statePool = sync.Pool{New: func() any { return &evalState{} }}
 
@@ -529,6 +534,22 @@ func (s *evalState) decide(d *Decision, block *contribution, transforms, nudges,
 		s.buf.content = s.occ.Content
 		d.Content = &s.buf.content
 	}
+	// Render the copy the decision carries, all of it before copyMap makes the
+	// buffer one string.
+	switch {
+	case block != nil:
+		s.renderLate(block)
+	case len(transforms) > 0:
+		s.renderLate(&transforms[0])
+	case len(nudges) > 0:
+		for i := range nudges {
+			s.renderLate(&nudges[i])
+		}
+	default:
+		for i := range warns {
+			s.renderLate(&warns[i])
+		}
+	}
 	var win *contribution
 	switch {
 	case block != nil:
@@ -700,11 +721,40 @@ func (s *evalState) evalRule(r *Rule, selErr error) (bool, copySpan, *transform.
 			return false, copySpan{}, nil, err
 		}
 	}
+	if s.finding == nil && s.checkCopy(r) {
+		return true, copySpan{late: true}, tr, nil
+	}
 	out, err := s.renderCopy(r)
 	if err != nil {
 		return false, copySpan{}, nil, err
 	}
 	return true, out, tr, nil
+}
+
+// checkCopy reports whether r's copy will render, reading every fact its templates
+// bind or test. Rendering fails only when such a fact cannot be read or is of another
+// type ([OAR-FACT-26]), and every later read at this occurrence returns what this one
+// did (occurrenceFact keeps it; a counter reads its snapshot), so the copy can be
+// rendered when, and only if, the decision carries it. A rule whose detector's findings
+// are in force renders at once: those findings last only while it is evaluated.
+func (s *evalState) checkCopy(r *Rule) bool {
+	for _, sym := range r.copyFacts {
+		if v, err := s.Fact(sym.ID); err != nil || v.Kind != sym.Type {
+			return false
+		}
+	}
+	return true
+}
+
+// renderLate renders the copy of c when checkCopy let it wait, in its rule's
+// environment.
+func (s *evalState) renderLate(c *contribution) {
+	if !c.copy.late {
+		return
+	}
+	s.cur, s.finding = c.rule, nil
+	// checkCopy read every fact the templates use without error, so this cannot fail.
+	c.copy, _ = s.renderCopy(c.rule)
 }
 
 // flowMatches is [OAR-FACT-12]: the steps appear in order as a subsequence of the
@@ -763,11 +813,12 @@ func (s *evalState) renderCopy(r *Rule) (copySpan, error) {
 }
 
 // dropCopy takes span, the copy rendered last, back out of the occurrence's copy
-// buffer. A fired allow rule and a monitored rule that fired still render their copy,
-// since a render error makes them rules that cannot be evaluated (evalRule), but no
-// decision carries it, so it need not be in the decision's copy text.
+// buffer. A fired allow rule and a monitored rule that fired render their copy when
+// checkCopy cannot tell that it renders, since a render error makes them rules that
+// cannot be evaluated (evalRule), but no decision carries it, so it need not be in
+// the decision's copy text.
 func (s *evalState) dropCopy(span copySpan) {
-	if span.from == span.to {
+	if span.late || span.from == span.to {
 		return
 	}
 	s.copyBuf = s.copyBuf[:s.copyMembers[span.from].start]

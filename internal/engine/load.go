@@ -863,6 +863,7 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 			}
 		}
 	}
+	r.copyFacts = factsOf(r.copy)
 	if r.transform != nil {
 		if !c.SupportsTransform {
 			l.Add(fieldErr("OAR-OPS-18", "effect", "transform", "the capability does not implement content mutation (supports_transform is false), so a rule with effect transform cannot load"))

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"slices"
+
 	"github.com/oar-operator/oar-operator/internal/engine/copytext"
 	"github.com/oar-operator/oar-operator/internal/engine/expr"
 	"github.com/oar-operator/oar-operator/internal/engine/transform"
@@ -131,10 +133,13 @@ type Rule struct {
 	Flow      []string
 	Detector  string
 
-	selector     []selectorClause
-	when         *expr.Program
-	transform    *transformSpec
-	copy         []copyMember
+	selector  []selectorClause
+	when      *expr.Program
+	transform *transformSpec
+	copy      []copyMember
+	// copyFacts are the facts r's copy templates bind or test, each once, which
+	// checkCopy reads to know that the copy renders.
+	copyFacts    []types.Symbol
 	counterScope *types.Symbol
 
 	// refs is every fact and function the rule references ([OAR-FACT-11]).
@@ -160,6 +165,19 @@ type transformSpec struct {
 type copyMember struct {
 	name string
 	tmpl *copytext.Template
+}
+
+// factsOf lists the facts the templates of members refer to, each once.
+func factsOf(members []copyMember) []types.Symbol {
+	var out []types.Symbol
+	for _, m := range members {
+		for _, sym := range m.tmpl.Refs() {
+			if !slices.ContainsFunc(out, func(o types.Symbol) bool { return o.ID == sym.ID }) {
+				out = append(out, sym)
+			}
+		}
+	}
+	return out
 }
 
 // Document returns the rule document as it was loaded.
