@@ -860,10 +860,10 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 			}
 			if runs {
 				r.copy = append(r.copy, copyMember{name: name, tmpl: t.tmpl})
+				r.copyFacts = addSymbols(r.copyFacts, t.refs)
 			}
 		}
 	}
-	r.copyFacts = factsOf(r.copy)
 	if r.transform != nil {
 		if !c.SupportsTransform {
 			l.Add(fieldErr("OAR-OPS-18", "effect", "transform", "the capability does not implement content mutation (supports_transform is false), so a rule with effect transform cannot load"))

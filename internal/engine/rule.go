@@ -167,17 +167,14 @@ type copyMember struct {
 	tmpl *copytext.Template
 }
 
-// factsOf lists the facts the templates of members refer to, each once.
-func factsOf(members []copyMember) []types.Symbol {
-	var out []types.Symbol
-	for _, m := range members {
-		for _, sym := range m.tmpl.Refs() {
-			if !slices.ContainsFunc(out, func(o types.Symbol) bool { return o.ID == sym.ID }) {
-				out = append(out, sym)
-			}
+// addSymbols appends to dst each of syms it does not hold yet.
+func addSymbols(dst, syms []types.Symbol) []types.Symbol {
+	for _, sym := range syms {
+		if !slices.ContainsFunc(dst, func(o types.Symbol) bool { return o.ID == sym.ID }) {
+			dst = append(dst, sym)
 		}
 	}
-	return out
+	return dst
 }
 
 // Document returns the rule document as it was loaded.

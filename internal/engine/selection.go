@@ -35,9 +35,9 @@ type selection struct {
 	// suppressing reports that some candidate suppresses another, the only case in
 	// which [OAR-EVAL-18] can change the order.
 	suppressing bool
-	// plans hold, per value of fact, what merging the buckets for it gives (plans),
-	// so an occurrence walks one list; nil when they would take more than planBudget
-	// entries, and selectRules then merges the buckets itself.
+	// plans are the buckets merged ahead of time for every value pair the indexes
+	// tell apart, so an occurrence walks one list; nil when they would take more than
+	// planBudget entries, and selectRules then merges the buckets itself.
 	plans *planSet
 }
 
@@ -146,19 +146,18 @@ func newSelection(c *Capability, rules []*Rule, candidates []int) *selection {
 	return sel
 }
 
-// makePlans merges the buckets for every value pair the indexes distinguish, or
-// returns nil when that takes more than budget entries.
+// makePlans merges the buckets for every value pair the indexes tell apart, or
+// returns nil when that takes more than budget entries; it stops making plans as soon
+// as they exceed it.
 func (sel *selection) makePlans(rules []*Rule, budget int) *planSet {
 	ps := &planSet{byValue: make(map[string]*valuePlans, len(sel.byValue))}
-	size := 0
+	left := budget
 	for v, b := range sel.byValue {
-		ps.byValue[v] = sel.valuePlans(rules, b, &size)
-		if size > budget {
+		if ps.byValue[v] = sel.valuePlans(rules, b, &left); ps.byValue[v] == nil {
 			return nil
 		}
 	}
-	ps.other = sel.valuePlans(rules, nil, &size)
-	if size > budget {
+	if ps.other = sel.valuePlans(rules, nil, &left); ps.other == nil {
 		return nil
 	}
 	return ps
@@ -172,8 +171,8 @@ type source struct {
 }
 
 // valuePlans makes the plans of a value of fact whose bucket is b, nil for a value no
-// clause lists, adding their entries to *size.
-func (sel *selection) valuePlans(rules []*Rule, b *bucket, size *int) *valuePlans {
+// clause lists, taking their entries from the budget *left; nil when it runs out.
+func (sel *selection) valuePlans(rules []*Rule, b *bucket, left *int) *valuePlans {
 	buckets := [2]*bucket{b, sel.rest}
 	var rest [4]source
 	n := 0
@@ -185,7 +184,8 @@ func (sel *selection) valuePlans(rules []*Rule, b *bucket, size *int) *valuePlan
 			vp.needs2 = vp.needs2 || len(b.indexed) > 0
 		}
 	}
-	// with makes the plan of the rest lists and the lists indexed gives.
+	// with makes the plan of the rest lists and the lists indexed gives, or nil when
+	// the budget is spent.
 	with := func(indexed func(*bucket) []int, isErr bool) *plan {
 		srcs, m := rest, n
 		for _, b := range buckets {
@@ -195,11 +195,15 @@ func (sel *selection) valuePlans(rules []*Rule, b *bucket, size *int) *valuePlan
 			}
 		}
 		pl := sel.plan(rules, srcs[:m])
-		*size += len(pl.entries)
+		if *left -= len(pl.entries); *left < 0 {
+			return nil
+		}
 		return pl
 	}
 	if !vp.needs2 {
-		vp.base = with(nil, false)
+		if vp.base = with(nil, false); vp.base == nil {
+			return nil
+		}
 		return vp
 	}
 	vp.byValue2 = map[string]*plan{}
@@ -208,13 +212,19 @@ func (sel *selection) valuePlans(rules []*Rule, b *bucket, size *int) *valuePlan
 			continue
 		}
 		for v := range b.byValue {
-			if vp.byValue2[v] == nil {
-				vp.byValue2[v] = with(func(b *bucket) []int { return b.byValue[v] }, false)
+			if vp.byValue2[v] != nil {
+				continue
+			}
+			if vp.byValue2[v] = with(func(b *bucket) []int { return b.byValue[v] }, false); vp.byValue2[v] == nil {
+				return nil
 			}
 		}
 	}
 	vp.other2 = with(nil, false)
 	vp.err2 = with(func(b *bucket) []int { return b.indexed }, true)
+	if vp.other2 == nil || vp.err2 == nil {
+		return nil
+	}
 	return vp
 }
 
