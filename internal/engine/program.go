@@ -41,10 +41,26 @@ func newProgram(rs *RuleSet, enforcement []Enforcement) *Program {
 	}
 	for anchor, list := range candidates {
 		sort.Slice(list, func(i, j int) bool { return p.before(list[i], list[j]) })
-		p.byAnchor[anchor] = newSelection(p.cap, rs.Rules, list)
+		sel := newSelection(p.cap, rs.Rules, list)
+		p.orderPlans(sel)
+		p.byAnchor[anchor] = sel
 	}
 	p.session = sessionAnchors(p)
 	return p
+}
+
+// orderPlans puts the selection of every plan that needs no test in the order
+// [OAR-EVAL-18] gives it, once: the order depends only on which rules are selected.
+func (p *Program) orderPlans(sel *selection) {
+	if sel.plans == nil {
+		return
+	}
+	var sc orderScratch
+	for pl := range sel.plans.all() {
+		if pl.selected != nil && pl.suppressing {
+			pl.selected, pl.suppressing = p.order(pl.selected, make([]int, 0, len(pl.selected)), &sc), false
+		}
+	}
 }
 
 // before is the order of [OAR-EVAL-1]: kind, then qualified identifier by code point

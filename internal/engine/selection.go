@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"iter"
 	"slices"
 	"sort"
 
@@ -69,10 +70,11 @@ type valuePlans struct {
 type plan struct {
 	entries []planEntry
 	// selected is every entry's rule when no entry needs a test or carries an error:
-	// the selection itself, shared by every occurrence the plan serves. nil otherwise.
+	// the selection itself, in the order [OAR-EVAL-18] gives it (Program.orderPlans),
+	// shared by every occurrence the plan serves. nil otherwise.
 	selected []int
-	// suppressing reports that some entry suppresses another; when it does not, no
-	// subset of the entries can be reordered by [OAR-EVAL-18].
+	// suppressing reports that some entry suppresses another, so that [OAR-EVAL-18]
+	// may reorder the selection, unless selected is already in that order.
 	suppressing bool
 }
 
@@ -161,6 +163,31 @@ func (sel *selection) makePlans(rules []*Rule, budget int) *planSet {
 		return nil
 	}
 	return ps
+}
+
+// all yields every plan of ps.
+func (ps *planSet) all() iter.Seq[*plan] {
+	return func(yield func(*plan) bool) {
+		for _, vp := range ps.byValue {
+			if !vp.each(yield) {
+				return
+			}
+		}
+		ps.other.each(yield)
+	}
+}
+
+// each yields the plans of vp, reporting whether yield asked for more.
+func (vp *valuePlans) each(yield func(*plan) bool) bool {
+	if !vp.needs2 {
+		return yield(vp.base)
+	}
+	for _, pl := range vp.byValue2 {
+		if !yield(pl) {
+			return false
+		}
+	}
+	return yield(vp.other2) && yield(vp.err2)
 }
 
 // source is a list of candidate positions a plan merges, and whether they carry
