@@ -652,10 +652,11 @@ func failure(r *Rule, err error) Failure {
 // decided by the indexes) matches ([OAR-SEL-1], [OAR-SEL-2], [OAR-SEL-4]).
 func (s *evalState) selects(r *Rule, skip, skip2 int) (bool, error) {
 	s.cur, s.finding = r, nil
-	for k, c := range r.selector {
+	for k := range r.selector {
 		if k == skip || k == skip2 {
 			continue
 		}
+		c := &r.selector[k]
 		v, err := s.Fact(c.sym.ID)
 		if err != nil {
 			return false, err
@@ -667,13 +668,12 @@ func (s *evalState) selects(r *Rule, skip, skip2 int) (bool, error) {
 	return true, nil
 }
 
-func clauseMatches(c selectorClause, v types.Value) bool {
+func clauseMatches(c *selectorClause, v types.Value) bool {
 	if v.Kind == types.String {
-		_, ok := c.values[v.Str()]
-		return ok
+		return c.has(v.Str())
 	}
 	for _, m := range v.List() {
-		if _, ok := c.values[m]; ok {
+		if c.has(m) {
 			return true
 		}
 	}

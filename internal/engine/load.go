@@ -809,7 +809,7 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 			for _, v := range clause.values {
 				vals[v] = struct{}{}
 			}
-			r.selector = append(r.selector, selectorClause{sym: sym, values: vals})
+			r.selector = append(r.selector, newSelectorClause(sym, vals))
 		}
 	}
 	if req.hasCount {

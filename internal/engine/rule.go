@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/oar-operator/oar-operator/internal/engine/copytext"
@@ -152,6 +153,34 @@ type Rule struct {
 type selectorClause struct {
 	sym    types.Symbol
 	values map[string]struct{}
+	// few lists the values when they are so few that comparing each is quicker than
+	// hashing the one looked up; nil otherwise.
+	few []string
+}
+
+// fewValues is the most values a clause compares one by one (selectorClause.few).
+const fewValues = 4
+
+func newSelectorClause(sym types.Symbol, values map[string]struct{}) selectorClause {
+	c := selectorClause{sym: sym, values: values}
+	if len(values) <= fewValues {
+		c.few = slices.Sorted(maps.Keys(values))
+	}
+	return c
+}
+
+// has reports whether v is one of c's values.
+func (c *selectorClause) has(v string) bool {
+	if c.few == nil {
+		_, ok := c.values[v]
+		return ok
+	}
+	for _, w := range c.few {
+		if w == v {
+			return true
+		}
+	}
+	return false
 }
 
 type transformSpec struct {
