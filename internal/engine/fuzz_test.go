@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 )
@@ -60,11 +61,19 @@ func FuzzLoadRules(f *testing.F) {
 		if len(errs) > 0 {
 			t.Fatalf("an empty configuration was refused: %v", errs)
 		}
+		merged := withoutPlans(p)
 		for _, anchor := range []string{"tool.pre_invoke", "gw.output", "gw.render"} {
 			occ := &Occurrence{Anchor: anchor, SessionID: "s", Content: "héllo wörld", HasContent: true,
 				ToolCall: &ToolCall{Name: "read", Arguments: map[string]any{"path": "/x"}}}
-			if d := p.Evaluate(NewMemoryRuntime(), occ); d.Decision == "" {
+			d := p.Evaluate(NewMemoryRuntime(), occ)
+			if d.Decision == "" {
 				t.Fatalf("evaluate %s: no decision", anchor)
+			}
+			// Selection through the plans decides what merging the buckets decides.
+			got, _ := json.Marshal(d)
+			want, _ := json.Marshal(merged.Evaluate(NewMemoryRuntime(), occ))
+			if !bytes.Equal(got, want) {
+				t.Fatalf("evaluate %s: with plans %s, merging the buckets %s", anchor, got, want)
 			}
 		}
 	})
