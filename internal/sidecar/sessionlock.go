@@ -26,11 +26,15 @@ type sessionLocks [sessionLockStripes]sync.Mutex
 var sessionSeed = maphash.MakeSeed()
 
 // evaluateInSession evaluates occ into buf with sv holding its session's lock; a panic
-// in the engine (recovered by the handler) releases it too. The decision is handed to
-// the decision log before the lock is released, so one replica's log holds a session's
-// lines in the order they took effect, their times taken in that order; with shared
-// sessions a committed occurrence's line also carries the session's versions, which
-// order it among the other replicas' lines whatever their clocks say.
+// in the engine (recovered by the handler) releases it too. In the sidecar's own store
+// the session is also pinned, from before the evaluation until its line is logged: it
+// reads and writes one state throughout, whatever other sessions' calls evict
+// meanwhile, and that state began exactly when the pin found none held, which is what
+// the line's session_began says. The decision is handed to the decision log before the
+// lock is released, so one replica's log holds a session's lines in the order they took
+// effect, their times taken in that order; with shared sessions a committed
+// occurrence's line also carries the session's versions, which order it among the
+// other replicas' lines whatever their clocks say.
 func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) *engine.Decision {
 	m := &s.sessionLocks[maphash.String(sessionSeed, occ.SessionID)%sessionLockStripes]
 	m.Lock()
@@ -46,9 +50,10 @@ func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, b
 		if d, state, committed = s.evaluateShared(sv, occ, buf); committed {
 			found = decisionlog.Session{Began: state.Read == "", State: &state}
 		}
-	case uses && s.opt.DecisionLog != nil:
-		found.Began = !s.sessions.Holds(occ.SessionID)
-		fallthrough
+	case uses:
+		found.Began = !s.sessions.Pin(occ.SessionID)
+		defer s.sessions.Unpin(occ.SessionID)
+		d = sv.Loaded.Program.EvaluateInto(sv.Runtime, occ, buf)
 	default:
 		d = sv.Loaded.Program.EvaluateInto(sv.Runtime, occ, buf)
 	}

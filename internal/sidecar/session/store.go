@@ -12,8 +12,15 @@
 // evicted to make room; scoped counters, one per distinct scope value, are what can
 // otherwise outgrow a container's memory long before MaxSessions is reached). A counter
 // that cannot be added within the per-session bound, or within the total one with no
-// other session left to evict, cannot be applied, which the engine routes to the rule's
+// other session it may evict, cannot be applied, which the engine routes to the rule's
 // on_error ([OAR-FIRE-9]) instead of silently dropping a counter.
+//
+// A session being evaluated is pinned (Pin, Unpin): no bound evicts it and it does
+// not expire, so the evaluation reads and writes one state from its first read to its
+// last write, the one Pin found held or the one it begins. Unpinned, another session's
+// call could evict it, or its idle time run out, between two of its reads, and the
+// evaluation would decide on part of the old state and part of a new one, which the
+// decision log's session_began could not describe.
 //
 // One mutex guards the table; every operation is a map lookup and a list move, a few
 // hundred nanoseconds, well below what an evaluation costs.
@@ -39,15 +46,18 @@ const (
 
 // ErrCounterLimit is matched (errors.Is) by the error of an Apply that would give a
 // session more than MaxCounters counters, or the store more than MaxTotalCounters with
-// no other session to evict.
+// no other session it may evict (none is left, or every other one is pinned).
 var ErrCounterLimit = errors.New("session counter limit reached")
 
 // Options bound a Store.
 type Options struct {
-	// MaxSessions is the most sessions held; the least recently used goes first.
+	// MaxSessions is the most sessions held; the least recently used goes first. A
+	// session is created even when every session held is pinned, so the table exceeds
+	// the bound by at most the sessions pinned at that moment, and the next creation
+	// after they are unpinned evicts the table back within the bound.
 	MaxSessions int
-	// IdleTTL forgets a session not used for this long; zero or negative keeps
-	// sessions until the LRU bound evicts them.
+	// IdleTTL forgets a session not used for this long, once it is not pinned; zero
+	// or negative keeps sessions until the LRU bound evicts them.
 	IdleTTL time.Duration
 	// MaxCounters is the most counters one session holds.
 	MaxCounters int
@@ -75,8 +85,10 @@ func (o Options) withDefaults() Options {
 
 // state is one session, linked into the recency list (most recent after the root).
 type state struct {
-	id         string
-	used       time.Time
+	id   string
+	used time.Time
+	// pins counts the session's Pins not yet unpinned.
+	pins       int
 	counters   counters
 	window     []string
 	prev, next *state
@@ -92,6 +104,11 @@ type Store struct {
 	total int
 	// evictedLRU and evictedTTL count sessions forgotten for each reason.
 	evictedLRU, evictedTTL uint64
+	// pinsBeforeState counts the Pins of sessions that held no state when pinned; the
+	// count moves to the session's state when it is created, so a session created
+	// while pinned is pinned from its creation. A session with state keeps its count
+	// there, where Pin, Unpin and the bounds find it without another map lookup.
+	pinsBeforeState map[string]int
 }
 
 var (
@@ -101,7 +118,7 @@ var (
 
 // New returns an empty store.
 func New(opt Options) *Store {
-	s := &Store{opt: opt.withDefaults(), byID: map[string]*state{}}
+	s := &Store{opt: opt.withDefaults(), byID: map[string]*state{}, pinsBeforeState: map[string]int{}}
 	s.root.next, s.root.prev = &s.root, &s.root
 	return s
 }
@@ -133,14 +150,14 @@ func (s *Store) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, erro
 		if len(st.counters) >= s.opt.MaxCounters {
 			return engine.Counts{}, fmt.Errorf("session %q already holds %d counters, cannot add %s: %w", k.Session, len(st.counters), k.ReportKey(), ErrCounterLimit)
 		}
-		// st was just moved to the front, so the back is st only when st is alone.
-		for s.total >= s.opt.MaxTotalCounters && s.root.prev != st {
-			s.remove(s.root.prev)
+		for s.total >= s.opt.MaxTotalCounters {
+			victim := s.evictable(st)
+			if victim == nil {
+				return engine.Counts{}, fmt.Errorf("the sessions hold %d counters, the most --max-counters allows, and no session other than %q can be evicted (none is left, or every other is being evaluated): cannot add %s: %w",
+					s.total, k.Session, k.ReportKey(), ErrCounterLimit)
+			}
+			s.remove(victim)
 			s.evictedLRU++
-		}
-		if s.total >= s.opt.MaxTotalCounters {
-			return engine.Counts{}, fmt.Errorf("the sessions hold %d counters, the most --max-counters allows, and session %q is the only one left: cannot add %s: %w",
-				s.total, k.Session, k.ReportKey(), ErrCounterLimit)
 		}
 		st.counters = st.counters.insert(i, counter{key: key})
 		s.total++
@@ -150,15 +167,46 @@ func (s *Store) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, erro
 	return *c, nil
 }
 
-// Holds reports whether the store holds state of the session: not before its first
-// change, nor once it is forgotten (idle past IdleTTL, or evicted). Asking changes
-// nothing, not even the session's recency.
-func (s *Store) Holds(session string) bool {
+// Pin keeps the session from being forgotten until the matching Unpin: neither the
+// bounds evict it nor does idleness expire it, whether it is held now or created while
+// pinned. It reports whether the store held state of the session: not before its first
+// change, nor once it was forgotten (evicted, or idle past IdleTTL: an idle session
+// not pinned already is forgotten here, so the evaluation begins it again, as Pin
+// reports, instead of reading the state Pin reported gone). Pinning does not count as
+// using the session: its recency and idle time stay as they were. Pins nest: a session
+// pinned twice is kept until unpinned twice.
+func (s *Store) Pin(session string) (held bool) {
 	now := s.opt.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.byID[session]
-	return st != nil && !s.idle(st, now)
+	if st != nil && st.pins == 0 && s.idle(st, now) {
+		s.remove(st)
+		s.evictedTTL++
+		st = nil
+	}
+	if st == nil {
+		s.pinsBeforeState[session]++
+		return false
+	}
+	st.pins++
+	return true
+}
+
+// Unpin ends one Pin of the session. A session left over a bound while pinned is
+// forgotten as any other: expired once idle, evicted when a bound next needs room.
+func (s *Store) Unpin(session string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A pinned session's state is never removed, so its pins are where Pin put them,
+	// or on the state created since.
+	if st := s.byID[session]; st != nil && st.pins > 0 {
+		st.pins--
+	} else if n := s.pinsBeforeState[session]; n > 1 {
+		s.pinsBeforeState[session] = n - 1
+	} else {
+		delete(s.pinsBeforeState, session)
+	}
 }
 
 // Window implements engine.ActivityStore. The slice is never modified afterwards:
@@ -213,8 +261,8 @@ func (s *Store) Evictions() (lru, ttl uint64) {
 	return s.evictedLRU, s.evictedTTL
 }
 
-// Sweep forgets every session idle for longer than IdleTTL; lookups forget them too,
-// so Sweep only returns their memory sooner.
+// Sweep forgets every session idle for longer than IdleTTL, except pinned ones;
+// lookups forget them too, so Sweep only returns their memory sooner.
 func (s *Store) Sweep() {
 	now := s.opt.Now()
 	s.mu.Lock()
@@ -222,13 +270,14 @@ func (s *Store) Sweep() {
 	s.expire(now)
 }
 
-// lookup returns the session, marking it used, or nil when it is absent or expired.
+// lookup returns the session, marking it used, or nil when it is absent or expired (a
+// pinned session does not expire).
 func (s *Store) lookup(id string, now time.Time) *state {
 	st := s.byID[id]
 	if st == nil {
 		return nil
 	}
-	if s.idle(st, now) {
+	if s.idle(st, now) && st.pins == 0 {
 		s.remove(st)
 		s.evictedTTL++
 		return nil
@@ -239,17 +288,25 @@ func (s *Store) lookup(id string, now time.Time) *state {
 }
 
 // lookupOrCreate returns the session, creating it (and evicting what the bounds
-// require) when it is absent.
+// require, short of a pinned session) when it is absent.
 func (s *Store) lookupOrCreate(id string, now time.Time) *state {
 	if st := s.lookup(id, now); st != nil {
 		return st
 	}
 	s.expire(now)
 	for len(s.byID) >= s.opt.MaxSessions {
-		s.remove(s.root.prev)
+		victim := s.evictable(nil)
+		if victim == nil {
+			break
+		}
+		s.remove(victim)
 		s.evictedLRU++
 	}
 	st := &state{id: id, used: now}
+	if n, ok := s.pinsBeforeState[id]; ok {
+		st.pins = n
+		delete(s.pinsBeforeState, id)
+	}
 	s.byID[id] = st
 	s.insertFront(st)
 	return st
@@ -259,11 +316,28 @@ func (s *Store) idle(st *state, now time.Time) bool {
 	return s.opt.IdleTTL > 0 && now.Sub(st.used) > s.opt.IdleTTL
 }
 
-// expire removes idle sessions from the least recently used end.
+// evictable returns the least recently used session that is neither pinned nor keep,
+// or nil when there is none. Only pinned sessions are passed over, and a session is
+// pinned while it is evaluated, so the walk is short.
+func (s *Store) evictable(keep *state) *state {
+	for st := s.root.prev; st != &s.root; st = st.prev {
+		if st != keep && st.pins == 0 {
+			return st
+		}
+	}
+	return nil
+}
+
+// expire removes idle sessions from the least recently used end, passing over pinned
+// ones. The list is in order of use, so the walk stops at the first session in use.
 func (s *Store) expire(now time.Time) {
-	for last := s.root.prev; last != &s.root && s.idle(last, now); last = s.root.prev {
-		s.remove(last)
-		s.evictedTTL++
+	for st := s.root.prev; st != &s.root && s.idle(st, now); {
+		prev := st.prev
+		if st.pins == 0 {
+			s.remove(st)
+			s.evictedTTL++
+		}
+		st = prev
 	}
 }
 

@@ -154,37 +154,121 @@ func TestIdleTTL(t *testing.T) {
 	}
 }
 
-// TestCounterLimit: a session cannot hold more than MaxCounters counters; the refusal
-// is an error the engine routes to on_error ([OAR-FIRE-9]).
-// TestHolds: a session is held from its first change until it is idle past the TTL or
-// evicted, and asking changes nothing: it neither creates the session, nor keeps it
-// alive, nor saves it from the LRU bound.
-func TestHolds(t *testing.T) {
+// TestPinReportsHeld: Pin reports whether the session holds state: not before its
+// first change, nor once it is idle past the TTL, which Pin forgets there and then.
+// Pinning neither creates a session nor counts as using it: it keeps no idle session
+// alive and saves none from the LRU bound once unpinned.
+func TestPinReportsHeld(t *testing.T) {
 	c := newClock()
 	s := New(Options{IdleTTL: time.Minute, MaxSessions: 2, Now: c.now})
-	if s.Holds("a") || s.Len() != 0 {
-		t.Fatal("a session never changed is held, or asking created it")
+	if s.Pin("a") || s.Len() != 0 {
+		t.Fatal("a session never changed is held, or pinning created it")
 	}
 	mustApply(t, s, key("r", "a"), engine.ActionIncrementCounter)
-	if !s.Holds("a") {
+	s.Unpin("a")
+	if !s.Pin("a") {
 		t.Fatal("a changed session is not held")
 	}
-	for range 3 {
+	s.Unpin("a")
+	for range 2 {
 		c.advance(30 * time.Second)
-		s.Holds("a")
+		s.Pin("a")
+		s.Unpin("a")
 	}
-	if s.Holds("a") {
-		t.Error("asking kept an idle session alive")
+	c.advance(30 * time.Second) // 90 s since a was used
+	if s.Pin("a") {
+		t.Error("pinning kept an idle session alive")
+	}
+	if got, _ := s.Get(key("r", "a")); got.Fire != 0 || s.Len() != 0 {
+		t.Errorf("a, found not held: %+v, %d sessions: the pinned session kept its old state", got, s.Len())
+	}
+	s.Unpin("a")
+	if lru, ttl := s.Evictions(); lru != 0 || ttl != 1 {
+		t.Errorf("evictions lru %d ttl %d, want 0 and 1", lru, ttl)
 	}
 	mustApply(t, s, key("r", "b"), engine.ActionIncrementCounter)
 	mustApply(t, s, key("r", "c"), engine.ActionIncrementCounter)
-	s.Holds("b")
+	s.Pin("b")
+	s.Unpin("b")
 	mustApply(t, s, key("r", "d"), engine.ActionIncrementCounter)
-	if s.Holds("b") || !s.Holds("c") || !s.Holds("d") {
-		t.Errorf("held b %v, c %v, d %v: asking for b saved it from the LRU bound", s.Holds("b"), s.Holds("c"), s.Holds("d"))
+	if s.Pin("b") {
+		t.Error("pinning b saved it from the LRU bound")
+	}
+	s.Unpin("b")
+}
+
+// TestPinnedSessionIsNotEvicted: the LRU bound passes over pinned sessions, one created
+// while pinned too. When every session held is pinned a new one is added over the
+// bound, and the next creation once they are unpinned evicts back within it.
+func TestPinnedSessionIsNotEvicted(t *testing.T) {
+	s := New(Options{MaxSessions: 2})
+	mustApply(t, s, key("r", "a"), engine.ActionIncrementCounter)
+	mustApply(t, s, key("r", "b"), engine.ActionIncrementCounter)
+	s.Pin("a")                                                    // a is the least recently used
+	mustApply(t, s, key("r", "c"), engine.ActionIncrementCounter) // evicts b
+	mustApply(t, s, key("r", "d"), engine.ActionIncrementCounter) // evicts c
+	if got, _ := s.Get(key("r", "a")); got.Fire != 1 || s.Len() != 2 {
+		t.Fatalf("pinned session a: %+v, %d sessions: another session's creation evicted it", got, s.Len())
+	}
+	if s.Pin("e") {
+		t.Fatal("e held before its first change")
+	}
+	mustApply(t, s, key("r", "e"), engine.ActionIncrementCounter) // evicts d, the only one unpinned
+	mustApply(t, s, key("r", "f"), engine.ActionIncrementCounter) // a and e pinned: over the bound
+	if s.Len() != 3 {
+		t.Fatalf("%d sessions, want 3: a, e (pinned) and f", s.Len())
+	}
+	for _, id := range []string{"a", "e"} {
+		if got, _ := s.Get(key("r", id)); got.Fire != 1 {
+			t.Errorf("pinned session %s: %+v", id, got)
+		}
+	}
+	s.Unpin("a")
+	s.Unpin("e")
+	mustApply(t, s, key("r", "g"), engine.ActionIncrementCounter) // evicts f, then a: back within the bound
+	if s.Len() != 2 {
+		t.Errorf("%d sessions after the pins ended, want 2", s.Len())
+	}
+	if lru, _ := s.Evictions(); lru != 5 {
+		t.Errorf("%d sessions evicted, want 5 (b, c, d, f, a)", lru)
+	}
+	for id, want := range map[string]int64{"e": 1, "g": 1, "a": 0, "f": 0} {
+		if got, _ := s.Get(key("r", id)); got.Fire != want {
+			t.Errorf("%s: fire_count %d, want %d", id, got.Fire, want)
+		}
 	}
 }
 
+// TestPinnedSessionDoesNotExpire: a pinned session idle past the TTL is neither
+// forgotten by a sweep nor by a lookup (its own, which answers its state, or another
+// session's creation); unpinned, it is.
+func TestPinnedSessionDoesNotExpire(t *testing.T) {
+	c := newClock()
+	s := New(Options{IdleTTL: time.Minute, Now: c.now})
+	mustApply(t, s, key("r", "a"), engine.ActionIncrementCounter)
+	mustApply(t, s, key("r", "z"), engine.ActionIncrementCounter)
+	if !s.Pin("a") || !s.Pin("z") {
+		t.Fatal("a changed session is not held")
+	}
+	c.advance(2 * time.Minute)
+	s.Sweep()
+	mustApply(t, s, key("r", "b"), engine.ActionIncrementCounter)
+	if got, _ := s.Get(key("r", "z")); got.Fire != 1 || s.Len() != 3 {
+		t.Fatalf("pinned session z idle past the TTL: %+v, %d sessions: it expired while pinned", got, s.Len())
+	}
+	s.Unpin("a")
+	s.Unpin("z")
+	s.Sweep() // a is idle; z was used by the lookup, b is new
+	if got, _ := s.Get(key("r", "a")); got.Fire != 0 || s.Len() != 2 {
+		t.Errorf("a, idle and unpinned: %+v, %d sessions, want it forgotten", got, s.Len())
+	}
+	if lru, ttl := s.Evictions(); lru != 0 || ttl != 1 {
+		t.Errorf("evictions lru %d ttl %d, want 0 and 1", lru, ttl)
+	}
+}
+
+// TestCounterLimit: a session cannot hold more than MaxCounters counters; the refusal
+// is an error the engine routes to on_error ([OAR-FIRE-9]).
 func TestCounterLimit(t *testing.T) {
 	s := New(Options{MaxCounters: 2})
 	scoped := func(scope string) engine.CounterKey {
@@ -237,7 +321,37 @@ func TestTotalCounterLimit(t *testing.T) {
 	}
 }
 
-// TestConcurrentUse exercises the store from many goroutines (run with -race).
+// TestTotalCounterLimitSkipsPinned: room for a new counter is made by evicting the least
+// recently used session that is not pinned; with every other session pinned the counter
+// is refused, as when the session is the only one left.
+func TestTotalCounterLimitSkipsPinned(t *testing.T) {
+	s := New(Options{MaxTotalCounters: 2})
+	mustApply(t, s, key("r", "old"), engine.ActionIncrementCounter)
+	mustApply(t, s, key("r", "mid"), engine.ActionIncrementCounter)
+	s.Pin("old")
+	mustApply(t, s, key("r", "new"), engine.ActionIncrementCounter) // evicts mid, not old
+	if got, _ := s.Get(key("r", "old")); got.Fire != 1 {
+		t.Fatalf("pinned session old: %+v: evicted for another session's counter", got)
+	}
+	if got, _ := s.Get(key("r", "mid")); got.Fire != 0 {
+		t.Errorf("mid: %+v, want it evicted", got)
+	}
+	if _, err := s.Apply(key("q", "new"), engine.ActionIncrementCounter); !errors.Is(err, ErrCounterLimit) {
+		t.Fatalf("a counter with every other session pinned: %v, want ErrCounterLimit", err)
+	}
+	if got, _ := s.Get(key("r", "old")); got.Fire != 1 {
+		t.Fatalf("pinned session old: %+v after the refusal", got)
+	}
+	s.Unpin("old")
+	mustApply(t, s, key("q", "new"), engine.ActionIncrementCounter) // evicts old
+	if s.Len() != 1 {
+		t.Errorf("%d sessions, want new alone", s.Len())
+	}
+}
+
+// TestConcurrentUse exercises the store from many goroutines (run with -race), each
+// call's reads and writes of a session under a pin, as the sidecar makes them: a
+// counter never goes back while its session is pinned, however many others evict.
 func TestConcurrentUse(t *testing.T) {
 	s := New(Options{MaxSessions: 50})
 	var wg sync.WaitGroup
@@ -245,16 +359,26 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			for i := range 1000 {
 				id := fmt.Sprintf("s%d", (g*7+i)%80)
-				_, _ = s.Apply(key("r", id), engine.ActionIncrementCounter)
-				s.Append(id, "read", 8)
+				s.Pin(id)
+				before, _ := s.Get(key("r", id))
 				_ = s.Window(id)
-				_, _ = s.Get(key("r", id))
+				after, err := s.Apply(key("r", id), engine.ActionIncrementCounter)
+				s.Append(id, "read", 8)
+				s.Unpin(id)
+				if err != nil || after.Fire <= before.Fire {
+					t.Errorf("%s: fire_count %d after %d (%v): evicted while pinned", id, after.Fire, before.Fire, err)
+					return
+				}
 			}
 		})
 	}
 	wg.Wait()
-	if s.Len() > 50 {
-		t.Errorf("%d sessions held, the bound is 50", s.Len())
+	pinned := len(s.pinsBeforeState)
+	for _, st := range s.byID {
+		pinned += st.pins
+	}
+	if s.Len() > 50 || pinned != 0 {
+		t.Errorf("%d sessions held, the bound is 50; %d pins not unpinned", s.Len(), pinned)
 	}
 }
 
@@ -271,6 +395,28 @@ func BenchmarkStore(b *testing.B) {
 			id := ids[i%len(ids)]
 			_ = s.Window(id)
 			_, _ = s.Apply(key("r", id), engine.ActionIncrementCounter)
+			i++
+		}
+	})
+}
+
+// BenchmarkStorePinned is BenchmarkStore with each session's read and write under a pin,
+// as the sidecar makes them: the difference is what pinning adds to an evaluation.
+func BenchmarkStorePinned(b *testing.B) {
+	s := New(Options{IdleTTL: time.Hour})
+	ids := make([]string, 10000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("session-%d", i)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			id := ids[i%len(ids)]
+			s.Pin(id)
+			_ = s.Window(id)
+			_, _ = s.Apply(key("r", id), engine.ActionIncrementCounter)
+			s.Unpin(id)
 			i++
 		}
 	})
