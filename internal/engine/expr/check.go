@@ -15,15 +15,18 @@ import (
 // caller that only asks whether a condition loads and what it references (the admission
 // webhook checking a pack it does not run).
 func Check(src string, opts Options) ([]types.Symbol, diag.List) {
-	_, refs, errs := check(src, opts)
+	// The tree is dropped once checked: its nodes come from a parser used again.
+	p := parsers.Get().(*parser)
+	defer parsers.Put(p)
+	_, refs, errs := check(p, src, opts)
 	return refs, errs
 }
 
-// check parses and type-checks a condition: the typed tree and its references when it
-// loads, else every diagnostic, sorted. Check and Compile share it, so they cannot
-// disagree about what loads.
-func check(src string, opts Options) (tree, []types.Symbol, diag.List) {
-	t, errs := parse(src)
+// check parses with p and type-checks a condition: the typed tree and its references
+// when it loads, else every diagnostic, sorted. Check and Compile share it, so they
+// cannot disagree about what loads.
+func check(p *parser, src string, opts Options) (tree, []types.Symbol, diag.List) {
+	t, errs := p.parse(src)
 	if t.root == nil {
 		return t, nil, errs
 	}

@@ -243,18 +243,23 @@ func (s *scanner) scanUnicodeEscape(b *strings.Builder, at int) bool {
 	return true
 }
 
-// punctuation maps the one-character tokens to themselves.
-var punctuation = map[byte]token{
+// punctuation maps the one-character tokens to themselves, and any other byte to
+// tokEOF (the zero token): an array, since the scanner looks up every operator.
+var punctuation = [256]token{
 	'(': tokLParen, ')': tokRParen, '[': tokLBrack, ']': tokRBrack, ',': tokComma,
 	'?': tokQuestion, ':': tokColon, '+': tokAdd, '-': tokSub, '*': tokMul, '%': tokRem,
 }
 
-// doubled maps the first character of "==", "&&" and "||" to the token and the
-// operator's name, for the message that rejects the character alone.
-var doubled = map[byte]struct {
+// doubledOperator is "==", "&&" or "||": its token and the operator's name, for the
+// message that rejects the character alone.
+type doubledOperator struct {
 	tok  token
 	name string
-}{
+}
+
+// doubled maps the first character of "==", "&&" and "||" to its operator; the zero
+// value, whose name is "", for any other byte.
+var doubled = [256]doubledOperator{
 	'=': {tokEql, "equality"},
 	'&': {tokLAnd, "logical and"},
 	'|': {tokLOr, "logical or"},
@@ -265,11 +270,11 @@ var doubled = map[byte]struct {
 // language does not have: a comment, a single "=", "&" or "|", and a stray ".".
 // It reports ok=false for any other character.
 func (s *scanner) scanOperator(pos int, c byte) (tok token, ok bool) {
-	if tok, ok := punctuation[c]; ok {
+	if tok := punctuation[c]; tok != tokEOF {
 		s.advance(1)
 		return tok, true
 	}
-	if d, ok := doubled[c]; ok {
+	if d := doubled[c]; d.name != "" {
 		if s.next() != c {
 			s.fail("OAR-EXPR-1", pos, "\"%c\" at offset %d is not an operator: %s is written %c%c", c, pos, d.name, c, c)
 			return tokIllegal, true

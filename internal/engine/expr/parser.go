@@ -3,6 +3,7 @@ package expr
 import (
 	"math"
 	"strconv"
+	"sync"
 
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 	"github.com/oar-operator/oar-operator/internal/engine/types"
@@ -38,6 +39,7 @@ type parser struct {
 	binaries slab[binary]
 	literals slab[literal]
 	calls    slab[call]
+	idents   slab[ident]
 	names    int
 	// The operands of calls and lists are gathered on stack, then cut from sequences.
 	stack, sequences []node
@@ -53,6 +55,17 @@ type slab[T any] struct {
 
 // slabFirstMax bounds a slab's chunk.
 const slabFirstMax = 64
+
+// reset makes the slab's chunk, when it has room for first values, hand them out
+// again: the values handed out before must no longer be used.
+func (s *slab[T]) reset(first int) {
+	clear(s.chunk)
+	s.chunk = s.chunk[:0]
+	if cap(s.chunk) < first {
+		s.chunk = nil
+	}
+	s.first = first
+}
 
 // new returns a pointer to a copy of v.
 func (s *slab[T]) new(v T) *T {
@@ -73,12 +86,27 @@ type bailout struct{}
 
 // parse parses src as condition = ternary. On a syntax error it returns the
 // diagnostics collected so far, ending with that error, and no tree.
-func parse(src string) (t tree, errs diag.List) {
+func parse(src string) (tree, diag.List) {
+	var p parser
+	return p.parse(src)
+}
+
+// parsers holds the parsers of Check, whose trees are dropped once checked: the next
+// condition checked takes its nodes from the same chunks.
+var parsers = sync.Pool{New: func() any { return new(parser) }}
+
+// parse parses src with p, whose nodes from an earlier parse must no longer be used.
+func (p *parser) parse(src string) (t tree, errs diag.List) {
 	// A condition has about one operator and one literal for every twenty bytes, one
-	// call for every fifty: the chunks seldom have room to spare.
-	p := &parser{sc: scanner{src: src}}
-	p.binaries.first, p.literals.first = min(len(src)/20, slabFirstMax), min(len(src)/20, slabFirstMax)
-	p.calls.first = min(len(src)/50, slabFirstMax)
+	// call and one identifier for every fifty: the chunks seldom have room to spare.
+	p.sc, p.tok, p.pos, p.lit, p.depth, p.nodes, p.errs, p.names = scanner{src: src}, tokEOF, 0, "", 0, 0, nil, 0
+	p.binaries.reset(min(len(src)/20, slabFirstMax))
+	p.literals.reset(min(len(src)/20, slabFirstMax))
+	p.calls.reset(min(len(src)/50, slabFirstMax))
+	p.idents.reset(min(len(src)/50, slabFirstMax))
+	clear(p.stack)
+	clear(p.sequences)
+	p.stack, p.sequences = p.stack[:0], p.sequences[:0]
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(bailout); !ok {
@@ -355,7 +383,7 @@ func (p *parser) parseIdentifier() node {
 	p.next()
 	p.names++
 	if p.tok != tokLParen {
-		return p.count(&ident{at: at, name: name})
+		return p.count(p.idents.new(ident{at: at, name: name}))
 	}
 	open := p.pos
 	p.next()

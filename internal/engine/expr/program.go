@@ -28,7 +28,8 @@ type Program struct {
 // Options.MaxNodes is the node limit; a value that is not positive, or exceeds
 // MaxNodesCeiling, means MaxNodesCeiling.
 func Compile(src string, opts Options) (*Program, diag.List) {
-	t, refs, errs := check(src, opts)
+	var p parser
+	t, refs, errs := check(&p, src, opts)
 	if len(errs) > 0 || t.root == nil {
 		return nil, errs
 	}

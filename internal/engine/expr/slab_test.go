@@ -1,6 +1,9 @@
 package expr
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 // A condition's nodes and its calls' operands come from a few chunks: parsing one of
 // seventeen nodes allocates far fewer than seventeen times.
@@ -32,5 +35,28 @@ func TestCheckGathersReferencesOnce(t *testing.T) {
 	}
 	if refs, errs := Check(`1 + 2 > 2`, opts); len(errs) > 0 || refs != nil {
 		t.Errorf("refs %#v, errs %v; want none", refs, errs)
+	}
+}
+
+// A parser used again parses every condition as a new one does, whatever it parsed
+// before: a condition that stopped it halfway, a longer or a shorter one.
+func TestParserUsedAgainParsesAsNew(t *testing.T) {
+	srcs := []string{
+		`tool_arg_int("size") > 7 && (starts_with(tool_arg_string("path"), "/etc") || "admin" in principal_roles) && fire_count < 5`,
+		`size([a, b, c]) > 2 && f(g(h(x, y), [z]), "w"`,
+		`flag`,
+		`x ? [a, b] : c[1] == -9223372036854775808`,
+		`a == == b`,
+		`contains(list, "v") && !flag || n % 3 == 1`,
+	}
+	var p parser
+	for range 2 {
+		for _, src := range srcs {
+			want, wantErrs := parse(src)
+			got, gotErrs := p.parse(src)
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotErrs, wantErrs) {
+				t.Errorf("%q: parsed again %+v, %v; new %+v, %v", src, got, gotErrs, want, wantErrs)
+			}
+		}
 	}
 }
