@@ -44,29 +44,53 @@ type generations[K comparable, V any] struct {
 // engine.DecodeJSON, a rule that is not JSON reported as a diagnostic on that rule —
 // through documents, on every processor: the rules are independent. Each processor
 // decodes with an engine.SharedJSON, which decodes the same: documents keeps the rules
-// whole, and a pack's rules together. qids are the rules' qualified identifiers
-// (qualifiedIDs), sums the SHA-256 of each rule's JSON (zero for an empty one).
+// whole, and a pack's rules together. documents is locked twice, once to find the
+// rules decoded before and once to keep the others. qids are the rules' qualified
+// identifiers (qualifiedIDs), sums the SHA-256 of each rule's JSON (zero for an empty
+// one).
 func decodeRules(raws []apiextensionsv1.JSON) (rules []any, qids []string, sums [][sha256.Size]byte, errs diag.List) {
 	rules = make([]any, len(raws))
 	qids = make([]string, len(raws))
 	sums = make([][sha256.Size]byte, len(raws))
-	failed := make([]error, len(raws))
-	workers := min(runtime.GOMAXPROCS(0), (len(raws)+rulesPerWorker-1)/rulesPerWorker)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			var shared engine.SharedJSON
-			for i := w; i < len(raws); i += workers {
-				if len(raws[i].Raw) > 0 {
-					sums[i] = sha256.Sum256(raws[i].Raw)
-					var d document
-					d, failed[i] = decode(&shared, sums[i], raws[i].Raw)
-					rules[i], qids[i] = d.v, d.qid
+	spread(len(raws), func(i int, _ *engine.SharedJSON) {
+		if len(raws[i].Raw) > 0 {
+			sums[i] = sha256.Sum256(raws[i].Raw)
+		}
+	})
+	// found says which rules documents holds.
+	found := make([]bool, len(raws))
+	missing := 0
+	documents.getAll(func(get func([sha256.Size]byte) (document, bool)) {
+		for i, raw := range raws {
+			if len(raw.Raw) > 0 {
+				var d document
+				if d, found[i] = get(sums[i]); !found[i] {
+					missing++
 				}
+				rules[i], qids[i] = d.v, d.qid
 			}
-		})
+		}
+	})
+	if missing == 0 {
+		return rules, qids, sums, nil
 	}
-	wg.Wait()
+	failed := make([]error, len(raws))
+	spread(len(raws), func(i int, shared *engine.SharedJSON) {
+		if len(raws[i].Raw) > 0 && !found[i] {
+			var v any
+			if v, failed[i] = shared.Decode(raws[i].Raw); failed[i] == nil {
+				rules[i] = v
+				qids[i], _ = engine.QualifiedID(v)
+			}
+		}
+	})
+	documents.putAll(func(put func([sha256.Size]byte, document)) {
+		for i, raw := range raws {
+			if len(raw.Raw) > 0 && !found[i] && failed[i] == nil {
+				put(sums[i], document{v: rules[i], qid: qids[i]})
+			}
+		}
+	})
 	for i, err := range failed {
 		if err != nil {
 			e := diag.New("OAR-DOC-1", "", "rule is not a JSON document: %v", err)
@@ -77,26 +101,54 @@ func decodeRules(raws []apiextensionsv1.JSON) (rules []any, qids []string, sums 
 	return rules, qids, sums, errs
 }
 
-// decode returns the document raw, whose SHA-256 is key, through documents, decoding
-// it with shared.
-func decode(shared *engine.SharedJSON, key [sha256.Size]byte, raw []byte) (document, error) {
-	if d, ok := documents.get(key); ok {
-		return d, nil
+// spread calls f for every index below n, on every processor when n is large enough,
+// each processor with an engine.SharedJSON of its own. f must touch only what belongs
+// to its index.
+func spread(n int, f func(i int, shared *engine.SharedJSON)) {
+	workers := min(runtime.GOMAXPROCS(0), (n+rulesPerWorker-1)/rulesPerWorker)
+	if workers <= 1 {
+		var shared engine.SharedJSON
+		for i := range n {
+			f(i, &shared)
+		}
+		return
 	}
-	v, err := shared.Decode(raw)
-	if err != nil {
-		return document{}, err
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			var shared engine.SharedJSON
+			for i := w; i < n; i += workers {
+				f(i, &shared)
+			}
+		})
 	}
-	d := document{v: v}
-	d.qid, _ = engine.QualifiedID(v)
-	documents.put(key, d)
-	return d, nil
+	wg.Wait()
+}
+
+// getAll calls look with a function that returns the entry under a key, if either
+// generation holds it, under one lock.
+func (g *generations[K, V]) getAll(look func(get func(K) (V, bool))) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	look(g.getLocked)
+}
+
+// putAll calls keep with a function that adds an entry to the current generation,
+// under one lock.
+func (g *generations[K, V]) putAll(keep func(put func(K, V))) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	keep(g.putLocked)
 }
 
 // get returns the entry under key, if either generation holds it.
 func (g *generations[K, V]) get(key K) (V, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.getLocked(key)
+}
+
+func (g *generations[K, V]) getLocked(key K) (V, bool) {
 	v, ok := g.current[key]
 	if !ok {
 		if v, ok = g.previous[key]; ok {
