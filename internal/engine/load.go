@@ -90,19 +90,25 @@ func loadRules(c *Capability, docs []any, checkOnly bool, store ConditionStore) 
 	defer func() { rs.compiled = nil }()
 	var all diag.List
 	// Pass 1: each member on its own terms ([OAR-DOC-31]), on every processor; the
-	// results are then taken in member order, as one processor would.
-	type member struct {
-		r   *Rule
-		req requirements
-		ok  bool
-		l   diag.List
+	// results are then taken in member order, as one processor would. A set only
+	// checked is dropped once checked: its rules come from scratch used again.
+	s := scratches.Get().(*loadScratch)
+	defer scratches.Put(s)
+	members := s.membersFor(len(docs))
+	var slab []Rule
+	if checkOnly {
+		slab = s.rulesFor(len(docs))
 	}
-	members := make([]member, len(docs))
 	forEach(len(docs), func(i int) {
 		m := &members[i]
-		m.r, m.req, m.ok = parseRule(&m.l, i, docs[i])
+		var at *Rule
+		if slab != nil {
+			at = &slab[i]
+		}
+		m.l = nil
+		m.r, m.req, m.ok = parseRule(&m.l, i, docs[i], at)
 	})
-	shaped := make([]*member, 0, len(docs))
+	shaped := make([]*loadMember, 0, len(docs))
 	for i := range members {
 		m := &members[i]
 		if r := m.r; r != nil && r.QID != "" {
@@ -135,8 +141,9 @@ func loadRules(c *Capability, docs []any, checkOnly bool, store ConditionStore) 
 			}
 		}
 	})
-	resolved := make([]struct{ l, warnings diag.List }, len(shaped))
+	resolved := s.resolvedFor(len(shaped))
 	forEach(len(shaped), func(i int) {
+		resolved[i] = resolvedRule{}
 		rs.resolveRule(&resolved[i].l, &resolved[i].warnings, shaped[i].r, shaped[i].req, byIndex)
 	})
 	for i, m := range shaped {
@@ -152,6 +159,51 @@ func loadRules(c *Capability, docs []any, checkOnly bool, store ConditionStore) 
 	}
 	rs.Warnings.Sort()
 	return rs, nil
+}
+
+// loadMember is one member of a set under load after pass 1.
+type loadMember struct {
+	r   *Rule
+	req requirements
+	ok  bool
+	l   diag.List
+}
+
+// resolvedRule is what pass 2 says of one well-formed rule.
+type resolvedRule struct{ l, warnings diag.List }
+
+// loadScratch is the room a set needs only while it loads, used again by the next set
+// loaded: what a set of a thousand rules would otherwise allocate each time. What it
+// holds from the last set is overwritten before it is read.
+type loadScratch struct {
+	members  []loadMember
+	resolved []resolvedRule
+	// rules are the rules of a set only checked (CheckRules), which is dropped once
+	// checked.
+	rules []Rule
+}
+
+var scratches = sync.Pool{New: func() any { return new(loadScratch) }}
+
+func (s *loadScratch) membersFor(n int) []loadMember {
+	if cap(s.members) < n {
+		s.members = make([]loadMember, n)
+	}
+	return s.members[:n]
+}
+
+func (s *loadScratch) resolvedFor(n int) []resolvedRule {
+	if cap(s.resolved) < n {
+		s.resolved = make([]resolvedRule, n)
+	}
+	return s.resolved[:n]
+}
+
+func (s *loadScratch) rulesFor(n int) []Rule {
+	if cap(s.rules) < n {
+		s.rules = make([]Rule, n)
+	}
+	return s.rules[:n]
 }
 
 // rulesPerWorker is the fewest members worth a goroutine of their own while a set
@@ -258,8 +310,8 @@ var (
 
 // parseRule checks one member's shape: the version gate first ([OAR-CONF-2]), then the
 // closed field set and every field's type and grammar. ok reports whether the member is
-// well-formed enough for pass 2.
-func parseRule(l *diag.List, index int, doc any) (*Rule, requirements, bool) {
+// well-formed enough for pass 2. The rule is made at at, or allocated when at is nil.
+func parseRule(l *diag.List, index int, doc any, at *Rule) (*Rule, requirements, bool) {
 	var req requirements
 	obj, isObj := doc.(map[string]any)
 	if !isObj {
@@ -270,7 +322,11 @@ func parseRule(l *diag.List, index int, doc any) (*Rule, requirements, bool) {
 	if !checkVersion(l, obj, "oar") {
 		return nil, req, false
 	}
-	r := &Rule{Index: index, doc: obj, OnErrorRule: -1, Enforcement: EnforceOn}
+	if at == nil {
+		at = new(Rule)
+	}
+	r := at
+	*r = Rule{Index: index, doc: obj, OnErrorRule: -1, Enforcement: EnforceOn}
 	checkClosed(l, obj, ruleMembers, "", "OAR-DOC-27", "a rule document", true)
 	for _, f := range []string{"id", "kind", "anchor", "effect"} {
 		if _, ok := obj[f]; !ok {
