@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"maps"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -34,7 +35,7 @@ type publishedPack struct {
 
 // loadNeighbours reads the neighbours of the pack named self bound to capability. A
 // pack whose current generation is the published one is read from the bundle, which is
-// decoded already.
+// decoded already, through views.
 func loadNeighbours(ctx context.Context, cl Cluster, capability types.NamespacedName, self string) (*neighbours, error) {
 	packs, err := cl.RulePacks(ctx, capability)
 	if err != nil {
@@ -44,44 +45,91 @@ func loadNeighbours(ctx context.Context, cl Cluster, capability types.Namespaced
 	if err != nil {
 		return nil, err
 	}
-	// Most identifiers are the published packs': the maps are made with room for them.
+	v := viewOf(b, self)
+	n := &neighbours{owner: v.publishedOwner, publishedOwner: v.publishedOwner, published: v.published, own: v.own, configs: v.configs}
+	sort.Slice(packs, func(i, j int) bool { return packs[i].Name < packs[j].Name })
+	cloned := false
+	for i := range packs {
+		p := &packs[i]
+		if g, ok := v.generation[p.Name]; p.Name == self || ok && g == p.Generation {
+			continue
+		}
+		_, qids, _, _ := decodeRules(p.Spec.Rules)
+		for _, q := range qids {
+			if _, taken := n.owner[q]; taken || q == "" {
+				continue
+			}
+			if !cloned {
+				// owner starts as the view's, which is shared: it is copied once
+				// another pack adds to it.
+				n.owner, cloned = maps.Clone(n.owner), true
+			}
+			n.owner[q] = p.Name
+		}
+	}
+	return n, nil
+}
+
+// bundleView is what the neighbours of a pack read of a bundle: its other packs'
+// published generations and their rules' qualified identifiers, which it decoded
+// already. It is shared, and not modified.
+type bundleView struct {
+	published      []publishedPack
+	publishedOwner map[string]string
+	// generation is each other pack's published generation.
+	generation map[string]int64
+	own        *bundle.Pack
+	configs    []bundle.Config
+}
+
+// viewsPerGeneration bounds the bundle views kept: at most two generations of this
+// many, each keeping its bundle.
+const viewsPerGeneration = 8
+
+// viewKey is a bundle, nil for none, seen by the pack named self.
+type viewKey struct {
+	bundle *bundle.Bundle
+	self   string
+}
+
+// views keeps the bundle views by bundle and pack: a Cluster hands out the same
+// bundle until the controller publishes another (ClientCluster), and a bundle is not
+// modified once handed out, so each pack's view of it is read once.
+var views = generations[viewKey, *bundleView]{size: viewsPerGeneration}
+
+// viewOf returns the view of b, which may be nil, that the pack named self has,
+// through views.
+func viewOf(b *bundle.Bundle, self string) *bundleView {
+	key := viewKey{b, self}
+	if v, ok := views.get(key); ok {
+		return v
+	}
+	// Most identifiers are the published packs': the map is made with room for them.
 	published := 0
 	if b != nil {
 		for i := range b.Packs {
 			published += len(b.Packs[i].Rules)
 		}
 	}
-	n := &neighbours{owner: make(map[string]string, published), publishedOwner: make(map[string]string, published)}
-	publishedGeneration := map[string]int64{}
+	v := &bundleView{publishedOwner: make(map[string]string, published), generation: map[string]int64{}}
 	if b != nil {
-		n.configs = b.Configs
+		v.configs = b.Configs
 		for i := range b.Packs {
 			p := &b.Packs[i]
 			if p.Name == self {
-				n.own = p
+				v.own = p
 				continue
 			}
 			pp := publishedPack{Pack: *p, qids: qualifiedIDs(p.Rules)}
-			n.published = append(n.published, pp)
-			publishedGeneration[p.Name] = p.Generation
+			v.published = append(v.published, pp)
+			v.generation[p.Name] = p.Generation
 			for _, q := range pp.qids {
-				claim(n.publishedOwner, q, p.Name)
-				claim(n.owner, q, p.Name)
+				claim(v.publishedOwner, q, p.Name)
 			}
 		}
 	}
-	sort.Slice(packs, func(i, j int) bool { return packs[i].Name < packs[j].Name })
-	for i := range packs {
-		p := &packs[i]
-		if g, ok := publishedGeneration[p.Name]; p.Name == self || ok && g == p.Generation {
-			continue
-		}
-		_, qids, _, _ := decodeRules(p.Spec.Rules)
-		for _, q := range qids {
-			claim(n.owner, q, p.Name)
-		}
-	}
-	return n, nil
+	views.put(key, v)
+	return v
 }
 
 // claim records pack as the owner of qid unless another pack was recorded first.
