@@ -3,7 +3,9 @@ package admission
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
@@ -75,7 +77,50 @@ func (s conditionStore) Checked(src string) ([]types.Symbol, bool) {
 }
 
 // KeepChecked implements engine.ConditionStore. The source is copied: it is cut from
-// its rule's JSON (engine.SharedJSON), which it must not keep.
+// its rule's JSON (engine.SharedJSON), which it must not keep. The references are
+// kept once for all the conditions that reference the same symbols in the same order
+// (refLists).
 func (s conditionStore) KeepChecked(src string, refs []types.Symbol) {
-	conditions.put(conditionKey{s.capability, strings.Clone(src)}, refs)
+	conditions.put(conditionKey{s.capability, strings.Clone(src)}, refLists.intern(s.capability, refs))
+}
+
+// refListsMax bounds the reference lists refLists keeps; past it, they are forgotten
+// and kept anew.
+const refListsMax = 4096
+
+// refLists holds one copy of each list of references the kept conditions have: the
+// conditions of a set of rules mostly reference the same few symbols, so that ten
+// thousand conditions kept hold a few lists of references, not ten thousand.
+var refLists = &referenceLists{lists: map[string][]types.Symbol{}}
+
+// referenceLists are reference lists by the SHA-256 of the Capability's spec followed
+// by the symbols' names, in order, each ended by a NUL (which no name holds).
+type referenceLists struct {
+	mu    sync.Mutex
+	lists map[string][]types.Symbol
+	key   []byte
+}
+
+// intern returns the list of references kept that equals refs, under the Capability
+// whose spec has the SHA-256 capability, and keeps refs when there is none. Under one
+// Capability, a symbol is its name.
+func (r *referenceLists) intern(capability [sha256.Size]byte, refs []types.Symbol) []types.Symbol {
+	if len(refs) == 0 {
+		return refs
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.key = append(r.key[:0], capability[:]...)
+	for _, sym := range refs {
+		r.key = append(append(r.key, sym.Name...), 0)
+	}
+	if kept, ok := r.lists[string(r.key)]; ok {
+		return kept
+	}
+	if len(r.lists) >= refListsMax {
+		clear(r.lists)
+	}
+	kept := slices.Clip(refs)
+	r.lists[string(r.key)] = kept
+	return kept
 }

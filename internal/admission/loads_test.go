@@ -2,13 +2,16 @@ package admission
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
 // A pack validated again with nothing changed is not loaded again; a pack whose
@@ -131,5 +134,38 @@ func TestKeptConditionKeepsNotItsRule(t *testing.T) {
 		if unsafe.StringData(key.src) == unsafe.StringData(src) {
 			t.Error("the kept source shares its rule's JSON")
 		}
+	}
+}
+
+// Kept conditions that reference the same symbols in the same order hold one list of
+// them; others hold lists of their own, and each finds its own.
+func TestKeptConditionsShareTheirReferences(t *testing.T) {
+	conditions.forget()
+	t.Cleanup(conditions.forget)
+	a, b := types.Symbol{Name: "tool", Type: types.String, ID: 1}, types.Symbol{Name: "fire_count", Type: types.Int, ID: 2}
+	store := conditionStore{capability: [sha256.Size]byte{1}}
+	other := conditionStore{capability: [sha256.Size]byte{2}}
+	store.KeepChecked(`tool == "a" && fire_count < 1`, []types.Symbol{a, b})
+	store.KeepChecked(`tool == "b" && fire_count < 2`, []types.Symbol{a, b})
+	store.KeepChecked(`fire_count < 3 && tool == "c"`, []types.Symbol{b, a})
+	other.KeepChecked(`tool == "d" && fire_count < 4`, []types.Symbol{a, b})
+	refs := func(s conditionStore, src string) []types.Symbol {
+		t.Helper()
+		r, ok := s.Checked(src)
+		if !ok {
+			t.Fatalf("%s was not kept", src)
+		}
+		return r
+	}
+	first, second := refs(store, `tool == "a" && fire_count < 1`), refs(store, `tool == "b" && fire_count < 2`)
+	reversed, elsewhere := refs(store, `fire_count < 3 && tool == "c"`), refs(other, `tool == "d" && fire_count < 4`)
+	if &first[0] != &second[0] {
+		t.Error("two conditions referencing the same symbols hold two lists")
+	}
+	if !slices.Equal(reversed, []types.Symbol{b, a}) || &reversed[0] == &first[0] {
+		t.Errorf("the condition referencing them in another order holds %v", reversed)
+	}
+	if !slices.Equal(elsewhere, []types.Symbol{a, b}) || &elsewhere[0] == &first[0] {
+		t.Errorf("the condition under another Capability holds %v, shared: %v", elsewhere, &elsewhere[0] == &first[0])
 	}
 }
