@@ -130,7 +130,7 @@ func loadRules(c *Capability, docs []any, checkOnly bool, store ConditionStore) 
 	// compiled first, each distinct source once, on every processor; then each rule is
 	// resolved, also on every processor, into its own diagnostics and warnings, which are
 	// taken in member order.
-	byIndex := make(map[int]*Rule, len(shaped))
+	byIndex := s.byIndexFor(len(docs))
 	for _, m := range shaped {
 		byIndex[m.r.Index] = m.r
 	}
@@ -181,6 +181,8 @@ type loadScratch struct {
 	// rules are the rules of a set only checked (CheckRules), which is dropped once
 	// checked.
 	rules []Rule
+	// byIndex holds each well-formed rule at its member index, nil at the others'.
+	byIndex []*Rule
 }
 
 var scratches = sync.Pool{New: func() any { return new(loadScratch) }}
@@ -197,6 +199,14 @@ func (s *loadScratch) resolvedFor(n int) []resolvedRule {
 		s.resolved = make([]resolvedRule, n)
 	}
 	return s.resolved[:n]
+}
+
+func (s *loadScratch) byIndexFor(n int) []*Rule {
+	if cap(s.byIndex) < n {
+		s.byIndex = make([]*Rule, n)
+	}
+	clear(s.byIndex[:n])
+	return s.byIndex[:n]
 }
 
 func (s *loadScratch) rulesFor(n int) []Rule {
@@ -799,7 +809,7 @@ func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 
 // resolveRule checks a well-formed rule against the capability and the set, adding its
 // diagnostics to l and its load-time advice to warnings.
-func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements, byIndex map[int]*Rule) {
+func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements, byIndex []*Rule) {
 	c := rs.Capability
 	rs.resolveAnchor(l, r)
 	rs.checkRequires(l, r, req)
@@ -1041,15 +1051,15 @@ func (rs *RuleSet) checkRequires(l *diag.List, r *Rule, req requirements) {
 }
 
 // checkCycles rejects a rule set whose overrides form a cycle, naming the rules in it
-// ([OAR-EVAL-16]).
-func (rs *RuleSet) checkCycles(byIndex map[int]*Rule) diag.List {
+// ([OAR-EVAL-16]). byIndex holds the well-formed rules at their member index.
+func (rs *RuleSet) checkCycles(byIndex []*Rule) diag.List {
 	var l diag.List
 	const (
 		white = iota
 		grey
 		black
 	)
-	color := map[int]int{}
+	color := make([]uint8, len(byIndex))
 	var stack []int
 	reported := map[string]bool{}
 	var visit func(i int)
@@ -1087,13 +1097,8 @@ func (rs *RuleSet) checkCycles(byIndex map[int]*Rule) diag.List {
 		stack = stack[:len(stack)-1]
 		color[i] = black
 	}
-	idx := make([]int, 0, len(byIndex))
-	for i := range byIndex {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
-		if color[i] == white {
+	for i, r := range byIndex {
+		if r != nil && color[i] == white {
 			visit(i)
 		}
 	}
