@@ -694,12 +694,33 @@ func (rs *RuleSet) compileWhen(src, namespace string) (cond condition, ok bool, 
 	if hit := rs.compiled.when[key]; hit != nil {
 		return *hit, true, nil
 	}
-	kept := rs.compiled.kept
-	if kept != nil {
-		if refs, ok := kept.Checked(src); ok {
-			return condition{refs: refs}, true, nil
-		}
+	if refs, ok := rs.keptCondition(src); ok {
+		return condition{refs: refs}, true, nil
 	}
+	cond, ok, errs, keep := rs.compileSource(src, namespace)
+	if keep {
+		rs.compiled.kept.KeepChecked(src, cond.refs)
+	}
+	if ok && len(errs) == 0 && !rs.compiled.sealed {
+		held := cond
+		rs.compiled.when[key] = &held
+	}
+	return cond, ok, errs
+}
+
+// keptCondition returns the references of the condition src, when the set is checked
+// with a ConditionStore that keeps it.
+func (rs *RuleSet) keptCondition(src string) ([]types.Symbol, bool) {
+	if rs.compiled.kept == nil {
+		return nil, false
+	}
+	return rs.compiled.kept.Checked(src)
+}
+
+// compileSource compiles, or only checks, the condition src of a rule in namespace;
+// ok reports that it compiled, and keep that its outcome is for the ConditionStore to
+// keep: the set is checked with one, and the condition names no rule.
+func (rs *RuleSet) compileSource(src, namespace string) (cond condition, ok bool, errs diag.List, keep bool) {
 	c := rs.Capability
 	namesRule := false // whether the outcome depends on the set as well
 	opts := expr.Options{
@@ -721,9 +742,7 @@ func (rs *RuleSet) compileWhen(src, namespace string) (cond condition, ok bool, 
 		var refs []types.Symbol
 		if refs, errs = expr.Check(src, opts); len(errs) == 0 {
 			cond, ok = condition{refs: refs}, true
-			if kept != nil && !namesRule {
-				kept.KeepChecked(src, refs)
-			}
+			keep = rs.compiled.kept != nil && !namesRule
 		}
 	} else {
 		var prog *expr.Program
@@ -731,11 +750,7 @@ func (rs *RuleSet) compileWhen(src, namespace string) (cond condition, ok bool, 
 			cond, ok = condition{prog: prog, refs: prog.Refs()}, true
 		}
 	}
-	if ok && len(errs) == 0 && !rs.compiled.sealed {
-		held := cond
-		rs.compiled.when[key] = &held
-	}
-	return cond, ok, errs
+	return cond, ok, errs, keep
 }
 
 // compileCopy compiles a copy member, once per set for a source that compiles.
@@ -782,12 +797,22 @@ func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 		}
 	}
 	rs.compiled.sealed = true
-	conds, compiled := make([]condition, len(whens)), make([]bool, len(whens))
+	conds, compiled, keep := make([]condition, len(whens)), make([]bool, len(whens)), make([]bool, len(whens))
+	// The ConditionStore is asked and told on this goroutine, once per source: the
+	// processors do not wait on it for one another.
+	for i, key := range whens {
+		if refs, ok := rs.keptCondition(key[1]); ok {
+			conds[i], compiled[i] = condition{refs: refs}, true
+		}
+	}
 	tmpls := make([]*template, len(copies))
 	forEach(len(whens)+len(copies), func(i int) {
 		if i < len(whens) {
+			if compiled[i] {
+				return
+			}
 			var errs diag.List
-			conds[i], compiled[i], errs = rs.compileWhen(whens[i][1], whens[i][0])
+			conds[i], compiled[i], errs, keep[i] = rs.compileSource(whens[i][1], whens[i][0])
 			compiled[i] = compiled[i] && len(errs) == 0
 			return
 		}
@@ -796,6 +821,9 @@ func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 		}
 	})
 	for i, key := range whens {
+		if keep[i] {
+			rs.compiled.kept.KeepChecked(key[1], conds[i].refs)
+		}
 		if compiled[i] {
 			rs.compiled.when[key] = &conds[i]
 		}
