@@ -284,14 +284,15 @@ func (d *Decoder) object(depth int) (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		if _, dup := m[k]; dup {
-			return nil, false
-		}
 		v, ok := d.value(depth + 1)
 		if !ok {
 			return nil, false
 		}
-		m[k] = v
+		// A duplicate key replaces a member rather than adding one.
+		n := len(m)
+		if m[k] = v; len(m) == n {
+			return nil, false
+		}
 		if more, ok := d.separator('}'); !more {
 			return m, ok
 		}
