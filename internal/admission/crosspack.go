@@ -69,17 +69,21 @@ func (p *packContext) conflicts(w *warnings) {
 		}
 	}
 	for i, r := range p.rules {
-		if whole || relational(r) {
+		if whole || p.relational(i) {
 			add("", i, p.qids[i], r, skeleton(r, p.anchor))
 		}
 	}
 	for _, pk := range p.n.published {
-		for j, r := range pk.Rules {
-			switch q := pk.qids[j]; {
-			case p.ours[q]:
-			case whole:
-				add(pk.Name, j, q, r, r)
-			case relational(r):
+		if whole {
+			for j, r := range pk.Rules {
+				if q := pk.qids[j]; !p.ours[q] {
+					add(pk.Name, j, q, r, r)
+				}
+			}
+			continue
+		}
+		for _, j := range pk.relational {
+			if q, r := pk.qids[j], pk.Rules[j]; !p.ours[q] {
 				add(pk.Name, j, q, r, skeleton(r, p.anchor))
 			}
 		}
@@ -103,6 +107,18 @@ func (p *packContext) conflicts(w *warnings) {
 				"%s (rule %s); this change would make that published pack stop loading", e.Message, e.Rule)
 		}
 	}
+}
+
+// relational reports whether the pack's rule i is relational (relational), from the
+// references the load listed.
+func (p *packContext) relational(i int) bool {
+	for _, ref := range p.refs[i] {
+		if ref.field != "when" {
+			return true
+		}
+	}
+	obj, _ := p.rules[i].(map[string]any)
+	return obj["mandatory"] == true
 }
 
 // otherPack names the pack, other than this one, that defines one of the rules qids.

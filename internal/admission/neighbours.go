@@ -27,10 +27,12 @@ type neighbours struct {
 	configs []bundle.Config
 }
 
-// publishedPack is a pack's published generation and its rules' qualified identifiers.
+// publishedPack is a pack's published generation, its rules' qualified identifiers,
+// and the indices of its relational rules (relational).
 type publishedPack struct {
 	bundle.Pack
-	qids []string
+	qids       []string
+	relational []int
 }
 
 // loadNeighbours reads the neighbours of the pack named self bound to capability. A
@@ -121,6 +123,11 @@ func viewOf(b *bundle.Bundle, self string) *bundleView {
 				continue
 			}
 			pp := publishedPack{Pack: *p, qids: qualifiedIDs(p.Rules)}
+			for j, r := range p.Rules {
+				if relational(r) {
+					pp.relational = append(pp.relational, j)
+				}
+			}
 			v.published = append(v.published, pp)
 			v.generation[p.Name] = p.Generation
 			for _, q := range pp.qids {
