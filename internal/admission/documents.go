@@ -167,7 +167,10 @@ func (g *generations[K, V]) put(key K, v V) {
 
 func (g *generations[K, V]) putLocked(key K, v V) {
 	if len(g.current) >= g.size {
-		g.previous, g.current = g.current, nil
+		// The previous generation's map, emptied, holds the next one: a map of this
+		// size is made twice, not at every turn.
+		g.previous, g.current = g.current, g.previous
+		clear(g.current)
 	}
 	if g.current == nil {
 		g.current = make(map[K]V, g.size)
