@@ -83,7 +83,8 @@ func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RuleP
 
 // capabilityFor loads the Capability named name, and returns the SHA-256 of the spec
 // it loaded from. When it does not load — it does not exist, or its document is
-// invalid — it says why, and under which clause.
+// invalid — it says why, and under which clause. A Capability that loaded is kept in
+// capabilities.
 func capabilityFor(name string, capability *rulesv1alpha1.Capability) (c *engine.Capability, spec [sha256.Size]byte, clause, why string) {
 	if capability == nil {
 		return nil, spec, "", fmt.Sprintf("Capability %q does not exist", name)
@@ -91,6 +92,10 @@ func capabilityFor(name string, capability *rulesv1alpha1.Capability) (c *engine
 	raw, err := json.Marshal(capability.Spec)
 	if err != nil {
 		return nil, spec, "", fmt.Sprintf("Capability %q cannot be read: %v", name, err)
+	}
+	sum := sha256.Sum256(raw)
+	if c, ok := capabilities.get(sum); ok {
+		return c, sum, "", ""
 	}
 	doc, err := resource.CapabilityDocument(capability)
 	if err != nil {
@@ -100,8 +105,18 @@ func capabilityFor(name string, capability *rulesv1alpha1.Capability) (c *engine
 	if len(errs) > 0 {
 		return nil, spec, errs[0].Clause, fmt.Sprintf("Capability %q is invalid (%s)", name, detail(errs[0]))
 	}
-	return c, sha256.Sum256(raw), "", ""
+	capabilities.put(sum, c)
+	return c, sum, "", ""
 }
+
+// capabilitiesPerGeneration bounds the Capabilities kept loaded: at most two
+// generations of this many.
+const capabilitiesPerGeneration = 16
+
+// capabilities keeps the Capabilities that loaded by the SHA-256 of their spec's JSON,
+// which is all a load depends on: the packs naming one are checked against it loaded
+// once. A loaded Capability is not modified.
+var capabilities = generations[[sha256.Size]byte, *engine.Capability]{size: capabilitiesPerGeneration}
 
 // packContext is one RulePack under validation and what surrounds it.
 type packContext struct {
@@ -145,9 +160,9 @@ func newPackContext(rules []any, qids []string, n *neighbours) *packContext {
 // no pack defines. What the loader says is kept in loads.
 func (p *packContext) load() diag.List {
 	p.refs = make([][]reference, len(p.rules))
+	spread(len(p.rules), func(i int, _ *engine.SharedJSON) { p.refs[i] = references(p.rules[i], p.cap) })
 	elsewhere := map[string]bool{}
-	for i, r := range p.rules {
-		p.refs[i] = references(r, p.cap)
+	for i := range p.rules {
 		for _, ref := range p.refs[i] {
 			if _, ok := p.n.owner[ref.target]; ok {
 				elsewhere[ref.target] = true
