@@ -722,27 +722,30 @@ func (rs *RuleSet) keptCondition(src string) ([]types.Symbol, bool) {
 // keep: the set is checked with one, and the condition names no rule.
 func (rs *RuleSet) compileSource(src, namespace string) (cond condition, ok bool, errs diag.List, keep bool) {
 	c := rs.Capability
-	namesRule := false // whether the outcome depends on the set as well
-	opts := expr.Options{
-		Symbols:  c,
-		MaxNodes: c.ExpressionNodesMax,
-		ResolveRule: func(ref string) (int, bool) {
-			namesRule = true
+	opts := expr.Options{Symbols: c, MaxNodes: c.ExpressionNodesMax}
+	// namesRule says whether the outcome depends on the set as well. Only a condition
+	// calling fire_count_of or breaker_count_of, whose names it spells out, can name a
+	// rule ([OAR-FIRE-11]): only such a condition is given the resolvers.
+	var namesRule *bool
+	if strings.Contains(src, funcFireCountOf) || strings.Contains(src, funcBreakerCountOf) {
+		namesRule = new(bool)
+		opts.ResolveRule = func(ref string) (int, bool) {
+			*namesRule = true
 			if !validRuleRef(ref) {
 				return 0, false
 			}
 			return rs.resolve(ref, namespace)
-		},
-		RuleRefs: func(ref string) iter.Seq[string] {
-			namesRule = true
+		}
+		opts.RuleRefs = func(ref string) iter.Seq[string] {
+			*namesRule = true
 			return rs.ruleRefs(ref, namespace)
-		},
+		}
 	}
 	if rs.compiled.checkOnly {
 		var refs []types.Symbol
 		if refs, errs = expr.Check(src, opts); len(errs) == 0 {
 			cond, ok = condition{refs: refs}, true
-			keep = rs.compiled.kept != nil && !namesRule
+			keep = rs.compiled.kept != nil && (namesRule == nil || !*namesRule)
 		}
 	} else {
 		var prog *expr.Program
