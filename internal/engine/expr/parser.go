@@ -51,24 +51,29 @@ type parser struct {
 type slab[T any] struct {
 	chunk []T
 	first int
+	// handed counts the values handed out since the slab was made or reset.
+	handed int
 }
 
 // slabFirstMax bounds a slab's chunk.
 const slabFirstMax = 64
 
-// reset makes the slab's chunk, when it has room for first values, hand them out
-// again: the values handed out before must no longer be used.
+// reset makes the slab's chunk hand its values out again, when it has room for first
+// values and for as many as were handed out last (up to slabFirstMax): the conditions a
+// parser meets are alike. The values handed out before must no longer be used.
 func (s *slab[T]) reset(first int) {
+	first = max(first, min(s.handed, slabFirstMax))
 	clear(s.chunk)
 	s.chunk = s.chunk[:0]
 	if cap(s.chunk) < first {
 		s.chunk = nil
 	}
-	s.first = first
+	s.first, s.handed = first, 0
 }
 
 // new returns a pointer to a copy of v.
 func (s *slab[T]) new(v T) *T {
+	s.handed++
 	if s.chunk == nil && s.first > 1 {
 		s.chunk = make([]T, 0, s.first)
 	}
