@@ -270,8 +270,9 @@ func (rs *RuleSet) Rule(qid string) (*Rule, bool) {
 
 // requirements is a rule's requires object ([OAR-DOC-21]).
 type requirements struct {
-	// the lists, in order; a rule names few, so they are searched rather than indexed
-	profileList, factList []string
+	// the lists as decoded, every member a string, in order; a rule names few, so they
+	// are searched rather than indexed
+	profileList, factList []any
 	// unresolved references, resolved in pass 2
 	onError   string
 	overrides []string
@@ -292,19 +293,20 @@ type copySource struct {
 	present bool
 }
 
-// selectorSource is a selector clause as written.
+// selectorSource is a selector clause as written: values are its list, every one a
+// string.
 type selectorSource struct {
 	fact   string
-	values []string
+	values []any
 }
 
 // reaches reports whether requires names profile, or the fact name itself.
 func (req *requirements) reaches(profile, name string) bool {
-	return slices.Contains(req.profileList, profile) || req.names(name)
+	return slices.Contains(req.profileList, any(profile)) || req.names(name)
 }
 
 // names reports whether requires.facts names the fact name.
-func (req *requirements) names(name string) bool { return slices.Contains(req.factList, name) }
+func (req *requirements) names(name string) bool { return slices.Contains(req.factList, any(name)) }
 
 // Member sets and paths the loader checks every rule against, built once.
 var (
@@ -526,10 +528,10 @@ func parseRequires(l *diag.List, obj map[string]any, req *requirements) {
 		return
 	}
 	checkClosed(l, m, requiresMembers, "requires", "OAR-DOC-21", "requires", false)
-	if list, ok := getStringList(l, m, "profiles", "requires.profiles", "OAR-DOC-21"); ok {
+	if list, present, good := checkStringList(l, m, "profiles", "requires.profiles", "OAR-DOC-21"); present && good {
 		req.profileList = list
 	}
-	if list, ok := getStringList(l, m, "facts", "requires.facts", "OAR-DOC-21"); ok {
+	if list, present, good := checkStringList(l, m, "facts", "requires.facts", "OAR-DOC-21"); present && good {
 		req.factList = list
 	}
 }
@@ -545,19 +547,15 @@ func parseSelector(l *diag.List, obj map[string]any, req *requirements) {
 			l.Add(fieldErr("OAR-SEL-1", "selector."+k, m[k], "selector clause %q must be a list of strings; got %s", k, types.DescribeJSON(m[k])))
 			continue
 		}
-		vals := make([]string, 0, len(arr))
 		good := true
 		for i, v := range arr {
-			s, isStr := v.(string)
-			if !isStr {
+			if _, isStr := v.(string); !isStr {
 				l.Add(fieldErr("OAR-SEL-1", fmt.Sprintf("selector.%s[%d]", k, i), v, "selector clause %q values must be strings%s", k, yamlHint(v)))
 				good = false
-				continue
 			}
-			vals = append(vals, s)
 		}
 		if good {
-			req.selector = append(req.selector, selectorSource{k, vals})
+			req.selector = append(req.selector, selectorSource{k, arr})
 		}
 	}
 }
@@ -904,7 +902,7 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 		if runs {
 			vals := make(map[string]struct{}, len(clause.values))
 			for _, v := range clause.values {
-				vals[v] = struct{}{}
+				vals[v.(string)] = struct{}{}
 			}
 			r.selector = append(r.selector, newSelectorClause(sym, vals))
 		}
@@ -1065,8 +1063,8 @@ func (rs *RuleSet) resolveAnchor(l *diag.List, r *Rule) {
 
 func (rs *RuleSet) checkRequires(l *diag.List, r *Rule, req requirements) {
 	c := rs.Capability
-	for i, p := range req.profileList {
-		if !c.Provides(p) {
+	for i, v := range req.profileList {
+		if p := v.(string); !c.Provides(p) {
 			e := l.Add(fieldErr("OAR-FACT-19", fmt.Sprintf("requires.profiles[%d]", i), p, "rule %s requires profile %q, which the capability does not provide", r.QID, p))
 			if profileVocabulary[p] == nil {
 				// Not a standard profile's name, so likely a misspelling of a provided one.
@@ -1074,7 +1072,8 @@ func (rs *RuleSet) checkRequires(l *diag.List, r *Rule, req requirements) {
 			}
 		}
 	}
-	for i, f := range req.factList {
+	for i, v := range req.factList {
+		f := v.(string)
 		if _, ok := c.Lookup(f); !ok {
 			l.Add(fieldErr("OAR-FACT-19", fmt.Sprintf("requires.facts[%d]", i), f, "rule %s requires %q, which the capability does not provide", r.QID, f)).Suggest(f, c.names(anyName))
 		}
