@@ -783,16 +783,20 @@ type template struct {
 func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 	var whens [][2]string
 	var copies []string
+	// Every source is nil here: adding one seen already adds nothing.
 	for r, req := range rules {
-		if key := [2]string{r.Namespace, req.when}; req.hasWhen {
-			if _, seen := rs.compiled.when[key]; !seen {
-				rs.compiled.when[key] = nil
+		if req.hasWhen {
+			key, seen := [2]string{r.Namespace, req.when}, len(rs.compiled.when)
+			if rs.compiled.when[key] = nil; len(rs.compiled.when) > seen {
 				whens = append(whens, key)
 			}
 		}
 		for _, m := range req.copy {
-			if _, seen := rs.compiled.copy[m.src]; m.present && !seen {
-				rs.compiled.copy[m.src] = nil
+			if !m.present {
+				continue
+			}
+			seen := len(rs.compiled.copy)
+			if rs.compiled.copy[m.src] = nil; len(rs.compiled.copy) > seen {
 				copies = append(copies, m.src)
 			}
 		}
