@@ -453,8 +453,14 @@ func (d *Decoder) escaped(start, i int) ([]byte, bool) {
 		case c < 0x20:
 			return nil, false
 		case c != '\\':
-			b = append(b, c)
-			i++
+			// The bytes up to the next quote, backslash or control character are
+			// copied as they are, at once.
+			j := i + 1
+			for j < len(t) && t[j] != '"' && t[j] != '\\' && t[j] >= 0x20 {
+				j++
+			}
+			b = append(b, t[i:j]...)
+			i = j
 			continue
 		}
 		if i+1 >= len(t) {
