@@ -12,6 +12,7 @@
 package strictjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"unicode/utf16"
@@ -407,6 +408,9 @@ func (d *Decoder) strBytes() ([]byte, bool) {
 	start := d.pos + 1
 	ascii := true
 	for i := start; i < len(d.data); i++ {
+		if plain[d.data[i]] {
+			continue
+		}
 		switch c := d.data[i]; {
 		case c == '"':
 			raw := d.data[start:i]
@@ -426,17 +430,37 @@ func (d *Decoder) strBytes() ([]byte, bool) {
 	return nil, false
 }
 
+// plain marks the bytes a string holds as they are, which strBytes passes over: any
+// but a quote, a backslash, a control character or a byte of a multi-byte sequence.
+var plain = func() (plain [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		plain[c] = c != '"' && c != '\\'
+	}
+	return plain
+}()
+
 // escaped finishes a string whose first escape is at i.
 func (d *Decoder) escaped(start, i int) ([]byte, bool) {
 	t := d.data
 	// What the escapes stand for is shorter than they are, so the raw text up to the
 	// closing quote bounds the unescaped string: scratch grows once.
-	end := i
-	for end < len(t) && t[end] != '"' {
-		if t[end] == '\\' {
-			end++
+	end := len(t)
+	for at := i; at < len(t); at++ {
+		q := bytes.IndexByte(t[at:], '"')
+		if q < 0 {
+			break
 		}
-		end++
+		at += q
+		// The quote closes the string unless an odd run of backslashes escapes it;
+		// there is none before i.
+		run := 0
+		for k := at - 1; k >= i && t[k] == '\\'; k-- {
+			run++
+		}
+		if run%2 == 0 {
+			end = at
+			break
+		}
 	}
 	b := append(slices.Grow(d.scratch[:0], min(end, len(t))-start), t[start:i]...)
 	for i < len(t) {
