@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -141,11 +141,15 @@ func checkVersion(l *diag.List, obj map[string]any, field string) bool {
 
 // sortedKeys returns the members of obj in a stable order so diagnostics are stable.
 func sortedKeys(obj map[string]any) []string {
-	keys := make([]string, 0, len(obj))
+	return appendSortedKeys(make([]string, 0, len(obj)), obj)
+}
+
+// appendSortedKeys appends obj's keys, sorted, to keys, which is empty.
+func appendSortedKeys(keys []string, obj map[string]any) []string {
 	for k := range obj {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }
 

@@ -541,7 +541,9 @@ func parseSelector(l *diag.List, obj map[string]any, req *requirements) {
 	if !ok {
 		return
 	}
-	for _, k := range sortedKeys(m) {
+	// A selector has few clauses: their names are sorted on the stack.
+	var names [4]string
+	for _, k := range appendSortedKeys(names[:0], m) {
 		arr, isArr := m[k].([]any)
 		if !isArr {
 			l.Add(fieldErr("OAR-SEL-1", "selector."+k, m[k], "selector clause %q must be a list of strings; got %s", k, types.DescribeJSON(m[k])))
