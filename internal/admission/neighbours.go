@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"sort"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -47,7 +48,7 @@ func loadNeighbours(ctx context.Context, cl Cluster, capability types.Namespaced
 	if err != nil {
 		return nil, err
 	}
-	v := viewOf(b, self)
+	v := viewOf(capability, b, self)
 	n := &neighbours{owner: v.publishedOwner, publishedOwner: v.publishedOwner, published: v.published, own: v.own, configs: v.configs}
 	sort.Slice(packs, func(i, j int) bool { return packs[i].Name < packs[j].Name })
 	cloned := false
@@ -84,58 +85,94 @@ type bundleView struct {
 	configs    []bundle.Config
 }
 
-// viewsPerGeneration bounds the bundle views kept: at most two generations of this
-// many, each keeping its bundle.
-const viewsPerGeneration = 8
-
-// viewKey is a bundle, nil for none, seen by the pack named self.
-type viewKey struct {
+// bundleViews are the views of one Capability's bundle: its packs, their rules'
+// identifiers and relational rules, read once, and the view each pack has.
+type bundleViews struct {
 	bundle *bundle.Bundle
-	self   string
+	packs  []publishedPack
+	mu     sync.Mutex
+	bySelf map[string]*bundleView
 }
 
-// views keeps the bundle views by bundle and pack: a Cluster hands out the same
-// bundle until the controller publishes another (ClientCluster), and a bundle is not
-// modified once handed out, so each pack's view of it is read once.
-var views = generations[viewKey, *bundleView]{size: viewsPerGeneration}
+const (
+	// viewsPerGeneration bounds the Capabilities whose bundle views are kept: at most
+	// two generations of this many, each keeping one bundle, the one its Cluster
+	// hands out.
+	viewsPerGeneration = 32
+	// viewsPerBundle bounds the packs' views kept of one bundle; past it, they are
+	// forgotten and read anew.
+	viewsPerBundle = 8
+)
 
-// viewOf returns the view of b, which may be nil, that the pack named self has,
-// through views.
-func viewOf(b *bundle.Bundle, self string) *bundleView {
-	key := viewKey{b, self}
-	if v, ok := views.get(key); ok {
+// views keeps each Capability's bundle views, of the bundle last seen: a Cluster hands
+// out the same bundle until the controller publishes another (ClientCluster), and a
+// bundle is not modified once handed out, so each pack's view of it is read once.
+var views = generations[types.NamespacedName, *bundleViews]{size: viewsPerGeneration}
+
+// viewOf returns the view that the pack named self has of b, the bundle of the
+// Capability capability, which may be nil, through views.
+func viewOf(capability types.NamespacedName, b *bundle.Bundle, self string) *bundleView {
+	bv, ok := views.get(capability)
+	if !ok || bv.bundle != b {
+		bv = newBundleViews(b)
+		views.put(capability, bv)
+	}
+	bv.mu.Lock()
+	defer bv.mu.Unlock()
+	if v, ok := bv.bySelf[self]; ok {
 		return v
 	}
+	if len(bv.bySelf) >= viewsPerBundle {
+		clear(bv.bySelf)
+	}
+	v := bv.view(self)
+	bv.bySelf[self] = v
+	return v
+}
+
+// newBundleViews reads the packs of b, which may be nil.
+func newBundleViews(b *bundle.Bundle) *bundleViews {
+	bv := &bundleViews{bundle: b, bySelf: map[string]*bundleView{}}
+	if b == nil {
+		return bv
+	}
+	for i := range b.Packs {
+		p := &b.Packs[i]
+		pp := publishedPack{Pack: *p, qids: qualifiedIDs(p.Rules)}
+		for j, r := range p.Rules {
+			if relational(r) {
+				pp.relational = append(pp.relational, j)
+			}
+		}
+		bv.packs = append(bv.packs, pp)
+	}
+	return bv
+}
+
+// view is the view of the bundle that the pack named self has.
+func (bv *bundleViews) view(self string) *bundleView {
 	// Most identifiers are the published packs': the map is made with room for them.
 	published := 0
-	if b != nil {
-		for i := range b.Packs {
-			published += len(b.Packs[i].Rules)
-		}
+	for i := range bv.packs {
+		published += len(bv.packs[i].qids)
 	}
 	v := &bundleView{publishedOwner: make(map[string]string, published), generation: map[string]int64{}}
-	if b != nil {
-		v.configs = b.Configs
-		for i := range b.Packs {
-			p := &b.Packs[i]
-			if p.Name == self {
-				v.own = p
-				continue
-			}
-			pp := publishedPack{Pack: *p, qids: qualifiedIDs(p.Rules)}
-			for j, r := range p.Rules {
-				if relational(r) {
-					pp.relational = append(pp.relational, j)
-				}
-			}
-			v.published = append(v.published, pp)
-			v.generation[p.Name] = p.Generation
-			for _, q := range pp.qids {
-				claim(v.publishedOwner, q, p.Name)
-			}
+	if bv.bundle == nil {
+		return v
+	}
+	v.configs = bv.bundle.Configs
+	for i := range bv.packs {
+		pp := bv.packs[i]
+		if pp.Name == self {
+			v.own = &bv.bundle.Packs[i]
+			continue
+		}
+		v.published = append(v.published, pp)
+		v.generation[pp.Name] = pp.Generation
+		for _, q := range pp.qids {
+			claim(v.publishedOwner, q, pp.Name)
 		}
 	}
-	views.put(key, v)
 	return v
 }
 
