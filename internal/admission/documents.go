@@ -35,8 +35,10 @@ type document struct {
 // of the previous one; an entry found in the previous generation moves to the current
 // one, and a full current generation becomes the previous one.
 type generations[K comparable, V any] struct {
-	size              int
-	mu                sync.Mutex
+	size int
+	// mu is held for reading to look an entry up, and for writing to add one or move
+	// one found in the previous generation: readers do not wait for one another.
+	mu                sync.RWMutex
 	current, previous map[K]V
 }
 
@@ -143,6 +145,16 @@ func (g *generations[K, V]) putAll(keep func(put func(K, V))) {
 
 // get returns the entry under key, if either generation holds it.
 func (g *generations[K, V]) get(key K) (V, bool) {
+	g.mu.RLock()
+	v, ok := g.current[key]
+	previous := false
+	if !ok {
+		_, previous = g.previous[key]
+	}
+	g.mu.RUnlock()
+	if ok || !previous {
+		return v, ok
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.getLocked(key)

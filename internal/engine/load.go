@@ -805,17 +805,11 @@ func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 	}
 	rs.compiled.sealed = true
 	conds, compiled, keep := make([]condition, len(whens)), make([]bool, len(whens)), make([]bool, len(whens))
-	// The ConditionStore is asked and told on this goroutine, once per source: the
-	// processors do not wait on it for one another.
-	for i, key := range whens {
-		if refs, ok := rs.keptCondition(key[1]); ok {
-			conds[i], compiled[i] = condition{refs: refs}, true
-		}
-	}
 	tmpls := make([]*template, len(copies))
 	forEach(len(whens)+len(copies), func(i int) {
 		if i < len(whens) {
-			if compiled[i] {
+			if refs, ok := rs.keptCondition(whens[i][1]); ok {
+				conds[i], compiled[i] = condition{refs: refs}, true
 				return
 			}
 			var errs diag.List
@@ -827,6 +821,8 @@ func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 			tmpls[i-len(whens)] = tmpl
 		}
 	})
+	// The ConditionStore is told on this goroutine, once per source: the processors do
+	// not wait on it for one another.
 	for i, key := range whens {
 		if keep[i] {
 			rs.compiled.kept.KeepChecked(key[1], conds[i].refs)
