@@ -388,7 +388,7 @@ func indexedSelectionEqualsClauseByClause(t *testing.T, p *Program) {
 			s.reset(p, NewMemoryRuntime(), occ, &DecisionBuffer{})
 			s.anchor = "tool.pre_invoke"
 			for _, i := range p.byAnchor["gw.pre_call"].rules {
-				if ok, err := s.selectsByMap(rules[i]); err != nil || ok {
+				if ok, err := s.selectsClauseByClause(rules[i]); err != nil || ok {
 					want = append(want, rules[i].TraceEntry(Fired))
 				}
 			}
@@ -399,10 +399,10 @@ func indexedSelectionEqualsClauseByClause(t *testing.T, p *Program) {
 	}
 }
 
-// selectsByMap tests r's selector clause by clause in order, looking each value up in
-// the clause's set of values: selection as [OAR-SEL-1] states it, without the indexes,
-// plans or short value lists the engine uses.
-func (s *evalState) selectsByMap(r *Rule) (bool, error) {
+// selectsClauseByClause tests r's selector clause by clause in order, comparing the
+// fact's values with every value of the clause: selection as [OAR-SEL-1] states it,
+// without the indexes, plans or lookups the engine uses.
+func (s *evalState) selectsClauseByClause(r *Rule) (bool, error) {
 	for _, c := range r.selector {
 		v, err := s.Fact(c.sym.ID)
 		if err != nil {
@@ -412,7 +412,8 @@ func (s *evalState) selectsByMap(r *Rule) (bool, error) {
 		if v.Kind != types.String {
 			values = v.List()
 		}
-		if !slices.ContainsFunc(values, func(m string) bool { _, ok := c.values[m]; return ok }) {
+		listed := slices.Collect(c.each())
+		if !slices.ContainsFunc(values, func(m string) bool { return slices.Contains(listed, m) }) {
 			return false, nil
 		}
 	}

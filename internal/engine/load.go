@@ -902,11 +902,7 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 			warnings.Add(w)
 		}
 		if runs {
-			vals := make(map[string]struct{}, len(clause.values))
-			for _, v := range clause.values {
-				vals[v.(string)] = struct{}{}
-			}
-			r.selector = append(r.selector, newSelectorClause(sym, vals))
+			r.selector = append(r.selector, newSelectorClause(sym, clause.values))
 		}
 	}
 	if req.hasCount {
@@ -941,6 +937,8 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 			r.when = cond.prog
 		}
 	}
+	var refs [len(copyMemberNames)][]types.Symbol
+	members := 0
 	for i, name := range copyMemberNames {
 		if !req.copy[i].present {
 			continue
@@ -957,10 +955,14 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 			}
 			if runs {
 				r.copy = append(r.copy, copyMember{name: name, tmpl: t.tmpl})
-				r.copyFacts = addSymbols(r.copyFacts, t.refs)
+				if len(t.refs) > 0 {
+					refs[members] = t.refs
+					members++
+				}
 			}
 		}
 	}
+	r.copyFacts = copyFacts(refs[:members])
 	if r.transform != nil {
 		if !c.SupportsTransform {
 			l.Add(fieldErr("OAR-OPS-18", "effect", "transform", "the capability does not implement content mutation (supports_transform is false), so a rule with effect transform cannot load"))

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"iter"
 	"maps"
 	"slices"
 
@@ -151,27 +152,38 @@ type Rule struct {
 }
 
 type selectorClause struct {
-	sym    types.Symbol
+	sym types.Symbol
+	// values holds the clause's values when it has more than fewValues; few lists them
+	// otherwise, where comparing each is quicker than hashing the value looked up.
 	values map[string]struct{}
-	// few lists the values when they are so few that comparing each is quicker than
-	// hashing the one looked up; nil otherwise.
-	few []string
+	few    []string
 }
 
-// fewValues is the most values a clause compares one by one (selectorClause.few).
+// fewValues is the most values a clause lists in few.
 const fewValues = 4
 
-func newSelectorClause(sym types.Symbol, values map[string]struct{}) selectorClause {
-	c := selectorClause{sym: sym, values: values}
-	if len(values) <= fewValues {
-		c.few = slices.Sorted(maps.Keys(values))
+// newSelectorClause is the clause on sym listing the strings of list.
+func newSelectorClause(sym types.Symbol, list []any) selectorClause {
+	c := selectorClause{sym: sym}
+	if len(list) <= fewValues {
+		c.few = make([]string, 0, len(list))
+		for _, v := range list {
+			if s := v.(string); !slices.Contains(c.few, s) {
+				c.few = append(c.few, s)
+			}
+		}
+		return c
+	}
+	c.values = make(map[string]struct{}, len(list))
+	for _, v := range list {
+		c.values[v.(string)] = struct{}{}
 	}
 	return c
 }
 
 // has reports whether v is one of c's values.
 func (c *selectorClause) has(v string) bool {
-	if c.few == nil {
+	if c.values != nil {
 		_, ok := c.values[v]
 		return ok
 	}
@@ -181,6 +193,14 @@ func (c *selectorClause) has(v string) bool {
 		}
 	}
 	return false
+}
+
+// each yields c's values, each once.
+func (c *selectorClause) each() iter.Seq[string] {
+	if c.values != nil {
+		return maps.Keys(c.values)
+	}
+	return slices.Values(c.few)
 }
 
 type transformSpec struct {
@@ -196,14 +216,28 @@ type copyMember struct {
 	tmpl *copytext.Template
 }
 
-// addSymbols appends to dst each of syms it does not hold yet.
-func addSymbols(dst, syms []types.Symbol) []types.Symbol {
-	for _, sym := range syms {
-		if !slices.ContainsFunc(dst, func(o types.Symbol) bool { return o.ID == sym.ID }) {
-			dst = append(dst, sym)
+// copyFacts lists the facts of lists, each once: lists itself when there is one list,
+// which names each fact once already (copytext.Template.Refs), else a list of its own.
+func copyFacts(lists [][]types.Symbol) []types.Symbol {
+	switch len(lists) {
+	case 0:
+		return nil
+	case 1:
+		return slices.Clip(lists[0])
+	}
+	n := 0
+	for _, l := range lists {
+		n += len(l)
+	}
+	out := make([]types.Symbol, 0, n)
+	for _, l := range lists {
+		for _, sym := range l {
+			if !slices.ContainsFunc(out, func(o types.Symbol) bool { return o.ID == sym.ID }) {
+				out = append(out, sym)
+			}
 		}
 	}
-	return dst
+	return out
 }
 
 // Document returns the rule document as it was loaded.

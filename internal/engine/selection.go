@@ -132,7 +132,7 @@ func newSelection(c *Capability, rules []*Rule, candidates []int) *selection {
 			sel.suppressing = sel.suppressing || in[t]
 		}
 		if k := sel.skip[pos]; k >= 0 {
-			for v := range r.selector[k].values {
+			for v := range r.selector[k].each() {
 				b := sel.byValue[v]
 				if b == nil {
 					b = &bucket{}
@@ -312,7 +312,7 @@ func (sel *selection) add(b *bucket, r *Rule, pos int) {
 			if b.byValue == nil {
 				b.byValue = map[string][]int{}
 			}
-			for v := range cl.values {
+			for v := range cl.each() {
 				b.byValue[v] = append(b.byValue[v], pos)
 			}
 			b.indexed = append(b.indexed, pos)
