@@ -359,13 +359,7 @@ func TestSEL7_IndexedSelectionEqualsClauseByClause(t *testing.T) {
 		docs = append(docs, fmt.Sprintf(`{"oar":"1.0","id":"R%02d","kind":"%s","anchor":"tool.pre_invoke","effect":"allow","selector":%s,"requires":{"profiles":["tool","session"]}}`,
 			i, []string{"schema", "policy", "invariant"}[i%3], sel))
 	}
-	planned := mustProgram(t, "["+strings.Join(docs, ",")+"]")
-	if planned.byAnchor["gw.pre_call"].plans == nil {
-		t.Fatal("the selection has no plans")
-	}
-	for _, p := range []*Program{planned, withoutPlans(planned)} {
-		indexedSelectionEqualsClauseByClause(t, p)
-	}
+	withAndWithoutPlans(t, docs, indexedSelectionEqualsClauseByClause)
 }
 
 func indexedSelectionEqualsClauseByClause(t *testing.T, p *Program) {
@@ -418,6 +412,19 @@ func (s *evalState) selectsClauseByClause(r *Rule) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// withAndWithoutPlans loads the rules docs, whose selection at gw.pre_call has plans,
+// and runs check on the program and on it without plans (withoutPlans).
+func withAndWithoutPlans(t *testing.T, docs []string, check func(*testing.T, *Program)) {
+	t.Helper()
+	planned := mustProgram(t, "["+strings.Join(docs, ",")+"]")
+	if planned.byAnchor["gw.pre_call"].plans == nil {
+		t.Fatal("the selection has no plans")
+	}
+	for _, p := range []*Program{planned, withoutPlans(planned)} {
+		check(t, p)
+	}
 }
 
 // withoutPlans is p with every selection merging its buckets at each occurrence, the
@@ -506,13 +513,7 @@ func TestSEL7_TwoIndexesEqualClausesInOrder(t *testing.T) {
 	} {
 		docs = append(docs, fmt.Sprintf(`{"oar":"1.0","id":"R%02d","kind":"policy","anchor":"tool.pre_invoke","effect":"allow","selector":%s,"requires":{"profiles":["tool","session"],"facts":["oar.test.tier"]}}`, i, sel))
 	}
-	planned := mustProgram(t, "["+strings.Join(docs, ",")+"]")
-	if planned.byAnchor["gw.pre_call"].plans == nil {
-		t.Fatal("the selection has no plans")
-	}
-	for _, p := range []*Program{planned, withoutPlans(planned)} {
-		twoIndexesEqualClausesInOrder(t, p)
-	}
+	withAndWithoutPlans(t, docs, twoIndexesEqualClausesInOrder)
 }
 
 func twoIndexesEqualClausesInOrder(t *testing.T, p *Program) {
