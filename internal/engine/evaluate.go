@@ -215,7 +215,7 @@ type renderedMember struct {
 type copySpan struct {
 	from, to int
 	// late marks a copy not rendered yet, which checkCopy found will render: decide
-	// renders it when the decision carries it (renderLate).
+	// and advisories render it when the decision carries it (renderLate).
 	late bool
 }
 
@@ -534,22 +534,6 @@ func (s *evalState) decide(d *Decision, block *contribution, transforms, nudges,
 		s.buf.content = s.occ.Content
 		d.Content = &s.buf.content
 	}
-	// Render the copy the decision carries, all of it before copyMap makes the
-	// buffer one string.
-	switch {
-	case block != nil:
-		s.renderLate(block)
-	case len(transforms) > 0:
-		s.renderLate(&transforms[0])
-	case len(nudges) > 0:
-		for i := range nudges {
-			s.renderLate(&nudges[i])
-		}
-	default:
-		for i := range warns {
-			s.renderLate(&warns[i])
-		}
-	}
 	var win *contribution
 	switch {
 	case block != nil:
@@ -586,6 +570,7 @@ func (s *evalState) decide(d *Decision, block *contribution, transforms, nudges,
 		if len(d.Advisories) > 0 {
 			d.Copy = d.Advisories[0].Copy
 		} else {
+			s.renderLate(win)
 			d.Copy = s.copyMap(win.copy)
 		}
 	}
@@ -631,8 +616,12 @@ func (d *Decision) fillEmptyLists() {
 	}
 }
 
-// advisories appends the advisory of each contribution to out.
+// advisories appends the advisory of each contribution to out, rendering every copy
+// that waited before copyMap makes the copy buffer one string.
 func (s *evalState) advisories(out []Advisory, cs []contribution) []Advisory {
+	for i := range cs {
+		s.renderLate(&cs[i])
+	}
 	for _, c := range cs {
 		out = append(out, Advisory{Code: c.rule.ID, Rule: c.rule.QID, Copy: s.copyMap(c.copy)})
 	}
