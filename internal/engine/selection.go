@@ -190,23 +190,19 @@ func (vp *valuePlans) each(yield func(*plan) bool) bool {
 	return yield(vp.other2) && yield(vp.err2)
 }
 
-// source is a list of candidate positions a plan merges, and whether they carry
-// fact2's error.
-type source struct {
-	list []int
-	err2 bool
-}
-
 // valuePlans makes the plans of a value of fact whose bucket is b, nil for a value no
 // clause lists, taking their entries from the budget *left; nil when it runs out.
 func (sel *selection) valuePlans(rules []*Rule, b *bucket, left *int) *valuePlans {
 	buckets := [2]*bucket{b, sel.rest}
-	var rest [4]source
+	// rest holds the lists of candidates not indexed on fact2; a plan adds to them the
+	// indexed lists that apply, which carry fact2's error when err2 says so.
+	var rest [4][]int
+	var err2 [4]bool
 	n := 0
 	vp := &valuePlans{}
 	for _, b := range buckets {
 		if b != nil {
-			rest[n] = source{list: b.rest}
+			rest[n] = b.rest
 			n++
 			vp.needs2 = vp.needs2 || len(b.indexed) > 0
 		}
@@ -214,14 +210,14 @@ func (sel *selection) valuePlans(rules []*Rule, b *bucket, left *int) *valuePlan
 	// with makes the plan of the rest lists and the lists indexed gives, or nil when
 	// the budget is spent.
 	with := func(indexed func(*bucket) []int, isErr bool) *plan {
-		srcs, m := rest, n
+		lists, errs, m := rest, err2, n
 		for _, b := range buckets {
 			if b != nil && indexed != nil {
-				srcs[m] = source{list: indexed(b), err2: isErr}
+				lists[m], errs[m] = indexed(b), isErr
 				m++
 			}
 		}
-		pl := sel.plan(rules, srcs[:m])
+		pl := sel.plan(rules, lists[:m], errs[:m])
 		if *left -= len(pl.entries); *left < 0 {
 			return nil
 		}
@@ -255,27 +251,17 @@ func (sel *selection) valuePlans(rules []*Rule, b *bucket, left *int) *valuePlan
 	return vp
 }
 
-// plan merges the ascending position lists of srcs, which it consumes, into one plan.
-func (sel *selection) plan(rules []*Rule, srcs []source) *plan {
+// plan merges the ascending position lists, which it consumes, into one plan; the
+// candidates of lists[j] carry fact2's error when err2[j].
+func (sel *selection) plan(rules []*Rule, lists [][]int, err2 []bool) *plan {
 	total := 0
-	for _, src := range srcs {
-		total += len(src.list)
+	for _, l := range lists {
+		total += len(l)
 	}
 	pl := &plan{entries: make([]planEntry, 0, total)}
 	static := true
-	for {
-		best := -1
-		for j, src := range srcs {
-			if len(src.list) > 0 && (best < 0 || src.list[0] < srcs[best].list[0]) {
-				best = j
-			}
-		}
-		if best < 0 {
-			break
-		}
-		pos := srcs[best].list[0]
-		srcs[best].list = srcs[best].list[1:]
-		e := planEntry{rule: int32(sel.rules[pos]), pos: int32(pos), skip2: int32(sel.skip2[pos]), err2: srcs[best].err2}
+	mergeAscending(lists, func(j, pos int) {
+		e := planEntry{rule: int32(sel.rules[pos]), pos: int32(pos), skip2: int32(sel.skip2[pos]), err2: err2[j]}
 		for k := range rules[e.rule].selector {
 			if k != sel.skip[pos] && k != int(e.skip2) {
 				e.test = true
@@ -283,7 +269,7 @@ func (sel *selection) plan(rules []*Rule, srcs []source) *plan {
 		}
 		static = static && !e.test && !e.err2
 		pl.entries = append(pl.entries, e)
-	}
+	})
 	if static {
 		pl.selected = make([]int, len(pl.entries))
 		for j, e := range pl.entries {
@@ -458,6 +444,12 @@ func (s *evalState) follow(sel *selection, pl *plan, err2 error) ([]int, bool) {
 // merge considers the candidates of the ascending position lists in position order;
 // the candidates of lists[j] carry errs[j].
 func (s *evalState) merge(sel *selection, lists [][]int, errs []error) {
+	mergeAscending(lists, func(j, pos int) { s.considerOne(sel, pos, errs[j], sel.skip2[pos]) })
+}
+
+// mergeAscending calls visit with each position of the ascending lists, which it
+// consumes, in ascending order, and the index of the list holding it.
+func mergeAscending(lists [][]int, visit func(j, pos int)) {
 	for {
 		best := -1
 		for j, l := range lists {
@@ -469,8 +461,8 @@ func (s *evalState) merge(sel *selection, lists [][]int, errs []error) {
 			return
 		}
 		pos := lists[best][0]
-		s.considerOne(sel, pos, errs[best], sel.skip2[pos])
 		lists[best] = lists[best][1:]
+		visit(best, pos)
 	}
 }
 
