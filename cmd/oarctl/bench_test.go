@@ -64,6 +64,58 @@ func TestBenchText(t *testing.T) {
 	}
 }
 
+// TestBenchByAnchor: --by-anchor splits the measured evaluations by the anchor of the
+// occurrence each evaluated, in anchor order, in both outputs; without it the JSON keeps
+// its seven members (TestBenchJSON).
+func TestBenchByAnchor(t *testing.T) {
+	lines := []string{
+		`{"anchor": "tool.post_invoke", "session_id": "s1", "tool_call": {"name": "read", "arguments": {"path": "/workspace/.env"}}}`,
+		`{"anchor": "tool.pre_invoke", "session_id": "s1", "tool_call": {"name": "read", "arguments": {"path": "/workspace/.env"}}}`,
+		`{"anchor": "tool.pre_invoke", "session_id": "s2", "tool_call": {"name": "bash", "arguments": {"command": "ls"}}}`,
+	}
+	file := filepath.Join(t.TempDir(), "anchors.jsonl")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// 200 evaluations cycle over the three lines: 67 at tool.post_invoke (line 1), 67 +
+	// 66 at tool.pre_invoke (lines 2 and 3). An evaluation credited to the line after its
+	// own would give tool.post_invoke 66.
+	want := []anchorLatency{{Anchor: "tool.post_invoke", Evaluations: 67}, {Anchor: "tool.pre_invoke", Evaluations: 133}}
+
+	stdout, stderr, code := oarctl(t, benchArgs(file, "-n", "200", "--by-anchor", "--json")...)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit code %d, stderr:\n%s", code, stderr)
+	}
+	var r benchResult
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("stdout is not the result: %v\n%s", err, stdout)
+	}
+	if len(r.Anchors) != len(want) {
+		t.Fatalf("anchors %+v, want %d of them", r.Anchors, len(want))
+	}
+	var maxP99 int64
+	for i, a := range r.Anchors {
+		if a.Anchor != want[i].Anchor || a.Evaluations != want[i].Evaluations {
+			t.Errorf("anchors[%d] = %s with %d evaluations, want %s with %d", i, a.Anchor, a.Evaluations, want[i].Anchor, want[i].Evaluations)
+		}
+		if a.P50 <= 0 || a.P99 < a.P50 {
+			t.Errorf("implausible latencies for %s: p50 %d ns, p99 %d ns", a.Anchor, a.P50, a.P99)
+		}
+		maxP99 = max(maxP99, a.P99)
+	}
+	// The slowest anchor's p99 is at least the p99 of all, which includes its
+	// evaluations and none slower.
+	if maxP99 < r.P99 {
+		t.Errorf("no anchor's p99 reaches the overall p99 %d ns: %+v", r.P99, r.Anchors)
+	}
+
+	stdout, stderr, code = oarctl(t, benchArgs(file, "-n", "200", "--by-anchor")...)
+	text := regexp.MustCompile(`^200 evaluations in .*\n  tool\.post_invoke: 67 evaluations, p50 [0-9]+ ns, p99 [0-9]+ ns\n  tool\.pre_invoke: 133 evaluations, p50 [0-9]+ ns, p99 [0-9]+ ns\n$`)
+	if code != exitOK || stderr != "" || !text.MatchString(stdout) {
+		t.Errorf("exit code %d, stderr %q, stdout %q does not match %s", code, stderr, stdout, text)
+	}
+}
+
 func TestBenchOccurrenceErrorsNameTheLine(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
