@@ -86,8 +86,10 @@ type Record struct {
 	Applied []string `json:"applied"`
 	// SessionBegan is set when the occurrence found its session holding no state in
 	// the sidecar's store: the session was new, or the store had forgotten it (idle
-	// past its TTL, evicted by the store's bounds, expired in Redis). A replay starts
-	// the session's counters, breakers and activity window again there.
+	// past its TTL, evicted by the store's bounds, expired in Redis). It is read as the
+	// evaluation begins, and the local store keeps a session it evaluates pinned until
+	// the evaluation ends, so it cannot forget the session in the middle. A replay
+	// starts the session's counters, breakers and activity window again there.
 	SessionBegan bool `json:"session_began,omitempty"`
 	// SessionState is the session's version in the shared store (Redis) as the
 	// occurrence read it and as it left it; nil unless the occurrence was evaluated
