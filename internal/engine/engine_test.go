@@ -331,6 +331,44 @@ func TestFIRE9_UnappliedSideEffectGoesToOnError(t *testing.T) {
 	}
 }
 
+// flakyReads fails the first counter read it is asked for and answers the others.
+type flakyReads struct {
+	CounterStore
+	reads int
+}
+
+func (f *flakyReads) Get(k CounterKey) (Counts, error) {
+	if f.reads++; f.reads == 1 {
+		return Counts{}, errors.New("counter store timed out")
+	}
+	return f.CounterStore.Get(k)
+}
+
+// TestFIRE6_ACounterThatCouldNotBeReadStaysUnreadable: a counter read that fails at an
+// occurrence fails every later read of that counter there too ([OAR-FIRE-6] is one
+// snapshot per occurrence, [OAR-OPS-3] routes the failure to on_error), rather than
+// asking the store again and carrying on with what a second read returned. Here the
+// copy's read fails, so the rule is errored and blocks (fail_closed), whether its copy
+// is rendered at once or when the decision takes it, and the block carries no copy
+// ([OAR-COPY-11]) rather than one rendered from a second read.
+func TestFIRE6_ACounterThatCouldNotBeReadStaysUnreadable(t *testing.T) {
+	p := mustProgram(t, `[{"oar":"1.0","id":"W","kind":"policy","anchor":"tool.pre_invoke","effect":"warn",
+	  "on_fire":["increment_counter"],"copy":{"title":"seen {{ fire_count }}"}}]`)
+	rt := NewMemoryRuntime()
+	store := &flakyReads{CounterStore: rt.Counters}
+	rt.Counters = store
+	d := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: "s"})
+	if d.Decision != "block" || d.Rule != "W" || strings.Join(d.Applied, " ") != "W:errored" || d.Copy != nil {
+		t.Errorf("got %s by %s, copy %v, applied %v; want a block by W errored, without copy", d.Decision, d.Rule, d.Copy, d.Applied)
+	}
+	if len(d.Failures) != 1 || d.Failures[0].Clause != "OAR-OPS-3" || !strings.Contains(d.Failures[0].Error, "counter store timed out") {
+		t.Errorf("failures %+v; want the one read failure, under OAR-OPS-3", d.Failures)
+	}
+	if store.reads != 1 || len(d.Counters) != 0 {
+		t.Errorf("the store was read %d times and counters %v changed; want one read and no change", store.reads, d.Counters)
+	}
+}
+
 func TestPROF8_PortabilityReport(t *testing.T) {
 	p := mustProgram(t, `[
 	 {"oar":"1.0","id":"PORTABLE","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","requires":{"profiles":["tool"]},"when":"tool == 'read'"},

@@ -192,8 +192,11 @@ type evalState struct {
 type counterSlot struct {
 	key           CounterKey
 	before, after Counts
-	changed       bool
-	next          int
+	// err is the store's failure to read the counter: every later read or write of it
+	// at the occurrence fails the same way rather than asking the store again.
+	err     error
+	changed bool
+	next    int
 }
 
 // ruleCounters locates a rule's counters at the occurrence: first is the position in
@@ -878,18 +881,19 @@ func (s *evalState) counterKey(r *Rule, own bool) (CounterKey, error) {
 // so every later read at this occurrence sees that value even if another occurrence of
 // the session changes the store meanwhile.
 func (s *evalState) readCounter(r *Rule, k CounterKey) (Counts, error) {
-	if i := s.findCounter(r, k); i >= 0 {
-		return s.ctrs[i].before, nil
+	i := s.findCounter(r, k)
+	if i < 0 {
+		if s.rt.Counters == nil {
+			return Counts{}, nil
+		}
+		c, err := s.rt.Counters.Get(k)
+		i = s.addCounter(r, k, c)
+		s.ctrs[i].err = err
 	}
-	if s.rt.Counters == nil {
-		return Counts{}, nil
+	if err := s.ctrs[i].err; err != nil {
+		return Counts{}, &ProviderError{Clause: "OAR-OPS-3", Fact: "counter " + k.ReportKey(), Err: err}
 	}
-	c, err := s.rt.Counters.Get(k)
-	if err != nil {
-		return c, &ProviderError{Clause: "OAR-OPS-3", Fact: "counter " + k.ReportKey(), Err: err}
-	}
-	s.addCounter(r, k, c)
-	return c, nil
+	return s.ctrs[i].before, nil
 }
 
 func (s *evalState) writeCounter(r *Rule, k CounterKey, a Action) error {
@@ -903,6 +907,9 @@ func (s *evalState) writeCounter(r *Rule, k CounterKey, a Action) error {
 			return err
 		}
 		i = s.addCounter(r, k, before)
+	}
+	if err := s.ctrs[i].err; err != nil {
+		return err
 	}
 	after, err := s.rt.Counters.Apply(k, a)
 	if err != nil {
