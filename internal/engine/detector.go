@@ -18,6 +18,12 @@ type Findings struct {
 	NoFindings bool
 }
 
+// reports says whether the findings give a value of the named fact.
+func (f *Findings) reports(name string) bool {
+	_, ok := f.Facts[name]
+	return ok
+}
+
 // DetectorFunc adapts a function to Detector.
 type DetectorFunc func(occ *Occurrence) (Findings, error)
 

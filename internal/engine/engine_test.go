@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/engine/toolobs"
 	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
@@ -366,6 +367,50 @@ func TestFIRE6_ACounterThatCouldNotBeReadStaysUnreadable(t *testing.T) {
 	}
 	if store.reads != 1 || len(d.Counters) != 0 {
 		t.Errorf("the store was read %d times and counters %v changed; want one read and no change", store.reads, d.Counters)
+	}
+}
+
+// TestFACT11_ADetectorsObservationDoesNotReachTheFingerprintOfLaterRules: D1's detector
+// reports a tool name. D1's own tool_args_fingerprint is over what its detector
+// observed, but that observation stays D1's ([OAR-FACT-11]): D2, evaluated after it,
+// reads the fingerprint of the occurrence's own tool call, exactly as when D1's detector
+// reports nothing.
+func TestFACT11_ADetectorsObservationDoesNotReachTheFingerprintOfLaterRules(t *testing.T) {
+	capSrc := strings.Replace(testCapability, `"supports_transform":true,`, `"supports_transform":true,"detectors":["detector://noop","detector://fixture"],`, 1)
+	rs, errs := LoadRules(mustCap(t, capSrc), mustDocs(t, `[
+	 {"oar":"1.0","id":"D1","kind":"detector","detector":{"ref":"detector://fixture"},"anchor":"tool.pre_invoke","effect":"warn",
+	  "requires":{"profiles":["tool"]},"copy":{"title":"{{ tool_args_fingerprint }}"}},
+	 {"oar":"1.0","id":"D2","kind":"detector","detector":{"ref":"detector://noop"},"anchor":"tool.pre_invoke","effect":"warn",
+	  "requires":{"profiles":["tool"]},"copy":{"title":"{{ tool_args_fingerprint }}"}}]`))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	p, errs := Configure(rs, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	fingerprints := func(detected map[string]any) (d1, d2 string) {
+		t.Helper()
+		d := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call",
+			ToolCall: &ToolCall{Name: "read", Arguments: map[string]any{"path": "/tmp/x"}}, DetectorFacts: detected})
+		if len(d.Advisories) != 2 {
+			t.Fatalf("advisories %+v; want D1's and D2's", d.Advisories)
+		}
+		return d.Advisories[0].Copy["title"], d.Advisories[1].Copy["title"]
+	}
+	read, err := toolobs.Fingerprint("read", map[string]any{"path": "/tmp/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil, err := toolobs.Fingerprint("evil", map[string]any{"path": "/tmp/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d1, d2 := fingerprints(nil); d1 != read || d2 != read {
+		t.Errorf("no finding: D1 %s, D2 %s; want both %s", d1, d2, read)
+	}
+	if d1, d2 := fingerprints(map[string]any{"tool": "evil"}); d1 != evil || d2 != read {
+		t.Errorf("D1's detector reports tool evil: D1 %s (want %s), D2 %s (want the occurrence's %s)", d1, evil, d2, read)
 	}
 }
 

@@ -862,13 +862,7 @@ func (s *evalState) counterKey(r *Rule, own bool) (CounterKey, error) {
 	if r.counterScope == nil {
 		return k, nil
 	}
-	var v types.Value
-	var err error
-	if own {
-		v, err = s.Fact(r.counterScope.ID)
-	} else {
-		v, err = s.occurrenceFact(s.p.cap.symbol(r.counterScope.ID))
-	}
+	v, err := s.input(r.counterScope.ID, own)
 	if err != nil {
 		return k, err
 	}
@@ -967,6 +961,11 @@ func (s *evalState) Fact(id int) (types.Value, error) {
 		if f.NoFindings && info.Detector {
 			return types.Zero(info.Type), nil
 		}
+		if info.builtin == builtinToolFingerprint && (f.reports(factTool) || f.reports(factToolArgs)) {
+			// Over what this rule's detector observed, and not kept as the
+			// occurrence's: that observation is the rule's alone ([OAR-FACT-11]).
+			return s.fingerprint(true)
+		}
 	}
 	if b := info.builtin; b == builtinFireCount || b == builtinBreakerCount {
 		key, err := s.counterKey(s.cur, true)
@@ -1014,18 +1013,20 @@ func (s *evalState) produce(info *symbolInfo) (types.Value, error) {
 		}
 		return types.MapValue(map[string]any{}), nil
 	case builtinToolFingerprint:
-		return s.fingerprint()
+		return s.fingerprint(false)
 	}
 	return types.Zero(info.Type), nil
 }
 
-// fingerprint is [OAR-FACT-28] over the effective tool name and arguments.
-func (s *evalState) fingerprint() (types.Value, error) {
-	tool, err := s.Fact(s.p.cap.byName[factTool])
+// fingerprint is [OAR-FACT-28] over the effective tool name and arguments: the
+// occurrence's, or with own those of the rule being evaluated, whose detector may have
+// observed them.
+func (s *evalState) fingerprint(own bool) (types.Value, error) {
+	tool, err := s.input(s.p.cap.byName[factTool], own)
 	if err != nil {
 		return types.Value{}, err
 	}
-	args, err := s.Fact(s.p.cap.byName[factToolArgs])
+	args, err := s.input(s.p.cap.byName[factToolArgs], own)
 	if err != nil {
 		return types.Value{}, err
 	}
@@ -1035,6 +1036,15 @@ func (s *evalState) fingerprint() (types.Value, error) {
 		return types.Value{}, &ProviderError{Clause: "OAR-FACT-28", Fact: factToolFingerprint, Err: err}
 	}
 	return types.StringValue(fp), nil
+}
+
+// input reads a fact another value is derived from (a fingerprint, a counter key): in
+// the environment of the rule being evaluated with own, else the occurrence's.
+func (s *evalState) input(id int, own bool) (types.Value, error) {
+	if own {
+		return s.Fact(id)
+	}
+	return s.occurrenceFact(s.p.cap.symbol(id))
 }
 
 // toolName is the step an admitted tool call appends ([OAR-PROF-9]).
