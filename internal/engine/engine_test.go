@@ -465,7 +465,7 @@ func indexedSelectionEqualsClauseByClause(t *testing.T, p *Program) {
 			s.reset(p, NewMemoryRuntime(), occ, &DecisionBuffer{})
 			s.anchor = "tool.pre_invoke"
 			for _, i := range p.byAnchor["gw.pre_call"].rules {
-				if ok, err := s.selectsClauseByClause(rules[i]); err != nil || ok {
+				if ok, err := s.selectsByMeaning(rules[i]); err != nil || ok {
 					want = append(want, rules[i].TraceEntry(Fired))
 				}
 			}
@@ -476,14 +476,20 @@ func indexedSelectionEqualsClauseByClause(t *testing.T, p *Program) {
 	}
 }
 
-// selectsClauseByClause tests r's selector clause by clause in order, comparing the
-// fact's values with every value of the clause: selection as [OAR-SEL-1] states it,
-// without the indexes, plans or lookups the engine uses.
-func (s *evalState) selectsClauseByClause(r *Rule) (bool, error) {
+// selectsByMeaning is selection as [OAR-SEL-1], [OAR-SEL-2], [OAR-SEL-4] and
+// [OAR-FACT-26] state it, without the indexes, plans or lookups the engine uses: it
+// compares each clause's fact with every value of the clause; a clause whose fact is
+// read and matches none leaves the rule out; otherwise a clause whose fact cannot be
+// read selects the rule with the error of the first such clause.
+func (s *evalState) selectsByMeaning(r *Rule) (bool, error) {
+	var first error
 	for _, c := range r.selector {
 		v, err := s.Fact(c.sym.ID)
 		if err != nil {
-			return false, err
+			if first == nil {
+				first = err
+			}
+			continue
 		}
 		values := []string{v.Str()}
 		if v.Kind != types.String {
@@ -494,7 +500,7 @@ func (s *evalState) selectsClauseByClause(r *Rule) (bool, error) {
 			return false, nil
 		}
 	}
-	return true, nil
+	return true, first
 }
 
 // withAndWithoutPlans loads the rules docs, whose selection at gw.pre_call has plans,
@@ -533,6 +539,28 @@ func TestFACT26_SelectorFactOfTheWrongTypeSelectsWithAnError(t *testing.T) {
 	d := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call", Facts: map[string]any{"tool": 7}})
 	if d.Decision != "block" || d.Rule != "B" || strings.Join(d.Applied, " ") != "C:fired A:errored B:errored" {
 		t.Errorf("got %s by %s, applied %v", d.Decision, d.Rule, d.Applied)
+	}
+}
+
+// TestSEL4_ARulesSelectionDoesNotDependOnOtherRules: R's tool clause does not match
+// and its tier clause cannot be read (and the other way round), so R is not selected
+// ([OAR-SEL-4]) — alone, and beside a rule S that makes tool the fact the selection
+// index tests first (S itself is selected only when tool cannot be read).
+func TestSEL4_ARulesSelectionDoesNotDependOnOtherRules(t *testing.T) {
+	r := `{"oar":"1.0","id":"R","kind":"policy","anchor":"tool.pre_invoke","effect":"warn",
+	  "selector":{"oar.test.tier":["gold"],"tool":["read"]},"requires":{"profiles":["tool"],"facts":["oar.test.tier"]}}`
+	s := `{"oar":"1.0","id":"S","kind":"policy","anchor":"tool.pre_invoke","effect":"warn",
+	  "selector":{"tool":["other"]},"requires":{"profiles":["tool"]}}`
+	for name, occ := range map[string]*Occurrence{
+		"tier unreadable, tool another": {Anchor: "gw.pre_call", ToolCall: &ToolCall{Name: "write"}, Facts: map[string]any{"oar.test.tier": 7}},
+		"tool unreadable, tier another": {Anchor: "gw.pre_call", Facts: map[string]any{"tool": 7, "oar.test.tier": "silver"}},
+	} {
+		for _, rules := range []string{"[" + r + "]", "[" + r + "," + s + "]"} {
+			d := mustProgram(t, rules).Evaluate(NewMemoryRuntime(), occ)
+			if d.Rule == "R" || slices.ContainsFunc(d.Applied, func(a string) bool { return strings.HasPrefix(a, "R:") }) {
+				t.Errorf("%s, %d rules: %s by %q, applied %v; want R not selected", name, strings.Count(rules, `"id"`), d.Decision, d.Rule, d.Applied)
+			}
+		}
 	}
 }
 
@@ -581,12 +609,13 @@ func TestPROF2_RefusedEntryIsStillDeclared(t *testing.T) {
 	}
 }
 
-// TestSEL7_TwoIndexesEqualClausesInOrder: with a second index (here on tool, under the
-// one on principal), selection still picks exactly the rules, and the errors, that
-// testing each rule's clauses in order picks once the first indexed clause is decided:
-// the first failing clause selects the rule with its error, the first mismatch leaves
-// it out ([OAR-SEL-1], [OAR-FACT-26]).
-func TestSEL7_TwoIndexesEqualClausesInOrder(t *testing.T) {
+// TestSEL7_TwoIndexesSelectWhatTheClausesMean: with a second index (here on tool,
+// under the one on principal), selection still picks exactly the rules, and the
+// errors, that the rules' clauses mean (selectsByMeaning): a clause that is read and
+// does not match leaves its rule out even when another's fact cannot be read, and a
+// rule left in by its readable clauses is selected with the error of its first clause
+// that cannot be read ([OAR-SEL-4], [OAR-FACT-26]).
+func TestSEL7_TwoIndexesSelectWhatTheClausesMean(t *testing.T) {
 	var docs []string
 	for i, sel := range []string{
 		`{"tool":["read"],"principal":["ana"]}`, `{"tool":["read","write"],"principal":["bo"]}`,
@@ -596,10 +625,10 @@ func TestSEL7_TwoIndexesEqualClausesInOrder(t *testing.T) {
 	} {
 		docs = append(docs, fmt.Sprintf(`{"oar":"1.0","id":"R%02d","kind":"policy","anchor":"tool.pre_invoke","effect":"allow","selector":%s,"requires":{"profiles":["tool","session"],"facts":["oar.test.tier"]}}`, i, sel))
 	}
-	withAndWithoutPlans(t, docs, twoIndexesEqualClausesInOrder)
+	withAndWithoutPlans(t, docs, twoIndexesSelectWhatTheClausesMean)
 }
 
-func twoIndexesEqualClausesInOrder(t *testing.T, p *Program) {
+func twoIndexesSelectWhatTheClausesMean(t *testing.T, p *Program) {
 	sel := p.byAnchor["gw.pre_call"]
 	if sel.fact < 0 || sel.fact2 < 0 || p.cap.symbol(sel.fact).Name != "principal" || p.cap.symbol(sel.fact2).Name != "tool" {
 		t.Fatalf("indexes on %d and %d, want principal then tool", sel.fact, sel.fact2)
@@ -621,28 +650,19 @@ func twoIndexesEqualClausesInOrder(t *testing.T, p *Program) {
 			selected, _ := s.selectRules(sel)
 			var got []string
 			for _, i := range selected {
-				got = append(got, fmt.Sprintf("%s:%v", rules[i].ID, s.selErr[i] != nil))
+				got = append(got, fmt.Sprintf("%s:%v", rules[i].ID, s.selErr[i]))
 			}
 			ref := &evalState{}
 			ref.reset(p, NewMemoryRuntime(), occ, &DecisionBuffer{})
 			ref.anchor = "tool.pre_invoke"
-			first, firstErr := ref.occurrenceFact(p.cap.symbol(sel.fact))
 			var want []string
 			for _, i := range sel.rules {
-				k := clauseOn(rules[i], sel.fact)
-				if k >= 0 && firstErr != nil {
-					want = append(want, rules[i].ID+":true")
-					continue
-				}
-				if k >= 0 && !clauseMatches(&rules[i].selector[k], first) {
-					continue
-				}
-				if ok, err := ref.selects(rules[i], k, -1); err != nil || ok {
-					want = append(want, fmt.Sprintf("%s:%v", rules[i].ID, err != nil))
+				if ok, err := ref.selectsByMeaning(rules[i]); err != nil || ok {
+					want = append(want, fmt.Sprintf("%s:%v", rules[i].ID, err))
 				}
 			}
 			if strings.Join(got, " ") != strings.Join(want, " ") {
-				t.Errorf("facts %v tool %q: selected %v, clauses in order %v", facts, tool, got, want)
+				t.Errorf("facts %v tool %q: selected %v, as the clauses mean %v", facts, tool, got, want)
 			}
 		}
 	}

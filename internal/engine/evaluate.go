@@ -640,8 +640,9 @@ func failure(r *Rule, err error) Failure {
 	return f
 }
 
-// selects reports whether every selector clause but those at skip and skip2 (already
-// decided by the indexes) matches ([OAR-SEL-1], [OAR-SEL-2], [OAR-SEL-4]).
+// selects reports whether every selector clause but those at skip and skip2 (which the
+// indexes found matching) matches ([OAR-SEL-1], [OAR-SEL-2], [OAR-SEL-4]). Once a
+// clause's fact cannot be read, selectsAll decides.
 func (s *evalState) selects(r *Rule, skip, skip2 int) (bool, error) {
 	s.cur, s.finding = r, nil
 	for k := range r.selector {
@@ -651,13 +652,37 @@ func (s *evalState) selects(r *Rule, skip, skip2 int) (bool, error) {
 		c := &r.selector[k]
 		v, err := s.Fact(c.sym.ID)
 		if err != nil {
-			return false, err
+			return s.selectsAll(r)
 		}
 		if !clauseMatches(c, v) {
 			return false, nil
 		}
 	}
 	return true, nil
+}
+
+// selectsAll decides r's selection when the fact of one of its clauses cannot be read,
+// from all of its clauses whatever an index decided: a clause whose fact is read and
+// does not match leaves r out ([OAR-SEL-4]); otherwise r is selected with the error of
+// its first clause that cannot be read, for its on_error ([OAR-FACT-26]). The outcome is
+// the rule's own: it does not depend on which facts the other rules make the indexes
+// use, nor on the order the clauses are tested in.
+func (s *evalState) selectsAll(r *Rule) (bool, error) {
+	s.cur, s.finding = r, nil
+	var first error
+	for k := range r.selector {
+		c := &r.selector[k]
+		v, err := s.Fact(c.sym.ID)
+		switch {
+		case err != nil:
+			if first == nil {
+				first = err
+			}
+		case !clauseMatches(c, v):
+			return false, nil
+		}
+	}
+	return true, first
 }
 
 func clauseMatches(c *selectorClause, v types.Value) bool {

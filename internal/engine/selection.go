@@ -366,7 +366,7 @@ func (s *evalState) selectRules(sel *selection) ([]int, bool) {
 	}
 	v, err := s.occurrenceFact(s.p.cap.symbol(sel.fact))
 	if err != nil {
-		// Every candidate with a clause on fact is selected with the error.
+		// Every candidate with a clause on fact is decided by all of its clauses.
 		for pos := range sel.rules {
 			var posErr error
 			if sel.skip[pos] >= 0 {
@@ -423,7 +423,8 @@ func (s *evalState) selectRules(sel *selection) ([]int, bool) {
 	return s.sel, sel.suppressing
 }
 
-// follow selects the candidates of pl, those marked err2 with err2.
+// follow selects the candidates of pl; those marked err2, whose clause on fact2 failed
+// with err2, are decided by all of their clauses.
 func (s *evalState) follow(sel *selection, pl *plan, err2 error) ([]int, bool) {
 	if pl.selected != nil {
 		return pl.selected, pl.suppressing
@@ -431,7 +432,7 @@ func (s *evalState) follow(sel *selection, pl *plan, err2 error) ([]int, bool) {
 	for _, e := range pl.entries {
 		switch {
 		case e.err2:
-			s.selectWithError(int(e.rule), err2)
+			s.considerOne(sel, int(e.pos), err2, int(e.skip2))
 		case !e.test:
 			s.sel = append(s.sel, int(e.rule))
 		default:
@@ -467,11 +468,14 @@ func mergeAscending(lists [][]int, visit func(j, pos int)) {
 }
 
 // considerOne tests the candidate at pos but its clauses at sel.skip[pos] and skip2,
-// which the indexes decided, or selects it with err.
+// which the indexes found matching; err is an index's failure to read the fact of one
+// of its clauses, and then all of its clauses decide (selectsAll).
 func (s *evalState) considerOne(sel *selection, pos int, err error, skip2 int) {
 	i := sel.rules[pos]
-	ok := true
-	if err == nil {
+	var ok bool
+	if err != nil {
+		ok, err = s.selectsAll(s.p.rs.Rules[i])
+	} else {
 		ok, err = s.selects(s.p.rs.Rules[i], sel.skip[pos], skip2)
 	}
 	switch {
