@@ -357,10 +357,10 @@ func mostUsed(c *Capability, rules []*Rule, candidates []int, clauses func(*Rule
 func (s *evalState) selectRules(sel *selection) ([]int, bool) {
 	if sel.fact < 0 {
 		if sel.plans != nil {
-			return s.follow(sel, sel.plans.other.base, nil)
+			return s.follow(sel, sel.plans.other.base)
 		}
 		for _, pos := range sel.rest.rest {
-			s.considerOne(sel, pos, nil, -1)
+			s.considerOne(sel, pos, false, -1)
 		}
 		return s.sel, sel.suppressing
 	}
@@ -368,11 +368,7 @@ func (s *evalState) selectRules(sel *selection) ([]int, bool) {
 	if err != nil {
 		// Every candidate with a clause on fact is decided by all of its clauses.
 		for pos := range sel.rules {
-			var posErr error
-			if sel.skip[pos] >= 0 {
-				posErr = err
-			}
-			s.considerOne(sel, pos, posErr, -1)
+			s.considerOne(sel, pos, sel.skip[pos] >= 0, -1)
 		}
 		return s.sel, sel.suppressing
 	}
@@ -382,19 +378,19 @@ func (s *evalState) selectRules(sel *selection) ([]int, bool) {
 			vp = sel.plans.other
 		}
 		if !vp.needs2 {
-			return s.follow(sel, vp.base, nil)
+			return s.follow(sel, vp.base)
 		}
 		v2, err2 := s.occurrenceFact(s.p.cap.symbol(sel.fact2))
 		if err2 != nil {
-			return s.follow(sel, vp.err2, err2)
+			return s.follow(sel, vp.err2)
 		}
 		if pl := vp.byValue2[v2.Str()]; pl != nil {
-			return s.follow(sel, pl, nil)
+			return s.follow(sel, pl)
 		}
-		return s.follow(sel, vp.other2, nil)
+		return s.follow(sel, vp.other2)
 	}
 	var lists [4][]int
-	var errs [4]error
+	var failed [4]bool
 	n := 0
 	var v2 types.Value
 	var err2 error
@@ -413,39 +409,39 @@ func (s *evalState) selectRules(sel *selection) ([]int, bool) {
 			read2 = true
 		}
 		if err2 != nil {
-			lists[n], errs[n] = b.indexed, err2
+			lists[n], failed[n] = b.indexed, true
 		} else {
 			lists[n] = b.byValue[v2.Str()]
 		}
 		n++
 	}
-	s.merge(sel, lists[:n], errs[:n])
+	s.merge(sel, lists[:n], failed[:n])
 	return s.sel, sel.suppressing
 }
 
-// follow selects the candidates of pl; those marked err2, whose clause on fact2 failed
-// with err2, are decided by all of their clauses.
-func (s *evalState) follow(sel *selection, pl *plan, err2 error) ([]int, bool) {
+// follow selects the candidates of pl; those marked err2, whose clause on fact2 cannot
+// be read, are decided by all of their clauses.
+func (s *evalState) follow(sel *selection, pl *plan) ([]int, bool) {
 	if pl.selected != nil {
 		return pl.selected, pl.suppressing
 	}
 	for _, e := range pl.entries {
 		switch {
 		case e.err2:
-			s.considerOne(sel, int(e.pos), err2, int(e.skip2))
+			s.considerOne(sel, int(e.pos), true, int(e.skip2))
 		case !e.test:
 			s.sel = append(s.sel, int(e.rule))
 		default:
-			s.considerOne(sel, int(e.pos), nil, int(e.skip2))
+			s.considerOne(sel, int(e.pos), false, int(e.skip2))
 		}
 	}
 	return s.sel, pl.suppressing
 }
 
 // merge considers the candidates of the ascending position lists in position order;
-// the candidates of lists[j] carry errs[j].
-func (s *evalState) merge(sel *selection, lists [][]int, errs []error) {
-	mergeAscending(lists, func(j, pos int) { s.considerOne(sel, pos, errs[j], sel.skip2[pos]) })
+// failed[j] says that the index fact of a clause of lists[j]'s candidates cannot be read.
+func (s *evalState) merge(sel *selection, lists [][]int, failed []bool) {
+	mergeAscending(lists, func(j, pos int) { s.considerOne(sel, pos, failed[j], sel.skip2[pos]) })
 }
 
 // mergeAscending calls visit with each position of the ascending lists, which it
@@ -468,12 +464,13 @@ func mergeAscending(lists [][]int, visit func(j, pos int)) {
 }
 
 // considerOne tests the candidate at pos but its clauses at sel.skip[pos] and skip2,
-// which the indexes found matching; err is an index's failure to read the fact of one
-// of its clauses, and then all of its clauses decide (selectsAll).
-func (s *evalState) considerOne(sel *selection, pos int, err error, skip2 int) {
+// which the indexes found matching; when an index could not read the fact of one of its
+// clauses (indexFailed), all of its clauses decide (selectsAll).
+func (s *evalState) considerOne(sel *selection, pos int, indexFailed bool, skip2 int) {
 	i := sel.rules[pos]
 	var ok bool
-	if err != nil {
+	var err error
+	if indexFailed {
 		ok, err = s.selectsAll(s.p.rs.Rules[i])
 	} else {
 		ok, err = s.selects(s.p.rs.Rules[i], sel.skip[pos], skip2)
