@@ -145,8 +145,9 @@ var views = generations[types.NamespacedName, *bundleViews]{size: viewsPerGenera
 
 // viewOf returns the view that the pack named self has of b, the bundle of the
 // Capability capability, which may be nil, through views; the published packs named in
-// renewed, whose names new objects hold (newIdentities), are not in it. Such a view is
-// not kept: it lasts only until the controller publishes again.
+// renewed, whose names new objects hold (newIdentities), are not in it. Such a view
+// depends on the live packs as well, and is needed only until the controller publishes
+// again: it is read anew each time, not kept.
 func viewOf(capability types.NamespacedName, b *bundle.Bundle, self string, renewed map[string]bool) *bundleView {
 	bv, ok := views.get(capability)
 	if !ok || bv.bundle != b {
