@@ -97,7 +97,7 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	last.ids.markNewIdentities(&in, livePacks, liveConfigs)
+	markNewIdentities(last.ids, &in, livePacks, liveConfigs)
 	res, err := bundle.Assemble(in)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("assemble bundle: %w", err)
@@ -114,7 +114,7 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		published = nil
 		nothingServes(res)
 	case res.Bundle != nil && (!holds(cm, onCM, res.Bundle.Digest) || !metav1.IsControlledBy(cm, capability) || !ownedBy(cm, capability.Name) ||
-		cm.Annotations[resource.PublishedUIDsAnnotation] != ids.encode()):
+		cm.Annotations[resource.PublishedUIDsAnnotation] != ids.Encode()):
 		if published, err = r.writeBundle(ctx, capability, cm, res, ids); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -242,7 +242,7 @@ func (r *BundleReconciler) refuseForeignConfigMap(ctx context.Context, capabilit
 // writeBundle creates or updates the bundle ConfigMap, owned by the Capability, with
 // the identities of what it publishes.
 func (r *BundleReconciler) writeBundle(ctx context.Context, capability *rulesv1alpha1.Capability, cm *corev1.ConfigMap,
-	res *bundle.Result, ids *identities) (*corev1.ConfigMap, error) {
+	res *bundle.Result, ids *resource.PublishedUIDs) (*corev1.ConfigMap, error) {
 	if cm == nil {
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: capability.Namespace, Name: resource.BundleName(capability.Name)}}
 	}
@@ -255,7 +255,7 @@ func (r *BundleReconciler) writeBundle(ctx context.Context, capability *rulesv1a
 		cm.Annotations = map[string]string{}
 	}
 	cm.Annotations[resource.DigestAnnotation] = res.Bundle.Digest
-	cm.Annotations[resource.PublishedUIDsAnnotation] = ids.encode()
+	cm.Annotations[resource.PublishedUIDsAnnotation] = ids.Encode()
 	cm.Data = res.Encoded.Data
 	cm.BinaryData = res.Encoded.BinaryData
 	if err := controllerutil.SetControllerReference(capability, cm, r.Scheme); err != nil {

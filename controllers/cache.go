@@ -67,7 +67,7 @@ type lastPublished struct {
 // publication is a bundle and whose generations it holds.
 type publication struct {
 	bundle *bundle.Bundle
-	ids    *identities
+	ids    *resource.PublishedUIDs
 }
 
 func (l *lastPublished) get(key types.NamespacedName) (publication, bool) {
@@ -77,7 +77,7 @@ func (l *lastPublished) get(key types.NamespacedName) (publication, bool) {
 	return p, ok
 }
 
-func (l *lastPublished) set(key types.NamespacedName, b *bundle.Bundle, ids *identities) {
+func (l *lastPublished) set(key types.NamespacedName, b *bundle.Bundle, ids *resource.PublishedUIDs) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {

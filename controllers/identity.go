@@ -1,8 +1,6 @@
 package controllers
 
 import (
-	"encoding/json"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -11,53 +9,26 @@ import (
 	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
-// identities says which object each pack and configuration of a published bundle
-// belongs to, by name. Incumbency goes by identity: a RulePack deleted and created again
-// under its name between two reconciles is a newcomer and does not inherit the deleted
-// one's published generation. It travels with the bundle, in the ConfigMap's
-// resource.PublishedUIDsAnnotation, so a new leader knows it too.
-type identities struct {
-	Packs   map[string]types.UID `json:"packs,omitempty"`
-	Configs map[string]types.UID `json:"configs,omitempty"`
-}
-
-// identitiesOf reads the annotation of cm; nil when there is none or it does not decode
-// (a bundle written before identities were recorded: every object keeps its name's
-// incumbency, as before).
-func identitiesOf(cm *corev1.ConfigMap) *identities {
+// identitiesOf reads the resource.PublishedUIDs of cm; nil when there is none or it
+// does not decode (a bundle written before identities were recorded: every object keeps
+// its name's incumbency, as before).
+func identitiesOf(cm *corev1.ConfigMap) *resource.PublishedUIDs {
 	if cm == nil {
 		return nil
 	}
-	raw, ok := cm.Annotations[resource.PublishedUIDsAnnotation]
-	if !ok {
-		return nil
-	}
-	ids := &identities{}
-	if err := json.Unmarshal([]byte(raw), ids); err != nil {
-		return nil
-	}
-	return ids
-}
-
-// encode is the annotation's value.
-func (ids *identities) encode() string {
-	raw, _ := json.Marshal(ids) // maps of strings always encode
-	return string(raw)
+	return resource.PublishedUIDsOf(cm.Annotations)
 }
 
 // markNewIdentities sets NewIdentity on each input whose name the published bundle
 // holds for another object.
-func (ids *identities) markNewIdentities(in *bundle.Input, packs []*rulesv1alpha1.RulePack, configs []*rulesv1alpha1.OperatorConfig) {
-	if ids == nil {
-		return
-	}
+func markNewIdentities(ids *resource.PublishedUIDs, in *bundle.Input, packs []*rulesv1alpha1.RulePack, configs []*rulesv1alpha1.OperatorConfig) {
 	for i, p := range packs {
-		if uid, ok := ids.Packs[p.Name]; ok && uid != p.UID {
+		if ids.NewPack(p.Name, p.UID) {
 			in.Packs[i].NewIdentity = true
 		}
 	}
 	for i, c := range configs {
-		if uid, ok := ids.Configs[c.Name]; ok && uid != c.UID {
+		if ids.NewConfig(c.Name, c.UID) {
 			in.Configs[i].NewIdentity = true
 		}
 	}
@@ -66,8 +37,8 @@ func (ids *identities) markNewIdentities(in *bundle.Input, packs []*rulesv1alpha
 // identitiesFor says whose each pack and configuration of res.Bundle is: the live
 // object's when the result says a generation of it serves, else (a kept bundle still
 // holding a deleted object's generation) what prev said.
-func identitiesFor(res *bundle.Result, prev *identities, packs []*rulesv1alpha1.RulePack, configs []*rulesv1alpha1.OperatorConfig) *identities {
-	ids := &identities{Packs: map[string]types.UID{}, Configs: map[string]types.UID{}}
+func identitiesFor(res *bundle.Result, prev *resource.PublishedUIDs, packs []*rulesv1alpha1.RulePack, configs []*rulesv1alpha1.OperatorConfig) *resource.PublishedUIDs {
+	ids := &resource.PublishedUIDs{Packs: map[string]types.UID{}, Configs: map[string]types.UID{}}
 	if res.Bundle == nil {
 		return ids
 	}

@@ -40,7 +40,8 @@ func benchRule(p string, i int, small bool) map[string]any {
 }
 
 // benchValidation is a 1,000-rule pack and a Capability with 50 packs of 10 rules bound
-// and published, with two published configurations.
+// and published, with two published configurations and the objects they are published
+// for (resource.PublishedUIDs), as the controller records them.
 func benchValidation(tb testing.TB) (*RulePackValidator, *rulesv1alpha1.RulePack) {
 	tb.Helper()
 	const ns = "bench"
@@ -51,6 +52,7 @@ func benchValidation(tb testing.TB) (*RulePackValidator, *rulesv1alpha1.RulePack
 	}
 	mem := &memoryCluster{capabilities: []*rulesv1alpha1.Capability{capability}}
 	published := &bundle.Bundle{Capability: doc}
+	uids := &resource.PublishedUIDs{Packs: map[string]types.UID{}, Configs: map[string]types.UID{}}
 	for p := range 50 {
 		name := fmt.Sprintf("small%02d", p)
 		rules := make([]map[string]any, 10)
@@ -58,6 +60,8 @@ func benchValidation(tb testing.TB) (*RulePackValidator, *rulesv1alpha1.RulePack
 			rules[i] = benchRule(name, i, true)
 		}
 		pack := rulePack(tb, ns, name, "gateway", 1, rules)
+		pack.UID = types.UID("uid-of-" + name)
+		uids.Packs[name] = pack.UID
 		mem.packs = append(mem.packs, *pack)
 		decodedRules, errs := resource.PackRules(pack)
 		if len(errs) > 0 {
@@ -68,16 +72,20 @@ func benchValidation(tb testing.TB) (*RulePackValidator, *rulesv1alpha1.RulePack
 	for i, ref := range []string{"bench.small00/RULE_0003", "bench.small07/RULE_0005"} {
 		published.Configs = append(published.Configs, bundle.Config{Name: fmt.Sprintf("config%d", i), Generation: 1, Order: int64(i),
 			Document: map[string]any{"oar_config": "1.0", "enforcement": map[string]any{ref: "monitor"}}})
+		uids.Configs[fmt.Sprintf("config%d", i)] = types.UID(fmt.Sprintf("uid-of-config%d", i))
 	}
 	if _, err := bundle.Load(published); err != nil {
 		tb.Fatal(err)
 	}
 	mem.bundles = map[types.NamespacedName]*bundle.Bundle{{Namespace: ns, Name: "gateway"}: published}
+	mem.uids = map[types.NamespacedName]*resource.PublishedUIDs{{Namespace: ns, Name: "gateway"}: uids}
 	rules := make([]map[string]any, 1000)
 	for i := range rules {
 		rules[i] = benchRule("large", i, false)
 	}
-	return &RulePackValidator{Cluster: mem}, rulePack(tb, ns, "large", "gateway", 1, rules)
+	large := rulePack(tb, ns, "large", "gateway", 1, rules)
+	large.UID = "uid-of-large"
+	return &RulePackValidator{Cluster: mem}, large
 }
 
 // stampPack is the benchmark's 1,000-rule pack with a stamp in every rule's copy and,

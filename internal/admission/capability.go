@@ -38,7 +38,7 @@ func (v *CapabilityValidator) ValidateCreate(ctx context.Context, c *rulesv1alph
 		return nil, err
 	}
 	var w warnings
-	if err := v.warnUnsatisfied(ctx, c, capability, nil, &w); err != nil {
+	if err := v.warnUnsatisfied(ctx, c, capability, nil, nil, &w); err != nil {
 		return nil, err
 	}
 	return w.list(), nil
@@ -55,7 +55,7 @@ func (v *CapabilityValidator) ValidateUpdate(ctx context.Context, old, c *rulesv
 		return nil, err
 	}
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-	published, err := v.Cluster.Bundle(ctx, key)
+	published, uids, err := v.Cluster.Bundle(ctx, key)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -67,7 +67,7 @@ func (v *CapabilityValidator) ValidateUpdate(ctx context.Context, old, c *rulesv
 		}
 	}
 	var w warnings
-	if err := v.warnUnsatisfied(ctx, c, capability, published, &w); err != nil {
+	if err := v.warnUnsatisfied(ctx, c, capability, published, uids, &w); err != nil {
 		return nil, err
 	}
 	return w.list(), nil
@@ -108,8 +108,11 @@ func breakage(le *bundle.LoadError) field.ErrorList {
 }
 
 // warnUnsatisfied warns about each pack naming the Capability, other than the published
-// ones, that does not load against it (stubs standing for the other packs' rules).
-func (v *CapabilityValidator) warnUnsatisfied(ctx context.Context, c *rulesv1alpha1.Capability, capability *engine.Capability, published *bundle.Bundle, w *warnings) error {
+// ones, that does not load against it (stubs standing for the other packs' rules). A
+// pack is the published one when its generation is and uids do not say the name was
+// published for another object: one created again under the name is at generation 1
+// again, and a newcomer.
+func (v *CapabilityValidator) warnUnsatisfied(ctx context.Context, c *rulesv1alpha1.Capability, capability *engine.Capability, published *bundle.Bundle, uids *resource.PublishedUIDs, w *warnings) error {
 	packs, err := v.Cluster.RulePacks(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.Name})
 	if err != nil {
 		return apierrors.NewInternalError(err)
@@ -129,7 +132,7 @@ func (v *CapabilityValidator) warnUnsatisfied(ctx context.Context, c *rulesv1alp
 	}
 	anchor := stubAnchor(capability)
 	for i, p := range packs {
-		if g, ok := publishedGeneration[p.Name]; ok && g == p.Generation {
+		if g, ok := publishedGeneration[p.Name]; ok && g == p.Generation && !uids.NewPack(p.Name, p.UID) {
 			continue
 		}
 		docs := append(slices.Clip(rules[i]), stubs(defined, idSet(qids[i]), anchor)...)

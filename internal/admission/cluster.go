@@ -16,7 +16,8 @@ import (
 )
 
 // Cluster is what validation reads of the cluster: the Capability a document names, the
-// packs bound to it and the bundle published for it. Absent objects are nil, not errors.
+// packs bound to it and the bundle published for it, with whose each of the bundle's
+// packs and configurations is. Absent objects are nil, not errors.
 // What it returns may be shared with a cache: validation never modifies it.
 type Cluster interface {
 	// Capability returns the named Capability, or nil when it does not exist or is being
@@ -25,8 +26,9 @@ type Cluster interface {
 	// RulePacks returns the RulePacks naming the Capability key, except those being deleted.
 	RulePacks(ctx context.Context, capability types.NamespacedName) ([]rulesv1alpha1.RulePack, error)
 	// Bundle returns the bundle published for the Capability key, or nil when there is none
-	// (or the ConfigMap does not hold one the controller wrote).
-	Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, error)
+	// (or the ConfigMap does not hold one the controller wrote), and the objects its packs
+	// and configurations belong to (resource.PublishedUIDs), nil when not recorded.
+	Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, *resource.PublishedUIDs, error)
 }
 
 // ClientCluster reads the cluster through a client.Reader, normally the manager's cached
@@ -46,7 +48,13 @@ type ClientCluster struct {
 type decodedBundle struct {
 	uid             types.UID
 	resourceVersion string
-	bundle          *bundle.Bundle
+	publication
+}
+
+// publication is a bundle and whose its packs and configurations are.
+type publication struct {
+	bundle *bundle.Bundle
+	uids   *resource.PublishedUIDs
 }
 
 // snapshot reads each Capability's bundle once, so that one check sees one state of it.
@@ -55,23 +63,23 @@ type decodedBundle struct {
 // the bundle after, would find that pack's rules neither published nor pending.
 type snapshot struct {
 	Cluster
-	bundles map[types.NamespacedName]*bundle.Bundle
+	bundles map[types.NamespacedName]publication
 }
 
 func snapshotOf(cl Cluster) *snapshot {
-	return &snapshot{Cluster: cl, bundles: map[types.NamespacedName]*bundle.Bundle{}}
+	return &snapshot{Cluster: cl, bundles: map[types.NamespacedName]publication{}}
 }
 
 // Bundle implements Cluster: the first answer for the Capability, every time.
-func (s *snapshot) Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, error) {
-	if b, ok := s.bundles[capability]; ok {
-		return b, nil
+func (s *snapshot) Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, *resource.PublishedUIDs, error) {
+	if p, ok := s.bundles[capability]; ok {
+		return p.bundle, p.uids, nil
 	}
-	b, err := s.Cluster.Bundle(ctx, capability)
+	b, uids, err := s.Cluster.Bundle(ctx, capability)
 	if err == nil {
-		s.bundles[capability] = b
+		s.bundles[capability] = publication{b, uids}
 	}
-	return b, err
+	return b, uids, err
 }
 
 // refresher is a Cluster that can also be read past its cache.
@@ -124,27 +132,32 @@ func (c *ClientCluster) RulePacks(ctx context.Context, capability types.Namespac
 
 // Bundle implements Cluster. A ConfigMap the controller did not label as this
 // Capability's bundle, or one that does not decode, holds no bundle: the controller
-// publishes nothing over a foreign ConfigMap and replaces an unreadable one.
-func (c *ClientCluster) Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, error) {
+// publishes nothing over a foreign ConfigMap and replaces an unreadable one. The
+// identities are its resource.PublishedUIDsAnnotation, read as the controller does.
+func (c *ClientCluster) Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, *resource.PublishedUIDs, error) {
 	cm := &corev1.ConfigMap{}
 	key := types.NamespacedName{Namespace: capability.Namespace, Name: resource.BundleName(capability.Name)}
 	err := c.Reader.Get(ctx, key, cm, client.UnsafeDisableDeepCopy)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("get bundle configmap %s: %w", key, err)
+		return nil, nil, fmt.Errorf("get bundle configmap %s: %w", key, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil || cm.Labels[resource.CapabilityLabel] != capability.Name {
 		delete(c.bundles, capability)
-		return nil, nil
+		return nil, nil, nil
 	}
 	if d, ok := c.bundles[capability]; ok && d.uid == cm.UID && d.resourceVersion == cm.ResourceVersion {
-		return d.bundle, nil
+		return d.bundle, d.uids, nil
 	}
 	b, _ := bundle.Decode(cm.Data, cm.BinaryData) // nil when unreadable
+	var uids *resource.PublishedUIDs
+	if b != nil {
+		uids = resource.PublishedUIDsOf(cm.Annotations)
+	}
 	if c.bundles == nil {
 		c.bundles = map[types.NamespacedName]decodedBundle{}
 	}
-	c.bundles[capability] = decodedBundle{uid: cm.UID, resourceVersion: cm.ResourceVersion, bundle: b}
-	return b, nil
+	c.bundles[capability] = decodedBundle{uid: cm.UID, resourceVersion: cm.ResourceVersion, publication: publication{b, uids}}
+	return b, uids, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // memoryCluster is a Cluster held in memory, for the validators' unit tests and the
@@ -20,6 +21,8 @@ type memoryCluster struct {
 	capabilities []*rulesv1alpha1.Capability
 	packs        []rulesv1alpha1.RulePack
 	bundles      map[types.NamespacedName]*bundle.Bundle
+	// uids are the identities recorded with each bundle, none when absent.
+	uids map[types.NamespacedName]*resource.PublishedUIDs
 }
 
 func (m *memoryCluster) Capability(_ context.Context, key types.NamespacedName) (*rulesv1alpha1.Capability, error) {
@@ -41,8 +44,8 @@ func (m *memoryCluster) RulePacks(_ context.Context, key types.NamespacedName) (
 	return out, nil
 }
 
-func (m *memoryCluster) Bundle(_ context.Context, key types.NamespacedName) (*bundle.Bundle, error) {
-	return m.bundles[key], nil
+func (m *memoryCluster) Bundle(_ context.Context, key types.NamespacedName) (*bundle.Bundle, *resource.PublishedUIDs, error) {
+	return m.bundles[key], m.uids[key], nil
 }
 
 // rawRules encodes rule documents as a RulePack's spec.rules.

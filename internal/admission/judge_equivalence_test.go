@@ -199,7 +199,7 @@ func setUp(t *testing.T, judged client.Object, others []client.Object) {
 	}
 	view := set.without(created[0])
 	for _, key := range capabilityKeys(append([]client.Object{judged}, others...)) {
-		want, err := view.Bundle(context.Background(), key)
+		want, _, err := view.Bundle(context.Background(), key)
 		if err != nil {
 			t.Fatal(err)
 		}

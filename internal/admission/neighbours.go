@@ -8,15 +8,19 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // neighbours is what the validation of one RulePack knows of the other packs naming the
 // same Capability and of the bundle published for it.
 type neighbours struct {
 	// owner maps every qualified identifier another pack defines, in its current or its
-	// published generation, to that pack: published packs first, then by name.
+	// published generation, to that pack: published packs first, then by name. A
+	// published generation counts only while its name is held by the object it was
+	// published for (newIdentities).
 	owner map[string]string
 	// published are the other packs' published generations, in bundle order, and
 	// publishedOwner maps their identifiers to them.
@@ -36,19 +40,19 @@ type publishedPack struct {
 	relational []int
 }
 
-// loadNeighbours reads the neighbours of the pack named self bound to capability. A
-// pack whose current generation is the published one is read from the bundle, which is
-// decoded already, through views.
-func loadNeighbours(ctx context.Context, cl Cluster, capability types.NamespacedName, self string) (*neighbours, error) {
+// loadNeighbours reads the neighbours of the pack named self, the object selfUID, bound
+// to capability. A pack whose current generation is the published one is read from the
+// bundle, which is decoded already, through views.
+func loadNeighbours(ctx context.Context, cl Cluster, capability types.NamespacedName, self string, selfUID types.UID) (*neighbours, error) {
 	packs, err := cl.RulePacks(ctx, capability)
 	if err != nil {
 		return nil, err
 	}
-	b, err := cl.Bundle(ctx, capability)
+	b, uids, err := cl.Bundle(ctx, capability)
 	if err != nil {
 		return nil, err
 	}
-	v := viewOf(capability, b, self)
+	v := viewOf(capability, b, self, newIdentities(uids, packs, self, selfUID))
 	n := &neighbours{owner: v.publishedOwner, publishedOwner: v.publishedOwner, published: v.published, own: v.own, configs: v.configs}
 	sort.Slice(packs, func(i, j int) bool { return packs[i].Name < packs[j].Name })
 	cloned := false
@@ -71,6 +75,36 @@ func loadNeighbours(ctx context.Context, cl Cluster, capability types.Namespaced
 		}
 	}
 	return n, nil
+}
+
+// newIdentities returns the names of published packs that another object than the one
+// they were published for holds now, per uids — among packs, and the pack named self,
+// the object selfUID — or nil when there is none. Incumbency goes by identity, not name,
+// as the controller assembles (bundle.Input.incumbents): such a pack is a newcomer,
+// whose generation (1 again once created anew) says nothing of the published one, and
+// the published generation is left out of the next bundle.
+func newIdentities(uids *resource.PublishedUIDs, packs []rulesv1alpha1.RulePack, self string, selfUID types.UID) map[string]bool {
+	if uids == nil {
+		return nil
+	}
+	var names map[string]bool
+	add := func(name string, uid types.UID) {
+		if uids.NewPack(name, uid) {
+			if names == nil {
+				names = map[string]bool{}
+			}
+			names[name] = true
+		}
+	}
+	if self != "" {
+		add(self, selfUID)
+	}
+	for i := range packs {
+		if p := &packs[i]; p.Name != self {
+			add(p.Name, p.UID)
+		}
+	}
+	return names
 }
 
 // bundleView is what the neighbours of a pack read of a bundle: its other packs'
@@ -110,12 +144,18 @@ const (
 var views = generations[types.NamespacedName, *bundleViews]{size: viewsPerGeneration}
 
 // viewOf returns the view that the pack named self has of b, the bundle of the
-// Capability capability, which may be nil, through views.
-func viewOf(capability types.NamespacedName, b *bundle.Bundle, self string) *bundleView {
+// Capability capability, which may be nil, through views; the published packs named in
+// renewed, whose names new objects hold (newIdentities), are not in it. Such a view
+// depends on the live packs as well, and is needed only until the controller publishes
+// again: it is read anew each time, not kept.
+func viewOf(capability types.NamespacedName, b *bundle.Bundle, self string, renewed map[string]bool) *bundleView {
 	bv, ok := views.get(capability)
 	if !ok || bv.bundle != b {
 		bv = newBundleViews(b)
 		views.put(capability, bv)
+	}
+	if len(renewed) > 0 {
+		return bv.view(self, renewed)
 	}
 	bv.mu.Lock()
 	defer bv.mu.Unlock()
@@ -125,7 +165,7 @@ func viewOf(capability types.NamespacedName, b *bundle.Bundle, self string) *bun
 	if len(bv.bySelf) >= viewsPerBundle {
 		clear(bv.bySelf)
 	}
-	v := bv.view(self)
+	v := bv.view(self, nil)
 	bv.bySelf[self] = v
 	return v
 }
@@ -149,8 +189,9 @@ func newBundleViews(b *bundle.Bundle) *bundleViews {
 	return bv
 }
 
-// view is the view of the bundle that the pack named self has.
-func (bv *bundleViews) view(self string) *bundleView {
+// view is the view of the bundle that the pack named self has, without the published
+// packs named in renewed: self has no published generation when it is one of them.
+func (bv *bundleViews) view(self string, renewed map[string]bool) *bundleView {
 	// Most identifiers are the published packs': the map is made with room for them.
 	published := 0
 	for i := range bv.packs {
@@ -163,8 +204,10 @@ func (bv *bundleViews) view(self string) *bundleView {
 	v.configs = bv.bundle.Configs
 	for i := range bv.packs {
 		pp := bv.packs[i]
-		if pp.Name == self {
+		if pp.Name == self && !renewed[self] {
 			v.own = &bv.bundle.Packs[i]
+		}
+		if pp.Name == self || renewed[pp.Name] {
 			continue
 		}
 		v.published = append(v.published, pp)

@@ -121,7 +121,7 @@ func waiting(ctx context.Context, cl Cluster, key types.NamespacedName, errs dia
 		if e.Clause == "OAR-CFG-4" {
 			if n == nil {
 				var err error
-				if n, err = loadNeighbours(ctx, cl, key, ""); err != nil {
+				if n, err = loadNeighbours(ctx, cl, key, "", ""); err != nil {
 					return nil, err
 				}
 			}
@@ -143,7 +143,7 @@ func publishedRules(ctx context.Context, cl Cluster, key types.NamespacedName, n
 	if err != nil || capability == nil {
 		return nil, fmt.Sprintf("Capability %q does not exist", key.Name), err
 	}
-	b, err := cl.Bundle(ctx, key)
+	b, _, err := cl.Bundle(ctx, key)
 	if err != nil || b == nil {
 		return nil, fmt.Sprintf("nothing is published for Capability %q yet", key.Name), err
 	}

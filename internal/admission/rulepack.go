@@ -54,7 +54,7 @@ func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RuleP
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	n, err := loadNeighbours(ctx, v.Cluster, key, p.Name)
+	n, err := loadNeighbours(ctx, v.Cluster, key, p.Name, p.UID)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}

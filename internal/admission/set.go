@@ -62,17 +62,19 @@ func (s *setCluster) RulePacks(_ context.Context, capability types.NamespacedNam
 }
 
 // Bundle implements Cluster: the bundle the controller would publish for the
-// Capability, assembled on first use.
-func (s *setCluster) Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, error) {
+// Capability, assembled on first use. No identities are recorded: the bundle is
+// assembled from the set's own objects, so each of its packs is the set's pack of that
+// name.
+func (s *setCluster) Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, *resource.PublishedUIDs, error) {
 	if b, ok := s.bundles[capability]; ok {
-		return b, nil
+		return b, nil, nil
 	}
 	b, err := s.assemble(ctx, capability)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.bundles[capability] = b
-	return b, nil
+	return b, nil, nil
 }
 
 // assemble runs the controller's assembly for the Capability, with the inputs the

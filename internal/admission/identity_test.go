@@ -1,0 +1,169 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/resource"
+)
+
+// The bundle publishes RulePack "x" of the object deletedUID; that object was deleted
+// and another created under its name, newUID, at generation 1 again, and the controller
+// has not published since (it was down, or the Capability is invalid: the bundle then
+// stays as it is for good).
+const (
+	deletedUID types.UID = "uid-of-the-deleted-x"
+	newUID     types.UID = "uid-of-the-new-x"
+)
+
+// recreatedX returns the cluster in which the live x, at generation 1 with the rules
+// rules, is not the published x of generation 1 (acme.x/OLD), and the published
+// identities say so, unless recorded is false (a bundle written before identities were
+// recorded). RulePack "base" (acme.base/B) and the configuration "quiet" (B monitored)
+// are published, and are the objects they were published for.
+func recreatedX(t *testing.T, recorded bool, rules ...map[string]any) (*memoryCluster, *rulesv1alpha1.RulePack) {
+	t.Helper()
+	quiet := bundle.Config{Name: "quiet", Generation: 1, Document: map[string]any{"oar_config": "1.0", "enforcement": map[string]any{"B": "monitor"}}}
+	base := pack(t, "base", rule("acme.base", "B"))
+	base.UID = "uid-of-base"
+	cl := clusterOf(t, []*rulesv1alpha1.RulePack{pack(t, "x", rule("acme.x", "OLD")), base}, nil, quiet)
+	x := pack(t, "x", rules...)
+	x.UID = newUID
+	cl.packs = []rulesv1alpha1.RulePack{*base, *x}
+	if recorded {
+		key := types.NamespacedName{Namespace: "ns", Name: "gateway"}
+		cl.uids = map[types.NamespacedName]*resource.PublishedUIDs{key: {
+			Packs:   map[string]types.UID{"x": deletedUID, "base": base.UID},
+			Configs: map[string]types.UID{"quiet": "uid-of-quiet"}}}
+	}
+	return cl, x
+}
+
+// TestRecreatedPackIsANewcomer: incumbency goes by object, not name (README "Incumbency
+// goes by object, not name"; DESIGN.md "Bundles" rule 2, incumbents first). A RulePack
+// created again under the name of a published one is at the published generation, 1,
+// again; the webhook tells the two apart by the UIDs the bundle ConfigMap records, as
+// the controller does, so it judges the new object's rules as those of a pack not
+// published yet — a reference to them is warned about ([OAR-EVAL-13]), not refused; a
+// configuration naming them waits for them ([OAR-CFG-4]); a duplicate of them is warned
+// about ([OAR-DOC-9]) — and the deleted object's rules as nobody's.
+func TestRecreatedPackIsANewcomer(t *testing.T) {
+	ctx := context.Background()
+	newX := []map[string]any{rule("acme.x", "NEW")}
+
+	t.Run("a reference to its rule", func(t *testing.T) {
+		cl, _ := recreatedX(t, true, newX...)
+		y := pack(t, "y", with(rule("acme.y", "R"), "overrides", []any{"acme.x/NEW"}))
+		ws, admitted := verdict(t, func() (admission.Warnings, error) { return (&RulePackValidator{Cluster: cl}).ValidateCreate(ctx, y) })
+		if !admitted {
+			t.Fatalf("refused, warnings %q", ws)
+		}
+		hasWarning(t, ws, "[OAR-EVAL-13] spec.rules[0].overrides[0]", "acme.x/NEW", `only RulePack "x" defines`, "not published")
+
+		// Without identities the controller keeps x's incumbency by name, and so does the
+		// webhook: x's generation 1 is the published one, which has no acme.x/NEW.
+		cl, _ = recreatedX(t, false, newX...)
+		if _, admitted := verdict(t, func() (admission.Warnings, error) { return (&RulePackValidator{Cluster: cl}).ValidateCreate(ctx, y) }); admitted {
+			t.Error("admitted with no identities recorded: the published generation stands for x")
+		}
+	})
+
+	t.Run("a configuration naming its rule", func(t *testing.T) {
+		cl, _ := recreatedX(t, true, newX...)
+		cfg := operatorConfig(t, "ns", "c", "gateway", map[string]any{"oar_config": "1.0", "disable": []any{"acme.x/NEW"}})
+		ws, admitted := verdict(t, func() (admission.Warnings, error) {
+			return (&OperatorConfigValidator{Cluster: cl}).ValidateCreate(ctx, cfg)
+		})
+		if !admitted {
+			t.Fatalf("refused, warnings %q", ws)
+		}
+		hasWarning(t, ws, "[OAR-CFG-4] spec.config.disable[0]", `RulePack "x"`, "not published yet")
+	})
+
+	t.Run("a duplicate of its rule", func(t *testing.T) {
+		cl, _ := recreatedX(t, true, newX...)
+		z := pack(t, "z", rule("acme.x", "NEW"))
+		ws, admitted := verdict(t, func() (admission.Warnings, error) { return (&RulePackValidator{Cluster: cl}).ValidateCreate(ctx, z) })
+		if !admitted {
+			t.Fatalf("refused, warnings %q", ws)
+		}
+		hasWarning(t, ws, "[OAR-DOC-9] spec.rules[0].id", "acme.x/NEW", `RulePack "x"`)
+	})
+
+	t.Run("the new object itself", func(t *testing.T) {
+		// The new x makes the bare id B of "quiet" ambiguous ([OAR-CFG-8]): as a newcomer
+		// it is held back, as the controller does, not the configuration left out; the
+		// deleted x's acme.x/OLD is not a rule the new x dropped.
+		cl, x := recreatedX(t, true, rule("acme.x", "NEW"), rule("acme.x", "B"))
+		ws, admitted := verdict(t, func() (admission.Warnings, error) { return (&RulePackValidator{Cluster: cl}).ValidateCreate(ctx, x) })
+		if !admitted || len(ws) != 1 {
+			t.Fatalf("admitted %v, warnings %q", admitted, ws)
+		}
+		hasWarning(t, ws, "[OAR-CFG-8]", `OperatorConfig "quiet" spec.config.enforcement.B`, "acme.x/B", "hold this pack back")
+	})
+
+	t.Run("a Capability update it does not load against", func(t *testing.T) {
+		// The new x needs the mcp profile, which the Capability does not provide; the
+		// published x loads, so the update is admitted, with a warning about the new x.
+		cl, _ := recreatedX(t, true, with(rule("acme.x", "NEW"), "requires", map[string]any{"profiles": []any{"tool", "mcp"}}))
+		old := cl.capabilities[0]
+		updated := old.DeepCopy()
+		updated.Spec.Anchors.Host = append(updated.Spec.Anchors.Host, "gateway.post_render")
+		ws, admitted := verdict(t, func() (admission.Warnings, error) {
+			return (&CapabilityValidator{Cluster: cl}).ValidateUpdate(ctx, old, updated)
+		})
+		if !admitted {
+			t.Fatalf("refused, warnings %q", ws)
+		}
+		hasWarning(t, ws, "[OAR-FACT-19]", `RulePack "x" spec.rules[0].requires.profiles[1]`, "acme.x/NEW")
+	})
+}
+
+// TestClientClusterReadsPublishedUIDs: the webhook reads the identities the controller
+// records with the bundle (resource.PublishedUIDsAnnotation), and follows them when a
+// pack is deleted and created again with the same rules: the same name, generation and
+// rules, published for another object.
+func TestClientClusterReadsPublishedUIDs(t *testing.T) {
+	needEnv(t)
+	ns := namespace(t)
+	ctx := context.Background()
+	mustCreate(t, capabilityObject(ns, "gateway", gatewaySpec()))
+	x := rulePack(t, ns, "x", "gateway", 0, []map[string]any{rule("acme.x", "A")})
+	mustCreate(t, x)
+	published(t, ns, "gateway", []*rulesv1alpha1.RulePack{x})
+
+	cl := &ClientCluster{Reader: k8s}
+	key := types.NamespacedName{Namespace: ns, Name: "gateway"}
+	publishedUID := func() (bool, string) {
+		b, uids, err := cl.Bundle(ctx, key)
+		switch {
+		case err != nil:
+			return false, err.Error()
+		case b == nil || uids == nil:
+			return false, fmt.Sprintf("bundle %v, identities %v", b, uids)
+		}
+		return uids.Packs["x"] == x.UID, fmt.Sprintf("x is published for %q, the live x is %q", uids.Packs["x"], x.UID)
+	}
+	eventually(t, "the identity of x", publishedUID)
+	first := x.UID
+
+	if err := k8s.Delete(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	x = rulePack(t, ns, "x", "gateway", 0, []map[string]any{rule("acme.x", "A")})
+	mustCreate(t, x)
+	if x.UID == first {
+		t.Fatal("the API server gave the new x the deleted one's UID")
+	}
+	eventually(t, "the identity of the new x", publishedUID)
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(x), x); err != nil || x.Generation != 1 {
+		t.Fatalf("the new x: generation %d, %v", x.Generation, err)
+	}
+}
