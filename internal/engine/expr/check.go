@@ -26,13 +26,13 @@ func Check(src string, opts Options) ([]types.Symbol, diag.List) {
 // when it loads, else every diagnostic, sorted. Check and Compile share it, so they
 // cannot disagree about what loads.
 func check(p *parser, src string, opts Options) (tree, []types.Symbol, diag.List) {
-	t, errs := p.parse(src)
-	if t.root == nil {
-		return t, nil, errs
-	}
 	limit := opts.MaxNodes
 	if limit <= 0 || limit > MaxNodesCeiling {
 		limit = MaxNodesCeiling
+	}
+	t, errs := p.parse(src, limit)
+	if t.root == nil {
+		return t, nil, errs
 	}
 	if t.nodes > limit {
 		errs.Add(newError(src, "OAR-EXPR-17", t.start, "condition at offset %d has %d nodes, more than the limit of %d", t.start, t.nodes, limit))

@@ -9,11 +9,14 @@ import (
 	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
-// maxNesting bounds how deeply a condition nests — parentheses, list literals,
-// calls, subscripts and ternary branches — so that no input can exhaust the parser's
-// stack. A parsed tree is at most as deep as its node count, which MaxNodesCeiling
-// bounds for the checker, the compiler and the evaluator.
-const maxNesting = 1000
+// minNesting is the least nesting — parentheses, list literals, calls, subscripts and
+// ternary branches — a condition may reach. The parser bounds nesting by the larger of
+// it and the node limit, so that no input can exhaust its stack: every level but a pair
+// of parentheses adds a node ([OAR-EXPR-20]), so a condition within the node limit
+// nests within it too, unless parentheses no tree keeps take it deeper. The tree is at
+// most as deep as its node count, which MaxNodesCeiling bounds for the checker, the
+// compiler and the evaluator.
+const minNesting = 1000
 
 // tree is the result of parsing a condition.
 type tree struct {
@@ -32,8 +35,10 @@ type parser struct {
 	pos   int    // its offset
 	lit   string // its text
 	depth int
-	nodes int
-	errs  diag.List
+	// maxDepth is the deepest nesting this parse accepts (minNesting).
+	maxDepth int
+	nodes    int
+	errs     diag.List
 	// The nodes most conditions are made of come from slabs: a tree of twenty nodes
 	// costs a few allocations, not twenty.
 	binaries slab[binary]
@@ -91,17 +96,19 @@ type bailout struct{}
 
 // parse parses src as condition = ternary. On a syntax error it returns the
 // diagnostics collected so far, ending with that error, and no tree.
-func parse(src string) (tree, diag.List) {
+func parse(src string, limit int) (tree, diag.List) {
 	var p parser
-	return p.parse(src)
+	return p.parse(src, limit)
 }
 
 // parsers holds the parsers of Check, whose trees are dropped once checked: the next
 // condition checked takes its nodes from the same chunks.
 var parsers = sync.Pool{New: func() any { return new(parser) }}
 
-// parse parses src with p, whose nodes from an earlier parse must no longer be used.
-func (p *parser) parse(src string) (t tree, errs diag.List) {
+// parse parses src with p, whose nodes from an earlier parse must no longer be used;
+// limit is the node limit in force.
+func (p *parser) parse(src string, limit int) (t tree, errs diag.List) {
+	p.maxDepth = max(minNesting, limit)
 	// A condition has about one operator and one literal for every twenty bytes, one
 	// call and one identifier for every fifty: the chunks seldom have room to spare.
 	p.sc, p.tok, p.pos, p.lit, p.depth, p.nodes, p.errs, p.names = scanner{src: src}, tokEOF, 0, "", 0, 0, nil, 0
@@ -201,8 +208,8 @@ func (p *parser) parseCondition() node { return p.parseTernary() }
 // ternary = disjunction [ "?" ternary ":" ternary ] ;
 func (p *parser) parseTernary() node {
 	p.depth++
-	if p.depth > maxNesting {
-		p.fail("OAR-EXPR-17", p.pos, "condition nests more than %d levels deep at offset %d", maxNesting, p.pos)
+	if p.depth > p.maxDepth {
+		p.fail("OAR-EXPR-17", p.pos, "condition nests more than %d levels deep at offset %d", p.maxDepth, p.pos)
 	}
 	x := p.parseDisjunction()
 	if p.tok == tokQuestion {

@@ -179,20 +179,40 @@ func TestEXPR17_CeilingBoundsEveryCondition(t *testing.T) {
 	}
 }
 
-func TestEXPR17_NestingIsBounded(t *testing.T) {
+// TestEXPR17_NestingIsBoundedByTheNodeLimit: every level of nesting but a pair of
+// parentheses is a node ([OAR-EXPR-20]), so a condition within the node limit loads
+// however deeply its nodes nest ([OAR-EXPR-17]); the parser refuses nesting deeper than
+// the larger of 1000 levels and the limit, which within the limit only parentheses
+// reach, so that no input can exhaust its stack.
+func TestEXPR17_NestingIsBoundedByTheNodeLimit(t *testing.T) {
 	nest := func(open, close string, n int) string {
 		return strings.Repeat(open, n) + "flag" + strings.Repeat(close, n)
 	}
-	if _, errs := Compile(nest("(", ")", maxNesting-1), testOptions); len(errs) != 0 {
-		t.Errorf("%d nested parentheses must load: %v", maxNesting-1, errs)
+	wide := testOptions
+	wide.MaxNodes = 4096
+	for _, c := range []struct {
+		src  string
+		opts Options
+	}{
+		{nest("(", ")", minNesting-1), testOptions},
+		{nest("!(", ")", minNesting+1), wide},
+		{strings.Repeat("other ? other : ", minNesting+1) + "flag", wide},
+		{nest("(", ")", 4095), wide},
+	} {
+		if _, errs := Compile(c.src, c.opts); len(errs) != 0 {
+			t.Errorf("%s under a limit of %d nodes must load: %v", clip(c.src), c.opts.MaxNodes, errs)
+		}
 	}
 	runRejects(t, testOptions, []rejectCase{
-		reject(nest("(", ")", maxNesting), "OAR-EXPR-17", maxNesting, "condition nests more than 1000 levels deep at offset 1000"),
-		reject(nest("(", ")", 200000), "OAR-EXPR-17", maxNesting, "nests more than 1000 levels"),
-		reject(nest("[", "]", 5000), "OAR-EXPR-17", maxNesting, "nests more than 1000 levels"),
-		reject(nest("size(", ")", 5000), "OAR-EXPR-17", 5*maxNesting, "nests more than 1000 levels"),
-		reject(nest("flag ? other : ", "", 5000), "OAR-EXPR-17", 15*(maxNesting-1)+len("flag ? "), "nests more than 1000 levels"),
-		reject(nest("roles[", "]", 5000), "OAR-EXPR-17", 6*maxNesting, "nests more than 1000 levels"),
+		reject(nest("(", ")", minNesting), "OAR-EXPR-17", minNesting, "condition nests more than 1000 levels deep at offset 1000"),
+		reject(nest("(", ")", 200000), "OAR-EXPR-17", minNesting, "nests more than 1000 levels"),
+		reject(nest("[", "]", 5000), "OAR-EXPR-17", minNesting, "nests more than 1000 levels"),
+		reject(nest("size(", ")", 5000), "OAR-EXPR-17", 5*minNesting, "nests more than 1000 levels"),
+		reject(nest("flag ? other : ", "", 5000), "OAR-EXPR-17", 15*(minNesting-1)+len("flag ? "), "nests more than 1000 levels"),
+		reject(nest("roles[", "]", 5000), "OAR-EXPR-17", 6*minNesting, "nests more than 1000 levels"),
+	})
+	runRejects(t, wide, []rejectCase{
+		reject(nest("(", ")", 4096), "OAR-EXPR-17", 4096, "condition nests more than 4096 levels deep at offset 4096"),
 	})
 }
 

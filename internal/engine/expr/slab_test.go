@@ -9,11 +9,11 @@ import (
 // seventeen nodes allocates far fewer than seventeen times.
 func TestParseAllocatesFewTimes(t *testing.T) {
 	const src = `tool_arg_int("size") > 7 && (starts_with(tool_arg_string("path"), "/etc") || "admin" in principal_roles) && fire_count < 5`
-	tr, errs := parse(src)
+	tr, errs := parse(src, MaxNodesCeiling)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	allocs := testing.AllocsPerRun(100, func() { parse(src) })
+	allocs := testing.AllocsPerRun(100, func() { parse(src, MaxNodesCeiling) })
 	if allocs > 9 {
 		t.Errorf("parsing %d nodes allocates %v times, want at most 9", tr.nodes, allocs)
 	}
@@ -29,7 +29,7 @@ func TestCheckGathersReferencesOnce(t *testing.T) {
 	if len(errs) > 0 || len(refs) != 4 {
 		t.Fatalf("refs %v, errs %v", refs, errs)
 	}
-	parsing := testing.AllocsPerRun(100, func() { parse(src) })
+	parsing := testing.AllocsPerRun(100, func() { parse(src, MaxNodesCeiling) })
 	if checking := testing.AllocsPerRun(100, func() { Check(src, opts) }); checking > parsing+1 {
 		t.Errorf("checking allocates %v times, parsing %v: want one more at most, the references", checking, parsing)
 	}
@@ -52,8 +52,8 @@ func TestParserUsedAgainParsesAsNew(t *testing.T) {
 	var p parser
 	for range 2 {
 		for _, src := range srcs {
-			want, wantErrs := parse(src)
-			got, gotErrs := p.parse(src)
+			want, wantErrs := parse(src, MaxNodesCeiling)
+			got, gotErrs := p.parse(src, MaxNodesCeiling)
 			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotErrs, wantErrs) {
 				t.Errorf("%q: parsed again %+v, %v; new %+v, %v", src, got, gotErrs, want, wantErrs)
 			}
