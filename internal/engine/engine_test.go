@@ -530,7 +530,9 @@ func withoutPlans(p *Program) *Program {
 }
 
 // TestFACT26_SelectorFactOfTheWrongTypeSelectsWithAnError: the indexed fact failing
-// sends every rule with a clause on it down its on_error, not out of selection.
+// sends every rule whose only clause is on it down its on_error, not out of selection
+// (a rule with another clause that is read and does not match is left out:
+// TestSEL4_ARulesSelectionDoesNotDependOnOtherRules).
 func TestFACT26_SelectorFactOfTheWrongTypeSelectsWithAnError(t *testing.T) {
 	p := mustProgram(t, `[
 	 {"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","selector":{"tool":["read"]},"requires":{"profiles":["tool"]},"on_error":"fail_open"},
