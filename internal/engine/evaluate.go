@@ -900,15 +900,10 @@ func (s *evalState) counterKey(r *Rule, own bool) (CounterKey, error) {
 // so every later read at this occurrence sees that value even if another occurrence of
 // the session changes the store meanwhile.
 func (s *evalState) readCounter(r *Rule, k CounterKey) (Counts, error) {
-	i := s.findCounter(r, k)
-	if i < 0 {
-		if s.rt.Counters == nil {
-			return Counts{}, nil
-		}
-		c, err := s.rt.Counters.Get(k)
-		i = s.addCounter(r, k, c)
-		s.ctrs[i].err = err
+	if s.rt.Counters == nil {
+		return Counts{}, nil
 	}
+	i := s.snapshotCounter(r, k)
 	if err := s.ctrs[i].err; err != nil {
 		return Counts{}, &ProviderError{Clause: "OAR-OPS-3", Fact: "counter " + k.ReportKey(), Err: err}
 	}
@@ -919,14 +914,7 @@ func (s *evalState) writeCounter(r *Rule, k CounterKey, a Action) error {
 	if s.rt.Counters == nil {
 		return errors.New("no counter store is configured")
 	}
-	i := s.findCounter(r, k)
-	if i < 0 {
-		before, err := s.rt.Counters.Get(k)
-		if err != nil {
-			return err
-		}
-		i = s.addCounter(r, k, before)
-	}
+	i := s.snapshotCounter(r, k)
 	if err := s.ctrs[i].err; err != nil {
 		return err
 	}
@@ -941,6 +929,18 @@ func (s *evalState) writeCounter(r *Rule, k CounterKey, a Action) error {
 	}
 	c.after = after
 	return nil
+}
+
+// snapshotCounter is the position in s.ctrs of r's counter k, read from the store the
+// first time the occurrence needs it; a failed read is kept there as the slot's err.
+func (s *evalState) snapshotCounter(r *Rule, k CounterKey) int {
+	if i := s.findCounter(r, k); i >= 0 {
+		return i
+	}
+	c, err := s.rt.Counters.Get(k)
+	i := s.addCounter(r, k, c)
+	s.ctrs[i].err = err
+	return i
 }
 
 // findCounter is the position in s.ctrs of r's counter k at this occurrence, or -1.
