@@ -332,6 +332,65 @@ func TestFIRE9_UnappliedSideEffectGoesToOnError(t *testing.T) {
 	}
 }
 
+// TestOPS4_AFailedRuleTakesBackItsSideEffects: a rule whose side-effect cannot be
+// applied contributes none ([OAR-OPS-4], [OAR-FIRE-9]), although its actions are
+// applied in listed order ([OAR-FIRE-8]). What can fail before any change is checked
+// first, so an event listed before an unreadable counter is never published; counter
+// actions applied before a refused event are taken back in the store and in the
+// report. Only a published event stays, reported, when a later counter write fails:
+// no stream can take a record back.
+func TestOPS4_AFailedRuleTakesBackItsSideEffects(t *testing.T) {
+	const rule = `[{"oar":"1.0","id":"R","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","on_error":"fail_open","on_fire":%s}]`
+	key := CounterKey{Rule: "R", Session: "s"}
+	cases := []struct {
+		name, onFire string
+		counters     func(CounterStore) CounterStore
+		refuseEvents bool
+		failing      string
+		published    int
+	}{
+		{"counters taken back when the event is refused", `["increment_counter","increment_breaker","publish_event"]`,
+			func(c CounterStore) CounterStore { return c }, true, "publish_event", 0},
+		{"nothing published when the counter cannot be read", `["publish_event","increment_counter"]`,
+			func(c CounterStore) CounterStore { return &flakyReads{CounterStore: c} }, false, "increment_counter", 0},
+		{"a published event stays when the counter write fails", `["publish_event","increment_counter"]`,
+			func(c CounterStore) CounterStore { return failingCounters{c} }, false, "increment_counter", 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustProgram(t, fmt.Sprintf(rule, tc.onFire))
+			rt := NewMemoryRuntime()
+			store := rt.Counters
+			rt.Counters = tc.counters(store)
+			log := &EventLog{}
+			rt.Events = log
+			if tc.refuseEvents {
+				rt.Events = failingEvents{}
+			}
+			d := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: "s"})
+			if got := strings.Join(d.Applied, " "); got != "R:errored" || d.Decision != "none" {
+				t.Fatalf("decision %s, applied %s; want none, R:errored", d.Decision, got)
+			}
+			if len(d.Failures) != 1 || d.Failures[0].Clause != "OAR-FIRE-9" || !strings.Contains(d.Failures[0].Error, tc.failing) {
+				t.Errorf("failures %+v; want one citing OAR-FIRE-9 and %s", d.Failures, tc.failing)
+			}
+			if c, _ := store.Get(key); c != (Counts{}) || len(d.Counters) != 0 {
+				t.Errorf("the store holds %+v and the decision reports counters %v; want both untouched", c, d.Counters)
+			}
+			if len(log.Events) != tc.published || len(d.Events) != tc.published {
+				t.Errorf("%d events published, %d reported; want %d", len(log.Events), len(d.Events), tc.published)
+			}
+			want := ""
+			if tc.published == 1 {
+				want = "publish_event"
+			}
+			if got := strings.Join(d.OnFire, " "); got != want {
+				t.Errorf("on_fire %q; want %q", got, want)
+			}
+		})
+	}
+}
+
 // flakyReads fails the first counter read it is asked for and answers the others.
 type flakyReads struct {
 	CounterStore

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
@@ -853,30 +854,80 @@ func (s *evalState) renderCopyOrOmit(r *Rule) copySpan {
 }
 
 // applyOnFire applies a fired, enforced rule's side-effects in listed order
-// ([OAR-FIRE-2], [OAR-FIRE-8]); one that cannot be applied makes the rule one that
-// cannot be evaluated ([OAR-FIRE-9]).
+// ([OAR-FIRE-2], [OAR-FIRE-8]). One that cannot be applied makes the rule one that
+// cannot be evaluated ([OAR-FIRE-9]), which then contributes no side-effect
+// ([OAR-OPS-4]): what can fail before any change (the counter's scope fact, its
+// snapshot) is checked before the first action, and the counter actions applied before
+// a failure are taken back. Only an event published before it stays, reported as
+// applied, since a stream cannot take a record back.
 func (s *evalState) applyOnFire(r *Rule, d *Decision) error {
+	slot := -1
+	if i := slices.IndexFunc(r.OnFire, func(a Action) bool { return a != ActionPublishEvent }); i >= 0 {
+		first := r.OnFire[i]
+		if s.rt.Counters == nil {
+			return &ProviderError{Clause: "OAR-FIRE-9", Fact: first.String(), Err: errors.New("no counter store is configured")}
+		}
+		key, err := s.counterKey(r, true)
+		if err != nil {
+			return err
+		}
+		slot = s.snapshotCounter(r, key)
+		if err := s.ctrs[slot].err; err != nil {
+			return &ProviderError{Clause: "OAR-FIRE-9", Fact: first.String(), Err: err}
+		}
+	}
+	reported := len(d.OnFire)
 	for _, a := range r.OnFire {
+		var err error
 		if a == ActionPublishEvent {
-			e := Event{Rule: r.QID, Anchor: s.anchor, Effect: r.Effect.String(), Session: s.occ.SessionID}
-			if s.rt.Events != nil {
-				if err := s.rt.Events.Publish(e); err != nil {
-					return &ProviderError{Clause: "OAR-FIRE-9", Fact: "publish_event", Err: err}
-				}
-			}
-			d.Events = append(d.Events, e)
+			err = s.publishEvent(r, d)
 		} else {
-			key, err := s.counterKey(r, true)
-			if err != nil {
-				return err
+			err = s.writeCounter(slot, a)
+		}
+		if err != nil {
+			if slot >= 0 {
+				err = s.takeBack(slot, d, reported, err)
 			}
-			if err := s.writeCounter(r, key, a); err != nil {
-				return &ProviderError{Clause: "OAR-FIRE-9", Fact: a.String(), Err: err}
-			}
+			return &ProviderError{Clause: "OAR-FIRE-9", Fact: a.String(), Err: err}
 		}
 		d.OnFire = append(d.OnFire, a.String())
 	}
 	return nil
+}
+
+// publishEvent emits r's publish_event record ([OAR-FIRE-7]).
+func (s *evalState) publishEvent(r *Rule, d *Decision) error {
+	e := Event{Rule: r.QID, Anchor: s.anchor, Effect: r.Effect.String(), Session: s.occ.SessionID}
+	if s.rt.Events != nil {
+		if err := s.rt.Events.Publish(e); err != nil {
+			return err
+		}
+	}
+	d.Events = append(d.Events, e)
+	return nil
+}
+
+// takeBack restores the counter in slot to its value before the occurrence after a
+// failed side-effect of its rule, and drops the rule's counter actions from the
+// on_fire report from position reported on. When the store cannot restore it, the
+// counter stays reported as the store holds it and the failure says so.
+func (s *evalState) takeBack(slot int, d *Decision, reported int, failed error) error {
+	c := &s.ctrs[slot]
+	if c.changed {
+		if err := s.rt.Counters.Restore(c.key, c.before); err != nil {
+			return fmt.Errorf("%w; the counter actions applied before it could not be taken back: %v", failed, err)
+		}
+		c.changed, c.after = false, c.before
+		s.nChanged--
+	}
+	kept := d.OnFire[:reported]
+	for _, a := range d.OnFire[reported:] {
+		if a == ActionPublishEvent.String() {
+			kept = append(kept, a)
+		}
+	}
+	d.OnFire = kept
+	return failed
 }
 
 // counterKey keys r's counters by rule, session and scope value ([OAR-FIRE-5],
@@ -910,19 +961,13 @@ func (s *evalState) readCounter(r *Rule, k CounterKey) (Counts, error) {
 	return s.ctrs[i].before, nil
 }
 
-func (s *evalState) writeCounter(r *Rule, k CounterKey, a Action) error {
-	if s.rt.Counters == nil {
-		return errors.New("no counter store is configured")
-	}
-	i := s.snapshotCounter(r, k)
-	if err := s.ctrs[i].err; err != nil {
-		return err
-	}
-	after, err := s.rt.Counters.Apply(k, a)
+// writeCounter applies action a to the counter in slot, which applyOnFire read.
+func (s *evalState) writeCounter(slot int, a Action) error {
+	c := &s.ctrs[slot]
+	after, err := s.rt.Counters.Apply(c.key, a)
 	if err != nil {
 		return err
 	}
-	c := &s.ctrs[i]
 	if !c.changed {
 		c.changed = true
 		s.nChanged++

@@ -35,6 +35,12 @@ type CounterStore interface {
 	Get(k CounterKey) (Counts, error)
 	// Apply performs one counter action and returns the counts after it.
 	Apply(k CounterKey, a Action) (Counts, error)
+	// Restore sets k back to c, the counts it held before the occurrence: the engine
+	// takes back the counter actions of a rule whose later side-effect failed, since a
+	// rule that cannot be evaluated contributes no side-effect ([OAR-OPS-4]). A session's
+	// occurrences are evaluated one at a time (the sidecar holds a lock per session), so
+	// nothing else wrote k in between.
+	Restore(k CounterKey, c Counts) error
 }
 
 // EventSink receives publish_event records ([OAR-FIRE-7]). An error is a refused write
@@ -107,6 +113,16 @@ func (s *MemoryCounters) Apply(k CounterKey, a Action) (Counts, error) {
 	c := counters[key].After(a)
 	counters[key] = c
 	return c, nil
+}
+
+// Restore implements CounterStore.
+func (s *MemoryCounters) Restore(k CounterKey, c Counts) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if counters := s.m[k.Session]; counters != nil {
+		counters[sessionCounter{k.Rule, k.Scope, k.Scoped}] = c
+	}
+	return nil
 }
 
 // After is c once action a is applied ([OAR-FIRE-3], [OAR-FIRE-4]): increments add one,

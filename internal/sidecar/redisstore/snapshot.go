@@ -92,6 +92,26 @@ func (s *Snapshot) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, e
 	return c.now, nil
 }
 
+// Restore implements engine.CounterStore: a counter the occurrence added and sets back
+// to zero is dropped, so Commit writes nothing for it.
+func (s *Snapshot) Restore(k engine.CounterKey, c engine.Counts) error {
+	if err := s.check(k); err != nil {
+		return err
+	}
+	f := field(k)
+	now, ok := s.counters[f]
+	switch {
+	case ok && now.added && c == engine.Counts{}:
+		delete(s.counters, f)
+	case ok:
+		now.now = c
+		s.counters[f] = now
+	case c != engine.Counts{}:
+		return fmt.Errorf("session %q holds no counter %s to restore", s.session, k.ReportKey())
+	}
+	return nil
+}
+
 // Window implements engine.ActivityStore.
 func (s *Snapshot) Window(string) []string { return s.window }
 

@@ -88,6 +88,40 @@ func TestCommitThenLoad(t *testing.T) {
 	}
 }
 
+// TestRestore: a counter set back by Restore, as the engine does for a rule whose later
+// side-effect failed ([OAR-OPS-4]), commits as it was read: a counter the occurrence
+// added and set back to zero is not written at all.
+func TestRestore(t *testing.T) {
+	s := newStore(t, Options{})
+	snap := load(t, s, "s1")
+	_, _ = snap.Apply(plain, engine.ActionIncrementCounter)
+	if !commit(t, s, snap) {
+		t.Fatal("the first commit conflicted")
+	}
+	snap = load(t, s, "s1")
+	_, _ = snap.Apply(plain, engine.ActionIncrementCounter)
+	_, _ = snap.Apply(scoped, engine.ActionIncrementBreaker)
+	if err := snap.Restore(plain, engine.Counts{Fire: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Restore(scoped, engine.Counts{}); err != nil {
+		t.Fatal(err)
+	}
+	if snap.changed() {
+		t.Error("a snapshot whose changes were all set back still reports a change")
+	}
+	if !commit(t, s, snap) {
+		t.Fatal("the commit conflicted")
+	}
+	again := load(t, s, "s1")
+	if c, _ := again.Get(plain); c != (engine.Counts{Fire: 1}) || len(again.counters) != 1 {
+		t.Errorf("counter %+v and %d counters; want fire_count 1 and no scoped counter", c, len(again.counters))
+	}
+	if err := again.Restore(scoped, engine.Counts{Fire: 2}); err == nil {
+		t.Error("a counter the snapshot does not hold was restored to a value")
+	}
+}
+
 // TestCommitConflicts: of two snapshots read at one version, the second to commit is
 // refused and changes nothing; read again, it sees the first one's change.
 func TestCommitConflicts(t *testing.T) {

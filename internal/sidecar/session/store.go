@@ -29,6 +29,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -165,6 +166,33 @@ func (s *Store) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, erro
 	c := &st.counters[i].counts
 	*c = c.After(a)
 	return *c, nil
+}
+
+// Restore implements engine.CounterStore. A counter set back to zero is removed, as
+// if never added: it reads the same and no longer counts against the bounds.
+func (s *Store) Restore(k engine.CounterKey, c engine.Counts) error {
+	now := s.opt.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var (
+		i      int
+		exists bool
+	)
+	st := s.lookup(k.Session, now)
+	if st != nil {
+		i, exists = st.counters.find(counterKey{k.Rule, k.Scope, k.Scoped})
+	}
+	switch {
+	case !exists && c == engine.Counts{}:
+	case !exists:
+		return fmt.Errorf("session %q no longer holds counter %s", k.Session, k.ReportKey())
+	case c == engine.Counts{}:
+		st.counters = slices.Delete(st.counters, i, i+1)
+		s.total--
+	default:
+		st.counters[i].counts = c
+	}
+	return nil
 }
 
 // Pin keeps the session from being forgotten until the matching Unpin: neither the

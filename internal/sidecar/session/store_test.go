@@ -284,6 +284,33 @@ func TestCounterLimit(t *testing.T) {
 	}
 }
 
+// TestRestore: Restore sets a counter back to what it held before an occurrence, as
+// the engine does for a rule whose later side-effect failed ([OAR-OPS-4]); a counter
+// set back to zero no longer counts against the bounds, and one the store does not hold
+// cannot be set to anything else.
+func TestRestore(t *testing.T) {
+	s := New(Options{MaxCounters: 1})
+	a := engine.CounterKey{Rule: "r", Session: "s", Scope: "a", Scoped: true}
+	b := engine.CounterKey{Rule: "r", Session: "s", Scope: "b", Scoped: true}
+	mustApply(t, s, a, engine.ActionIncrementCounter)
+	mustApply(t, s, a, engine.ActionIncrementBreaker)
+	if err := s.Restore(a, engine.Counts{Fire: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.Get(a); c != (engine.Counts{Fire: 1}) {
+		t.Errorf("restored to %+v, want fire_count 1", c)
+	}
+	if err := s.Restore(a, engine.Counts{}); err != nil {
+		t.Fatal(err)
+	}
+	if c := mustApply(t, s, b, engine.ActionIncrementCounter); c.Fire != 1 {
+		t.Errorf("counter b: %+v", c)
+	}
+	if err := s.Restore(a, engine.Counts{Fire: 3}); err == nil {
+		t.Error("a counter the store does not hold was restored to a value")
+	}
+}
+
 // TestTotalCounterLimit: all sessions together hold at most MaxTotalCounters; a new
 // counter makes room by evicting the least recently used sessions, never the one it
 // belongs to, and is refused when that session is the only one left.
