@@ -555,7 +555,7 @@ func (s *evalState) decide(d *Decision, block *contribution, transforms, nudges,
 			})
 		}
 		s.trList = list
-		out, skips := transform.Apply(s.occ.Content, list)
+		out, skips := transform.Apply(s.occ.Content, s.contentLen(), list)
 		if s.occ.HasContent {
 			s.buf.content = out
 		}

@@ -46,14 +46,84 @@ func Decode(s string) (rune, int) {
 	return utf8.DecodeRuneInString(s)
 }
 
-// Count returns the number of code points in s.
+// Count returns the number of code points in s. Text is mostly ASCII, so it goes eight
+// bytes at a time while they are ASCII, and decodes only what is not.
 func Count(s string) int {
-	n := utf8.RuneCountInString(s)
-	for i := nextSurrogate(s, 0); i >= 0; i = nextSurrogate(s, i+3) {
-		// RuneCountInString counted its three bytes as three.
-		n -= 2
+	n, i := 0, 0
+	for i < len(s) {
+		if i+8 <= len(s) && ascii8(s[i:i+8]) {
+			n, i = n+8, i+8
+			continue
+		}
+		if s[i] < utf8.RuneSelf {
+			n, i = n+1, i+1
+			continue
+		}
+		n, i = n+1, i+width(s[i:])
 	}
 	return n
+}
+
+// Skip returns the byte offset in s after its first n code points, or len(s) when s
+// holds fewer.
+func Skip(s string, n int) int {
+	i := 0
+	for n > 0 && i < len(s) {
+		if n >= 8 && i+8 <= len(s) && ascii8(s[i:i+8]) {
+			n, i = n-8, i+8
+			continue
+		}
+		if s[i] < utf8.RuneSelf {
+			n, i = n-1, i+1
+			continue
+		}
+		n, i = n-1, i+width(s[i:])
+	}
+	return i
+}
+
+// width is the length in bytes of the code point s starts with, as Decode reads it,
+// for a non-empty s that does not start with ASCII: a UTF-8 sequence, a generalized
+// surrogate (0xED 0xA0..0xBF, which is where it differs from UTF-8), or one byte that
+// starts neither. Counting needs only this, not the code point.
+func width(s string) int {
+	cont := func(i int) bool { return i < len(s) && s[i]&0xC0 == 0x80 }
+	in := func(i int, lo, hi byte) bool { return i < len(s) && s[i] >= lo && s[i] <= hi }
+	switch b := s[0]; {
+	case b >= 0xC2 && b <= 0xDF:
+		if cont(1) {
+			return 2
+		}
+	case b == 0xE0:
+		if in(1, 0xA0, 0xBF) && cont(2) {
+			return 3
+		}
+	case b >= 0xE1 && b <= 0xEF:
+		if cont(1) && cont(2) {
+			return 3
+		}
+	case b == 0xF0:
+		if in(1, 0x90, 0xBF) && cont(2) && cont(3) {
+			return 4
+		}
+	case b >= 0xF1 && b <= 0xF3:
+		if cont(1) && cont(2) && cont(3) {
+			return 4
+		}
+	case b == 0xF4:
+		if in(1, 0x80, 0x8F) && cont(2) && cont(3) {
+			return 4
+		}
+	}
+	return 1
+}
+
+// ascii8 reports whether the eight bytes of s are all ASCII.
+func ascii8(s string) bool {
+	_ = s[7]
+	w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	return w&0x8080808080808080 == 0
 }
 
 // HasSurrogate reports whether s holds a surrogate code point.

@@ -35,11 +35,13 @@ func TestSurrogatesStayDistinct(t *testing.T) {
 	}
 }
 
-// TestCountAgreesWithDecode: Count, which skips to each 0xED byte, counts what walking s
-// with Decode counts, wherever surrogates, other 0xED sequences and invalid bytes fall.
+// TestCountAgreesWithDecode: Count, which goes eight bytes at a time over ASCII, counts
+// what walking s with Decode counts, and Skip stops where that walk does, wherever
+// surrogates, other 0xED sequences, invalid bytes and runs of ASCII long enough to be
+// taken eight at a time fall.
 func TestCountAgreesWithDecode(t *testing.T) {
 	hi := string(Append(nil, 0xD800))
-	parts := []string{"", "a", "é", "\xed", "\xed\x9f\xbf", "\xed\xa0", hi, hi + hi, "\xff", "日本", "\xed\xed\xa0\x80"}
+	parts := []string{"", "a", "é", "\xed", "\xed\x9f\xbf", "\xed\xa0", hi, hi + hi, "\xff", "日本", "\xed\xed\xa0\x80", "abcdefg", "abcdefgh", "abcdefghijklmnopq"}
 	walk := func(s string) (n int, surrogate bool) {
 		for len(s) > 0 {
 			r, size := Decode(s)
@@ -53,8 +55,46 @@ func TestCountAgreesWithDecode(t *testing.T) {
 		for _, b := range parts {
 			for _, c := range parts {
 				s := a + b + c
-				if n, sur := walk(s); Count(s) != n || HasSurrogate(s) != sur {
+				n, sur := walk(s)
+				if Count(s) != n || HasSurrogate(s) != sur {
 					t.Errorf("%q: Count %d, HasSurrogate %t; Decode walk %d, %t", s, Count(s), HasSurrogate(s), n, sur)
+				}
+				for k := 0; k <= n+1; k++ {
+					if got, want := Skip(s, k), skipByDecode(s, k); got != want {
+						t.Errorf("%q: Skip %d code points = byte %d; Decode walk stops at byte %d", s, k, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// skipByDecode is Skip one Decode at a time.
+func skipByDecode(s string, n int) int {
+	i := 0
+	for ; n > 0 && i < len(s); n-- {
+		_, size := Decode(s[i:])
+		i += size
+	}
+	return i
+}
+
+// TestWidthIsDecodes: width, which Count and Skip use, is the length Decode reads, for
+// every first two bytes and the third and fourth bytes at each boundary of the ranges
+// UTF-8 and the generalized surrogates allow, whole and cut short.
+func TestWidthIsDecodes(t *testing.T) {
+	edges := []byte{0x00, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xFF}
+	for b0 := 0x80; b0 <= 0xFF; b0++ {
+		for b1 := 0; b1 <= 0xFF; b1++ {
+			for _, b2 := range edges {
+				for _, b3 := range edges {
+					full := string([]byte{byte(b0), byte(b1), b2, b3})
+					for n := 1; n <= len(full); n++ {
+						s := full[:n]
+						if _, want := Decode(s); width(s) != want {
+							t.Fatalf("% x: width %d, Decode reads %d bytes", s, width(s), want)
+						}
+					}
 				}
 			}
 		}

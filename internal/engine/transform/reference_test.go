@@ -189,7 +189,7 @@ func FuzzApply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, content string, program []byte) {
 		n := codepoint.Count(content)
 		ts := decodeProgram(t, program, n)
-		got, skips := Apply(content, ts)
+		got, skips := Apply(content, codepoint.Count(content), ts)
 		if utf8.ValidString(content) && !utf8.ValidString(got) {
 			t.Fatalf("output is not valid UTF-8: %q", got)
 		}
@@ -239,7 +239,7 @@ func BenchmarkApply50Spans(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(content)))
 			for b.Loop() {
-				Apply(content, bc.ts)
+				Apply(content, codepoint.Count(content), bc.ts)
 			}
 		})
 	}

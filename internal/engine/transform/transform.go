@@ -39,7 +39,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 	"github.com/oar-operator/oar-operator/internal/engine/types"
@@ -139,9 +138,8 @@ type editor struct {
 // start and end ([OAR-OPS-23]). The caller does not call it when the decision is block
 // ([OAR-OPS-17]). Offsets count code points, a surrogate in its generalized form
 // (package codepoint) as one; any other byte that is not UTF-8 counts as one and is
-// kept as it is.
-func Apply(content string, ts []Transform) (string, []Skip) {
-	n := codepoint.Count(content)
+// kept as it is. n is codepoint.Count(content), which the caller has already counted.
+func Apply(content string, n int, ts []Transform) (string, []Skip) {
 	// Size the working slices once: no transform yields more spans than it carries.
 	total, most := 0, 1
 	for i := range ts {
@@ -309,14 +307,9 @@ func (c *cursor) skipTo(p int) {
 		c.byte, c.rune = max(c.byte, p), max(c.rune, p)
 		return
 	}
-	for c.rune < p {
-		if c.s[c.byte] < utf8.RuneSelf {
-			c.byte++
-		} else {
-			_, size := codepoint.Decode(c.s[c.byte:])
-			c.byte += size
-		}
-		c.rune++
+	if c.rune < p {
+		c.byte += codepoint.Skip(c.s[c.byte:], p-c.rune)
+		c.rune = p
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 )
 
 func sp(start, end int) Span { return Span{Start: start, End: end} }
@@ -44,7 +46,7 @@ func runApply(t *testing.T, cases []applyCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, skips := Apply(tc.content, tc.ts)
+			got, skips := Apply(tc.content, codepoint.Count(tc.content), tc.ts)
 			if got != tc.want {
 				t.Errorf("content = %q, want %q", got, tc.want)
 			}
@@ -390,14 +392,14 @@ func TestOPS21_AnnotateAndRedactEquivalence(t *testing.T) {
 			for _, first := range [][]Transform{nil, {annotate("a", "~", sp(1, 6))}, {replace("p", "P", sp(10, 13))}} {
 				r := append(append([]Transform{}, first...), Transform{Rule: "x", Action: Redact, Replacement: with, Spans: spans})
 				p := append(append([]Transform{}, first...), Transform{Rule: "x", Action: Replace, Replacement: with, Spans: spans})
-				ro, rs := Apply(content, r)
-				po, ps := Apply(content, p)
+				ro, rs := Apply(content, codepoint.Count(content), r)
+				po, ps := Apply(content, codepoint.Count(content), p)
 				if ro != po || !reflect.DeepEqual(rs, ps) {
 					t.Errorf("redact %q %v gives %q %v, replace gives %q %v", with, spans, ro, rs, po, ps)
 				}
 			}
-			wr, _ := Apply(content, []Transform{{Rule: "x", Action: Redact, Replacement: with, Whole: true}})
-			wp, _ := Apply(content, []Transform{{Rule: "x", Action: Replace, Replacement: with, Whole: true}})
+			wr, _ := Apply(content, codepoint.Count(content), []Transform{{Rule: "x", Action: Redact, Replacement: with, Whole: true}})
+			wp, _ := Apply(content, codepoint.Count(content), []Transform{{Rule: "x", Action: Replace, Replacement: with, Whole: true}})
 			if wr != with || wp != with {
 				t.Errorf("whole-content redact/replace with %q: %q, %q", with, wr, wp)
 			}
@@ -479,14 +481,14 @@ func TestCodePointOffsets(t *testing.T) {
 func TestApplyDoesNotModifyItsInput(t *testing.T) {
 	spans := []Span{sp(6, 8), sp(0, 2), sp(1, 3)}
 	ts := []Transform{redact("r", spans...)}
-	Apply("abcdefghij", ts)
+	Apply("abcdefghij", codepoint.Count("abcdefghij"), ts)
 	if !reflect.DeepEqual(ts[0].Spans, []Span{sp(6, 8), sp(0, 2), sp(1, 3)}) {
 		t.Errorf("Apply reordered the caller's spans: %v", ts[0].Spans)
 	}
 }
 
 func TestLargeOffsets(t *testing.T) {
-	got, _ := Apply("abc", []Transform{redact("r", sp(math.MaxInt-1, math.MaxInt), sp(0, math.MaxInt))})
+	got, _ := Apply("abc", codepoint.Count("abc"), []Transform{redact("r", sp(math.MaxInt-1, math.MaxInt), sp(0, math.MaxInt))})
 	if got != "abc" {
 		t.Errorf("out-of-range spans changed the content: %q", got)
 	}
