@@ -57,9 +57,10 @@ func TestReadSkipsOtherLinesAndNamesBadOnes(t *testing.T) {
 }
 
 // FuzzReadDecisionLog: whatever the input, Read never panics, and every entry it
-// returns is a decision line whose occurrence the engine can take, whose line number
-// is in the input, and which, written again, reads back the same (what it says of its
-// session included).
+// returns is a decision line whose occurrence the engine can take, whose content
+// length a replay can stand a placeholder in for, whose line number is in the input,
+// and which, written again, reads back the same (what it says of its session
+// included).
 func FuzzReadDecisionLog(f *testing.F) {
 	f.Add([]byte(decisionLine + "\n"))
 	f.Add([]byte(`{"kind":"decision","anchor":"a","decision":"block","occurrence":{"anchor":"a","content":"x","recent_activity":["r"]},"content":{"mode":"full","length":1}}`))
@@ -73,6 +74,9 @@ func FuzzReadDecisionLog(f *testing.F) {
 			}
 			if e.Line < 1 || e.Line > lines {
 				t.Fatalf("line %d of %d", e.Line, lines)
+			}
+			if c := e.Record.Content; c != nil && (c.Length < 0 || c.Length > MaxLineBytes) {
+				t.Fatalf("content length %d: a replay cannot stand in a placeholder of it", c.Length)
 			}
 			if e.Record.Reproducible() != (e.Record.Content == nil || e.Occ.HasContent) {
 				t.Fatalf("Reproducible %v but the occurrence has content %v", e.Record.Reproducible(), e.Occ.HasContent)
