@@ -192,6 +192,8 @@ func (r *Record) check(occ *engine.Occurrence) error {
 		return errors.New("anchor and session_id differ from the occurrence's")
 	case r.SessionState != nil && r.SessionState.Written == "" && r.SessionState.Read != "":
 		return errors.New("session_state: a commit never leaves a session without a version, but \"written\" is empty")
+	case r.SessionUnavailable && (r.SessionState != nil || r.SessionBegan):
+		return errors.New("session_unavailable: an occurrence answered without its session found nothing of it, but the line has session_state or session_began")
 	case r.Content == nil && occ.HasContent:
 		return errors.New("the occurrence carries content but the line has no \"content\" member")
 	case r.Content == nil:
@@ -227,7 +229,7 @@ func lossy(s string) string {
 
 // The members of a decision line and of its content member.
 var (
-	lineMembers    = []string{"kind", "time", "bundle", "session_id", "anchor", "occurrence", "content", "decision", "code", "rule", "fired", "applied", "session_began", "session_state"}
+	lineMembers    = []string{"kind", "time", "bundle", "session_id", "anchor", "occurrence", "content", "decision", "code", "rule", "fired", "applied", "session_began", "session_state", "session_unavailable"}
 	contentMembers = []string{"mode", "length", "sha256"}
 	stateMembers   = []string{"read", "written"}
 )

@@ -84,15 +84,32 @@ func FuzzReadDecisionLog(f *testing.F) {
 			// Written again, in full, the occurrence and the session state read back
 			// the same.
 			rec := NewRecord(time.Time{}, e.Record.Bundle, ContentFull, e.Occ, &engine.Decision{Decision: e.Record.Decision})
-			rec.SessionBegan, rec.SessionState = e.Record.SessionBegan, e.Record.SessionState
+			rec.SessionBegan, rec.SessionState, rec.SessionUnavailable = e.Record.SessionBegan, e.Record.SessionState, e.Record.SessionUnavailable
 			line, err := MarshalLine(rec)
 			if err != nil {
 				t.Fatalf("writing %+v again: %v", e.Occ, err)
 			}
 			again, _, err := ReadLine(line)
-			if err != nil || !reflect.DeepEqual(again.Occ, e.Occ) || !reflect.DeepEqual(again.Record.SessionState, e.Record.SessionState) || again.Record.SessionBegan != e.Record.SessionBegan {
+			if err != nil || !reflect.DeepEqual(again.Occ, e.Occ) || !reflect.DeepEqual(again.Record.SessionState, e.Record.SessionState) || again.Record.SessionBegan != e.Record.SessionBegan ||
+				again.Record.SessionUnavailable != e.Record.SessionUnavailable {
 				t.Fatalf("written again as %s: %+v %+v, %v; want %+v %+v", line, again.Occ, again.Record.SessionState, err, e.Occ, e.Record.SessionState)
 			}
 		}
 	})
+}
+
+// TestReadSessionUnavailable: a line answered without its session reads with
+// SessionUnavailable; one that also says it found the session's state contradicts
+// itself and is refused.
+func TestReadSessionUnavailable(t *testing.T) {
+	const head = `{"kind":"decision","anchor":"a","decision":"none","occurrence":{"anchor":"a"},"session_unavailable":true`
+	log, err := Read(strings.NewReader(head + "}\n" + head + `,"session_began":true}` + "\n" + head + `,"session_state":{"read":"v1","written":"v1"}}` + "\n"))
+	if len(log.Entries) != 1 || !log.Entries[0].Record.SessionUnavailable {
+		t.Fatalf("entries %+v", log.Entries)
+	}
+	for _, want := range []string{"line 2: a decision line: session_unavailable:", "line 3: a decision line: session_unavailable:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
 }

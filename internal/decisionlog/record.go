@@ -99,6 +99,14 @@ type Record struct {
 	// against the shared store and its changes committed. It is what orders one
 	// session's lines across replicas, whose clocks differ (see SessionState).
 	SessionState *SessionState `json:"session_state,omitempty"`
+	// SessionUnavailable is set when the occurrence needed its session's state and was
+	// answered without it: the shared store could not be read or written, or the
+	// session stayed contended past the retries. Every read and write of the state
+	// failed, so each rule needing it took its on_error, and the occurrence changed
+	// nothing of the session. A replay evaluates it so, leaving the session's state
+	// as it was. Lines of older writers lack it; such an occurrence then replays
+	// against the session's state.
+	SessionUnavailable bool `json:"session_unavailable,omitempty"`
 }
 
 // Session is what an occurrence found of its session's state, for its line.
@@ -108,6 +116,9 @@ type Session struct {
 	// State is the session's versions in the shared store when the occurrence was
 	// committed there; nil otherwise.
 	State *SessionState
+	// Unavailable: the occurrence was answered without its session's state
+	// (Record.SessionUnavailable).
+	Unavailable bool
 }
 
 // SessionState is a session's version in the shared store before and after one

@@ -64,9 +64,9 @@ type pending struct {
 	decision, code, rule string
 	applied              []string
 	// state is the session's versions in the shared store, when shared is set;
-	// began is Session.Began.
-	state         SessionState
-	shared, began bool
+	// began and unavailable are Session's.
+	state                      SessionState
+	shared, began, unavailable bool
 }
 
 // NewWriter starts a writer of lines to w. Close stops it.
@@ -118,7 +118,7 @@ func (lw *Writer) Log(bundle string, occ *engine.Occurrence, d *engine.Decision,
 		return
 	}
 	p := pending{at: lw.opt.Now(), bundle: bundle, occ: occ, decision: d.Decision, code: d.Code, rule: d.Rule, applied: slices.Clone(d.Applied)}
-	p.began = s.Began
+	p.began, p.unavailable = s.Began, s.Unavailable
 	if s.State != nil {
 		p.state, p.shared = *s.State, true
 	}
@@ -153,7 +153,7 @@ func (lw *Writer) run() {
 func (lw *Writer) write(p pending) {
 	d := engine.Decision{Decision: p.decision, Code: p.code, Rule: p.rule, Applied: p.applied}
 	r := NewRecord(p.at, p.bundle, lw.opt.Content, p.occ, &d)
-	r.SessionBegan = p.began
+	r.SessionBegan, r.SessionUnavailable = p.began, p.unavailable
 	if p.shared {
 		r.SessionState = &p.state
 	}

@@ -5,6 +5,9 @@
 // the session versions the lines carry when sessions are shared in Redis, else by
 // time; see inOrder), so counters, breakers and activity windows evolve as they did,
 // starting again where the sidecar's store had forgotten a session (session_began).
+// An occurrence the sidecar answered without its session (session_unavailable) is
+// evaluated as it was, against a session that cannot be read or written, and leaves
+// the session's state alone.
 //
 // The before side is also checked against the log: replaying the rules that produced
 // it must reproduce every logged decision. Where it cannot, the report says which
@@ -18,6 +21,7 @@ package replay
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -26,6 +30,7 @@ import (
 
 	"github.com/oar-operator/oar-operator/internal/decisionlog"
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 )
 
 // Side is one rule set a log is replayed under.
@@ -203,9 +208,9 @@ func bySession(entries []decisionlog.Entry) [][]decisionlog.Entry {
 // inOrder orders one session's entries as they took effect. The lines that carry the
 // session's versions in the shared store (session_state) are in the order those
 // versions fix across replicas, whose clocks differ (byVersions). A line without them
-// read and changed no session state (no rule at its anchor uses any, or the store
-// could not be read), so its place among the others changes nothing the logged rules
-// decide; it is placed by time. When no line carries versions, or they do not make one
+// read and changed no session state (no rule at its anchor uses any, or it was
+// answered without its session: session_unavailable), so its place among the others
+// changes nothing the logged rules decide; it is placed by time. When no line carries versions, or they do not make one
 // order, the lines are in time order, stable so one log's order stands where times tie
 // (a replica logs a session's lines in the order they took effect, under the
 // session's lock).
@@ -354,6 +359,20 @@ func newRuntime() *engine.Runtime {
 		Events: discard{}, Detectors: engine.ReservedDetectors()}
 }
 
+// errSessionUnavailable is what reading or writing the session fails with in the
+// replay of an occurrence the sidecar answered without its session.
+var errSessionUnavailable = errors.New("the session was unavailable when this occurrence was answered (session_unavailable)")
+
+// withoutSession is the runtime of an occurrence the sidecar answered without its
+// session (decisionlog.Record.SessionUnavailable): the sidecar's own stand-in for a
+// store it could not use, on which every read and write of the session fails, so
+// each rule needing it takes its on_error as it did, and nothing the occurrence does
+// reaches the session's state the later lines replay against.
+func withoutSession(session string) *engine.Runtime {
+	snap := redisstore.Unavailable(session, errSessionUnavailable)
+	return &engine.Runtime{Counters: snap, Activity: snap, Events: discard{}, Detectors: engine.ReservedDetectors()}
+}
+
 func evaluate(p *engine.Program, rt *engine.Runtime, occ *engine.Occurrence) Outcome {
 	d := p.Evaluate(rt, occ)
 	return Outcome{Decision: d.Decision, Rule: d.Rule, Code: d.Code, Fired: fired(d.Applied), Applied: d.Applied}
@@ -380,8 +399,12 @@ func (r *runner) replay(e decisionlog.Entry) {
 		occ = &stand
 		r.unreproducible(fmt.Sprintf("%s (%s mode): replayed with a placeholder of its length, so decisions and transform spans reproduce but the transformed text does not", ReasonContent, rec.Content.Mode), Place{e.Source, e.Line})
 	}
-	before := evaluate(r.opt.Before.Program, r.before, occ)
-	after := evaluate(r.opt.After.Program, r.after, occ)
+	rtBefore, rtAfter := r.before, r.after
+	if rec.SessionUnavailable {
+		rtBefore, rtAfter = withoutSession(occ.SessionID), withoutSession(occ.SessionID)
+	}
+	before := evaluate(r.opt.Before.Program, rtBefore, occ)
+	after := evaluate(r.opt.After.Program, rtAfter, occ)
 	r.count("before", before.Decision)
 	r.count("after", after.Decision)
 	tool := ""
