@@ -239,10 +239,10 @@ func bySession(entries []decisionlog.Entry) [][]decisionlog.Entry {
 // versions fix across replicas, whose clocks differ (byVersions). A line without them
 // read and changed no session state (no rule at its anchor uses any, or it was
 // answered without its session: session_unavailable), so its place among the others
-// changes nothing the logged rules decide; it is placed by time. When no line carries versions, or they do not make one
-// order, the lines are in time order, stable so one log's order stands where times tie
-// (a replica logs a session's lines in the order they took effect, under the
-// session's lock).
+// changes nothing the logged rules decide; it is placed by time. When no line carries
+// versions, or they do not make one order, the lines are in time order, stable so one
+// log's order stands where times tie (a replica logs a session's lines in the order
+// they took effect, under the session's lock).
 func inOrder(s []decisionlog.Entry) []decisionlog.Entry {
 	slices.SortStableFunc(s, func(a, b decisionlog.Entry) int { return a.Record.Time.Compare(b.Record.Time) })
 	var versioned, other []decisionlog.Entry
