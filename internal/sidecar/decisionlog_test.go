@@ -3,9 +3,12 @@ package sidecar
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/decisionlog"
@@ -66,6 +69,14 @@ func TestDecisionLog(t *testing.T) {
 		}
 		if got := ts.metric(t, "oar_engine_decision_log_lines_total", nil); got != float64(len(answers)) {
 			t.Errorf("oar_engine_decision_log_lines_total %v; want %d", got, len(answers))
+		}
+		families, err := ts.Metrics().Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(families, func(f *dto.MetricFamily) bool { return f.GetName() == "oar_engine_decision_log_too_long_total" }) ||
+			ts.metric(t, "oar_engine_decision_log_too_long_total", nil) != 0 {
+			t.Error("oar_engine_decision_log_too_long_total is not exposed as 0")
 		}
 	}
 }
