@@ -45,6 +45,7 @@ FUZZ_TARGETS := \
 	./internal/engine:FuzzDecodeJSON \
 	./internal/occurrence:FuzzDecode \
 	./internal/decisionlog:FuzzReadDecisionLog \
+	./internal/replay:FuzzReadAndReplay \
 	./internal/bundle:FuzzDecode \
 	./internal/sidecar:FuzzAppendString \
 	./internal/sidecar:FuzzEvaluate \

@@ -46,7 +46,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	flags.Var(&logs, "log", "a decision log `FILE` (oar-engine --decision-log); repeatable, the logs of several replicas replay together, each session in the order it took effect (by its lines' session_state, else by time)")
 	maxChanges := flags.Int("max-changes", replay.DefaultMaxListed, "list at most `N` changed occurrences (and N mismatches, and N lines per reason an occurrence cannot be reproduced); the rest are counted")
 	asJSON := flags.Bool("json", false, "print the report as one JSON object")
-	failOnChange := flags.Bool("fail-on-change", false, "exit 1 when any decision changed")
+	failOnChange := flags.Bool("fail-on-change", false, "exit 1 when any decision changed, in any part: effect, deciding rule, trace, on_fire, transforms, content, advisories, copy")
 	failOnMismatch := flags.Bool("fail-on-mismatch", false, "exit 1 when the before side did not reproduce a logged decision")
 	rest, code, ok := parseFlags(flags, replaySynopsis, args, stdout, stderr)
 	if !ok {
@@ -267,13 +267,14 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 		}
 	}
 	if len(r.Changes) > 0 {
-		p("\nchanges (%d of %d):\nline\tsession\tanchor\ttool\tbefore → after\trules\n", len(r.Changes), r.Changed)
+		p("\nchanges (%d of %d):\nline\tsession\tanchor\ttool\tbefore → after\trules\tdiffers in\n", len(r.Changes), r.Changed)
 		for _, c := range r.Changes {
 			note := ""
 			if c.WithoutContent {
 				note = " (content not logged)"
 			}
-			p("%s\t%s\t%s\t%s\t%s → %s%s\t%s\n", at(c.Log, c.Line), c.Session, c.Anchor, orDash(c.Tool), outcome(c.Before), outcome(c.After), note, strings.Join(c.Rules, ", "))
+			p("%s\t%s\t%s\t%s\t%s → %s%s\t%s\t%s\n", at(c.Log, c.Line), c.Session, c.Anchor, orDash(c.Tool), outcome(c.Before), outcome(c.After), note,
+				strings.Join(c.Rules, ", "), strings.Join(c.Differs, ", "))
 		}
 		if r.ChangesNotListed > 0 {
 			p("... and %d more (--max-changes)\n", r.ChangesNotListed)

@@ -85,6 +85,7 @@ func TestReplayJSON(t *testing.T) {
 			Tool          string
 			Before, After struct{ Decision, Rule string }
 			Rules         []string
+			Differs       []string
 		}
 		Unreproducible []struct {
 			Reason string
@@ -108,7 +109,7 @@ func TestReplayJSON(t *testing.T) {
 		t.Errorf("by rule %+v, by tool %+v", rep.ByRule, rep.ByTool)
 	}
 	if len(rep.Changes) != 2 || rep.Changes[0].Session != "agent-08" || rep.Changes[0].Before.Decision != "nudge" || rep.Changes[0].After.Decision != "block" || rep.Changes[0].Tool != "shell" ||
-		strings.Join(rep.Changes[0].Rules, ",") != "acme.security/SHELL_AFTER_FETCH" {
+		strings.Join(rep.Changes[0].Rules, ",") != "acme.security/SHELL_AFTER_FETCH" || strings.Join(rep.Changes[0].Differs, ",") != "decision,advisories" {
 		t.Errorf("changes %+v", rep.Changes)
 	}
 	if len(rep.Unreproducible) != 1 || rep.Unreproducible[0].Count != 54 || len(rep.Unreproducible[0].Lines) != 2 {
@@ -211,4 +212,36 @@ func TestReplayBadInput(t *testing.T) {
 			t.Errorf("%v: exit %d, %s", args, code, stderr)
 		}
 	}
+}
+
+// TestReplayTransformChange: another replacement text for the sample pack's email
+// redaction changes no effect and no deciding rule, yet changes what the host
+// delivers: each redacted output is a change, named with the parts that differ, and
+// --fail-on-change fails.
+func TestReplayTransformChange(t *testing.T) {
+	data, err := os.ReadFile(sampleRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const redact = "transform: {action: redact, target: acme.gateway.email_spans}"
+	changed := strings.Replace(string(data), redact, `transform: {action: redact, target: acme.gateway.email_spans, replacement: "[hidden]"}`, 1)
+	if changed == string(data) {
+		t.Fatal("the sample pack has no email redaction to change")
+	}
+	after := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(after, []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := oarctl(t, "replay", "--capability", sampleCap, "--rules", sampleRules, "--config", sampleConfig,
+		"--against", after, "--against-config", sampleConfig, "--log", sampleLog, "--max-changes", "1", "--fail-on-change")
+	if code != exitFail {
+		t.Errorf("exit %d, want 1: %s%s", code, stdout, stderr)
+	}
+	containsInOrder(t, lines(stdout), []string{
+		"transform  54      54",
+		"changed            54",
+		"acme.privacy/REDACT_EMAILS  54",
+		"changes (1 of 54):",
+		"5     agent-08  content.output  -     transform (acme.privacy/REDACT_EMAILS) → transform (acme.privacy/REDACT_EMAILS) (content not logged)  acme.privacy/REDACT_EMAILS  transforms, content",
+	})
 }

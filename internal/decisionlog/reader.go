@@ -13,9 +13,12 @@ import (
 	"github.com/oar-operator/oar-operator/internal/occurrence"
 )
 
-// MaxLineBytes bounds one line Read accepts: more than any occurrence the sidecar
-// accepts by default (1 MiB) with its decision.
-const MaxLineBytes = 4 << 20
+// MaxLineBytes bounds one line: Read reports a longer line as that line's error, and
+// the Writer never writes one (it writes a too_long marker instead, see
+// Writer.TooLong). It is far more than the line of any occurrence the sidecar accepts
+// by default (1 MiB, whose line takes at most about twice that), and bounds what one
+// line of any input makes Read hold.
+const MaxLineBytes = 64 << 20
 
 // Entry is one decision line read back.
 type Entry struct {
@@ -52,18 +55,21 @@ func (e *LineError) Unwrap() error { return e.Err }
 // records, any other JSON object skipped. A line that is not a JSON object, or a
 // decision line that is malformed, is an error naming the line (a *LineError); every
 // such error is returned, joined, with the entries that did read.
-func Read(r io.Reader) (*Log, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
+func Read(r io.Reader) (*Log, error) { return read(r, MaxLineBytes) }
+
+// read is Read with lines bounded by maxLine bytes.
+func read(r io.Reader, maxLine int) (*Log, error) {
 	out := &Log{}
 	var errs []error
-	n := 0
-	for sc.Scan() {
-		n++
-		line := bytes.TrimSpace(sc.Bytes())
+	err := eachLine(r, maxLine, func(n int, line []byte, overLong int) {
+		if overLong > 0 {
+			errs = append(errs, &LineError{Line: n, Err: fmt.Errorf("the line is %d bytes, more than the %d a line may hold", overLong, maxLine)})
+			return
+		}
+		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			out.Skipped++
-			continue
+			return
 		}
 		e, isDecision, err := ReadLine(line)
 		switch {
@@ -75,16 +81,57 @@ func Read(r io.Reader) (*Log, error) {
 			e.Line = n
 			out.Entries = append(out.Entries, e)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		errs = append(errs, fmt.Errorf("after line %d: %w", n, err))
+	})
+	if err != nil {
+		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
 }
 
-// lineHead is what tells a decision line from another.
+// eachLine calls fn with each line of r, numbered from 1, without its newline. A line
+// longer than maxLine bytes is read past, not kept: fn gets its length as overLong
+// instead, and the lines after it still read. The error is r's, naming the
+// line it stopped in.
+func eachLine(r io.Reader, maxLine int, fn func(n int, line []byte, overLong int)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	size, n := 0, 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		size += len(chunk)
+		if size <= maxLine+1 { // with its newline
+			line = append(line, chunk...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("line %d: %w", n+1, err)
+		}
+		if size > 0 {
+			n++
+			length := size
+			if err == nil { // the chunk ends with the newline
+				length--
+			}
+			if length > maxLine {
+				fn(n, nil, length)
+			} else {
+				fn(n, line[:length], 0)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		line, size = nil, 0
+	}
+}
+
+// lineHead is what tells a decision line from another, and a too_long marker (see
+// marshalTooLong) from a line that holds its occurrence.
 type lineHead struct {
-	Kind string `json:"kind"`
+	Kind    string          `json:"kind"`
+	TooLong json.RawMessage `json:"too_long"`
 }
 
 // lineBody is a decision line with its occurrence left raw, for occurrence.Decode.
@@ -101,6 +148,9 @@ func ReadLine(line []byte) (e Entry, isDecision bool, err error) {
 	}
 	if head.Kind != Kind {
 		return Entry{}, false, nil
+	}
+	if len(head.TooLong) > 0 {
+		return Entry{}, true, fmt.Errorf("the occurrence is not in the log: its line would have been %s bytes, more than the %d a line may hold, so the sidecar logged only that", head.TooLong, MaxLineBytes)
 	}
 	if err := exactMembers(line); err != nil {
 		return Entry{}, true, fmt.Errorf("a decision line: %w", err)
@@ -142,10 +192,16 @@ func (r *Record) check(occ *engine.Occurrence) error {
 		return errors.New("anchor and session_id differ from the occurrence's")
 	case r.SessionState != nil && r.SessionState.Written == "" && r.SessionState.Read != "":
 		return errors.New("session_state: a commit never leaves a session without a version, but \"written\" is empty")
+	case r.SessionUnavailable && (r.SessionState != nil || r.SessionBegan):
+		return errors.New("session_unavailable: an occurrence answered without its session found nothing of it, but the line has session_state or session_began")
 	case r.Content == nil && occ.HasContent:
 		return errors.New("the occurrence carries content but the line has no \"content\" member")
 	case r.Content == nil:
 		return nil
+	case r.Content.Length < 0:
+		return fmt.Errorf("content.length %d is negative", r.Content.Length)
+	case r.Content.Length > MaxLineBytes:
+		return fmt.Errorf("content.length %d is more code points than a line may hold (%d bytes)", r.Content.Length, MaxLineBytes)
 	}
 	switch r.Content.Mode {
 	case ContentFull:
@@ -173,7 +229,7 @@ func lossy(s string) string {
 
 // The members of a decision line and of its content member.
 var (
-	lineMembers    = []string{"kind", "time", "bundle", "session_id", "anchor", "occurrence", "content", "decision", "code", "rule", "fired", "applied", "session_began", "session_state"}
+	lineMembers    = []string{"kind", "time", "bundle", "session_id", "anchor", "occurrence", "content", "decision", "code", "rule", "fired", "applied", "session_began", "session_state", "session_unavailable"}
 	contentMembers = []string{"mode", "length", "sha256"}
 	stateMembers   = []string{"read", "written"}
 )

@@ -57,9 +57,10 @@ func TestReadSkipsOtherLinesAndNamesBadOnes(t *testing.T) {
 }
 
 // FuzzReadDecisionLog: whatever the input, Read never panics, and every entry it
-// returns is a decision line whose occurrence the engine can take, whose line number
-// is in the input, and which, written again, reads back the same (what it says of its
-// session included).
+// returns is a decision line whose occurrence the engine can take, whose content
+// length a replay can stand a placeholder in for, whose line number is in the input,
+// and which, written again, reads back the same (what it says of its session
+// included).
 func FuzzReadDecisionLog(f *testing.F) {
 	f.Add([]byte(decisionLine + "\n"))
 	f.Add([]byte(`{"kind":"decision","anchor":"a","decision":"block","occurrence":{"anchor":"a","content":"x","recent_activity":["r"]},"content":{"mode":"full","length":1}}`))
@@ -74,21 +75,41 @@ func FuzzReadDecisionLog(f *testing.F) {
 			if e.Line < 1 || e.Line > lines {
 				t.Fatalf("line %d of %d", e.Line, lines)
 			}
+			if c := e.Record.Content; c != nil && (c.Length < 0 || c.Length > MaxLineBytes) {
+				t.Fatalf("content length %d: a replay cannot stand in a placeholder of it", c.Length)
+			}
 			if e.Record.Reproducible() != (e.Record.Content == nil || e.Occ.HasContent) {
 				t.Fatalf("Reproducible %v but the occurrence has content %v", e.Record.Reproducible(), e.Occ.HasContent)
 			}
 			// Written again, in full, the occurrence and the session state read back
 			// the same.
 			rec := NewRecord(time.Time{}, e.Record.Bundle, ContentFull, e.Occ, &engine.Decision{Decision: e.Record.Decision})
-			rec.SessionBegan, rec.SessionState = e.Record.SessionBegan, e.Record.SessionState
+			rec.SessionBegan, rec.SessionState, rec.SessionUnavailable = e.Record.SessionBegan, e.Record.SessionState, e.Record.SessionUnavailable
 			line, err := MarshalLine(rec)
 			if err != nil {
 				t.Fatalf("writing %+v again: %v", e.Occ, err)
 			}
 			again, _, err := ReadLine(line)
-			if err != nil || !reflect.DeepEqual(again.Occ, e.Occ) || !reflect.DeepEqual(again.Record.SessionState, e.Record.SessionState) || again.Record.SessionBegan != e.Record.SessionBegan {
+			if err != nil || !reflect.DeepEqual(again.Occ, e.Occ) || !reflect.DeepEqual(again.Record.SessionState, e.Record.SessionState) || again.Record.SessionBegan != e.Record.SessionBegan ||
+				again.Record.SessionUnavailable != e.Record.SessionUnavailable {
 				t.Fatalf("written again as %s: %+v %+v, %v; want %+v %+v", line, again.Occ, again.Record.SessionState, err, e.Occ, e.Record.SessionState)
 			}
 		}
 	})
+}
+
+// TestReadSessionUnavailable: a line answered without its session reads with
+// SessionUnavailable; one that also says it found the session's state contradicts
+// itself and is refused.
+func TestReadSessionUnavailable(t *testing.T) {
+	const head = `{"kind":"decision","anchor":"a","decision":"none","occurrence":{"anchor":"a"},"session_unavailable":true`
+	log, err := Read(strings.NewReader(head + "}\n" + head + `,"session_began":true}` + "\n" + head + `,"session_state":{"read":"v1","written":"v1"}}` + "\n"))
+	if len(log.Entries) != 1 || !log.Entries[0].Record.SessionUnavailable {
+		t.Fatalf("entries %+v", log.Entries)
+	}
+	for _, want := range []string{"line 2: a decision line: session_unavailable:", "line 3: a decision line: session_unavailable:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
 }

@@ -5,7 +5,9 @@
 //
 // The sidecar writes it through a Writer, which never blocks or fails an evaluation: a
 // bounded buffer feeds a background goroutine, and a line that does not fit is dropped
-// and counted. Read reads the lines back; it is what oarctl and the tests use. Lines
+// and counted. An occurrence whose line would be longer than MaxLineBytes, which Read
+// would not take, is written as a too_long marker Read reports. Read reads the lines
+// back; it is what oarctl and the tests use. Lines
 // are JSON objects whose "kind" is "decision", so they can share the sidecar's stdout
 // with publish_event records, which Read skips.
 //
@@ -24,6 +26,7 @@
 package decisionlog
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -96,6 +99,14 @@ type Record struct {
 	// against the shared store and its changes committed. It is what orders one
 	// session's lines across replicas, whose clocks differ (see SessionState).
 	SessionState *SessionState `json:"session_state,omitempty"`
+	// SessionUnavailable is set when the occurrence needed its session's state and was
+	// answered without it: the shared store could not be read or written, or the
+	// session stayed contended past the retries. Every read and write of the state
+	// failed, so each rule needing it took its on_error, and the occurrence changed
+	// nothing of the session. A replay evaluates it so, leaving the session's state
+	// as it was. Lines of older writers lack it; such an occurrence then replays
+	// against the session's state.
+	SessionUnavailable bool `json:"session_unavailable,omitempty"`
 }
 
 // Session is what an occurrence found of its session's state, for its line.
@@ -105,6 +116,9 @@ type Session struct {
 	// State is the session's versions in the shared store when the occurrence was
 	// committed there; nil otherwise.
 	State *SessionState
+	// Unavailable: the occurrence was answered without its session's state
+	// (Record.SessionUnavailable).
+	Unavailable bool
 }
 
 // SessionState is a session's version in the shared store before and after one
@@ -192,9 +206,36 @@ func NewRecord(now time.Time, bundle string, mode ContentMode, occ *engine.Occur
 	return r
 }
 
-// MarshalLine is the line of r: its JSON and a newline.
+// MarshalLine is the line of r: its JSON and a newline. HTML characters are written
+// as they are: escaped, a '<' takes six bytes, and a tool argument of them would make
+// a line six times its size.
 func MarshalLine(r Record) ([]byte, error) {
-	b, err := json.Marshal(r)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, fmt.Errorf("decisionlog: encoding the line: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// tooLongLine is what the writer logs of an occurrence whose line would be longer
+// than MaxLineBytes, so that the reader says which occurrence is missing instead of
+// refusing the line: a replay cannot do without it, since its session's state goes on
+// from it.
+type tooLongLine struct {
+	Kind    string    `json:"kind"`
+	Time    time.Time `json:"time"`
+	Bundle  string    `json:"bundle"`
+	Session string    `json:"session_id"`
+	Anchor  string    `json:"anchor"`
+	// TooLong is the length of the line not written, in bytes.
+	TooLong int `json:"too_long"`
+}
+
+// marshalTooLong is the too_long marker of r, whose line is size bytes.
+func marshalTooLong(r Record, size int) ([]byte, error) {
+	b, err := json.Marshal(tooLongLine{Kind: Kind, Time: r.Time, Bundle: r.Bundle, Session: r.Session, Anchor: r.Anchor, TooLong: size})
 	if err != nil {
 		return nil, fmt.Errorf("decisionlog: encoding the line: %w", err)
 	}

@@ -35,6 +35,9 @@ type Options struct {
 	// 1000th..., so a destination that stays broken is reported without flooding the
 	// log. Nil: not reported (the count is in WriteFailures).
 	OnWriteError func(err error, failures uint64)
+
+	// maxLine is the longest line written whole (MaxLineBytes); tests lower it.
+	maxLine int
 }
 
 // Writer writes the decision log. Log never blocks and never fails: lines are built
@@ -49,7 +52,7 @@ type Writer struct {
 	done      chan struct{}
 	closeOnce sync.Once
 
-	written, dropped, failed atomic.Uint64
+	written, dropped, failed, tooLong atomic.Uint64
 }
 
 // pending is one evaluated occurrence waiting to be written, with what the line keeps
@@ -61,9 +64,9 @@ type pending struct {
 	decision, code, rule string
 	applied              []string
 	// state is the session's versions in the shared store, when shared is set;
-	// began is Session.Began.
-	state         SessionState
-	shared, began bool
+	// began and unavailable are Session's.
+	state                      SessionState
+	shared, began, unavailable bool
 }
 
 // NewWriter starts a writer of lines to w. Close stops it.
@@ -76,6 +79,9 @@ func NewWriter(w io.Writer, opt Options) *Writer {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.maxLine <= 0 {
+		opt.maxLine = MaxLineBytes
 	}
 	lw := &Writer{w: w, opt: opt, ch: make(chan pending, opt.Buffer), stop: make(chan struct{}), done: make(chan struct{})}
 	go lw.run()
@@ -112,7 +118,7 @@ func (lw *Writer) Log(bundle string, occ *engine.Occurrence, d *engine.Decision,
 		return
 	}
 	p := pending{at: lw.opt.Now(), bundle: bundle, occ: occ, decision: d.Decision, code: d.Code, rule: d.Rule, applied: slices.Clone(d.Applied)}
-	p.began = s.Began
+	p.began, p.unavailable = s.Began, s.Unavailable
 	if s.State != nil {
 		p.state, p.shared = *s.State, true
 	}
@@ -147,11 +153,15 @@ func (lw *Writer) run() {
 func (lw *Writer) write(p pending) {
 	d := engine.Decision{Decision: p.decision, Code: p.code, Rule: p.rule, Applied: p.applied}
 	r := NewRecord(p.at, p.bundle, lw.opt.Content, p.occ, &d)
-	r.SessionBegan = p.began
+	r.SessionBegan, r.SessionUnavailable = p.began, p.unavailable
 	if p.shared {
 		r.SessionState = &p.state
 	}
 	line, err := MarshalLine(r)
+	if err == nil && len(line)-1 > lw.opt.maxLine {
+		line, err = marshalTooLong(r, len(line)-1)
+		lw.tooLong.Add(1)
+	}
 	if err == nil {
 		_, err = lw.w.Write(line)
 	}
@@ -189,6 +199,10 @@ func (lw *Writer) Close(ctx context.Context) error {
 
 // Written returns how many lines were written.
 func (lw *Writer) Written() uint64 { return lw.written.Load() }
+
+// TooLong returns how many occurrences were logged as a too_long marker, their lines
+// being longer than MaxLineBytes.
+func (lw *Writer) TooLong() uint64 { return lw.tooLong.Load() }
 
 // Dropped returns how many lines were dropped because the buffer was full.
 func (lw *Writer) Dropped() uint64 { return lw.dropped.Load() }

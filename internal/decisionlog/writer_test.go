@@ -79,8 +79,9 @@ func TestLineFormat(t *testing.T) {
 
 // TestLineWithSessionState: what an occurrence found of its session follows the trace:
 // session_began when the store held none of it (a new or forgotten session, with or
-// without a shared store), and the session's versions, read and written, when it was
-// committed to the shared store; each reads back as written.
+// without a shared store), the session's versions, read and written, when it was
+// committed to the shared store, and session_unavailable when it was answered without
+// its session; each reads back as written.
 func TestLineWithSessionState(t *testing.T) {
 	const head = `{"kind":"decision","time":"2026-12-01T12:00:00Z","bundle":"sha256:abc","session_id":"s1","anchor":"a","occurrence":{"anchor":"a","session_id":"s1"},` +
 		`"decision":"none","fired":[],"applied":[]`
@@ -93,6 +94,7 @@ func TestLineWithSessionState(t *testing.T) {
 		{Session{Began: true, State: &SessionState{Read: "", Written: "9f2c"}}, `,"session_began":true,"session_state":{"read":"","written":"9f2c"}`},
 		{Session{State: &SessionState{Read: "9f2c", Written: "9f2c"}}, `,"session_state":{"read":"9f2c","written":"9f2c"}`},
 		{Session{State: &SessionState{Read: "9f2c", Written: "03ab"}}, `,"session_state":{"read":"9f2c","written":"03ab"}`},
+		{Session{Unavailable: true}, `,"session_unavailable":true`},
 	} {
 		var buf bytes.Buffer
 		w := NewWriter(&buf, Options{Sample: 1, Now: fixedNow})
@@ -105,7 +107,7 @@ func TestLineWithSessionState(t *testing.T) {
 		}
 		e, _, err := ReadLine(bytes.TrimSpace(buf.Bytes()))
 		st := e.Record.SessionState
-		if err != nil || e.Record.SessionBegan != c.s.Began || (st == nil) != (c.s.State == nil) || (st != nil && *st != *c.s.State) {
+		if err != nil || e.Record.SessionBegan != c.s.Began || e.Record.SessionUnavailable != c.s.Unavailable || (st == nil) != (c.s.State == nil) || (st != nil && *st != *c.s.State) {
 			t.Errorf("%+v read back as began %v, state %+v, %v", c.s, e.Record.SessionBegan, st, err)
 		}
 	}

@@ -5,6 +5,9 @@
 // the session versions the lines carry when sessions are shared in Redis, else by
 // time; see inOrder), so counters, breakers and activity windows evolve as they did,
 // starting again where the sidecar's store had forgotten a session (session_began).
+// An occurrence the sidecar answered without its session (session_unavailable) is
+// evaluated as it was, against a session that cannot be read or written, and leaves
+// the session's state alone.
 //
 // The before side is also checked against the log: replaying the rules that produced
 // it must reproduce every logged decision. Where it cannot, the report says which
@@ -18,6 +21,7 @@ package replay
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -26,6 +30,7 @@ import (
 
 	"github.com/oar-operator/oar-operator/internal/decisionlog"
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 )
 
 // Side is one rule set a log is replayed under.
@@ -63,17 +68,42 @@ const (
 	ReasonDiffers = "the before rules decide otherwise"
 )
 
-// Outcome is what one side decided for an occurrence.
+// Outcome is what one side decided for an occurrence. A logged outcome has the
+// members a line keeps: decision, rule, code, fired and the trace.
 type Outcome struct {
 	Decision string   `json:"decision"`
 	Rule     string   `json:"rule,omitempty"`
 	Code     string   `json:"code,omitempty"`
 	Fired    []string `json:"fired"`
-	// Applied is the engine's trace; compared with the log's, not reported.
-	Applied []string `json:"-"`
+	// Applied is the engine's trace; compared, not reported.
+	Applied           []string                 `json:"-"`
+	OnFire            []string                 `json:"on_fire,omitempty"`
+	Transforms        []engine.TransformRecord `json:"transforms,omitempty"`
+	SkippedTransforms []engine.SkippedSpan     `json:"skipped_transforms,omitempty"`
+	Advisories        []engine.Advisory        `json:"advisories,omitempty"`
+	Copy              map[string]string        `json:"copy,omitempty"`
+	// Content is the content the decision delivers, transformed; compared, not
+	// reported (it can be sensitive, and without the logged text it is the
+	// placeholder's).
+	Content *string `json:"-"`
 }
 
-// Change is an occurrence the two sides decide differently.
+// The parts of a decision a Change names as differing (Change.Differs), in this order.
+const (
+	PartDecision          = "decision"
+	PartRule              = "rule"
+	PartCode              = "code"
+	PartTrace             = "trace"
+	PartOnFire            = "on_fire"
+	PartTransforms        = "transforms"
+	PartContent           = "content"
+	PartSkippedTransforms = "skipped_transforms"
+	PartAdvisories        = "advisories"
+	PartCopy              = "copy"
+)
+
+// Change is an occurrence the two sides decide differently, in any part of the
+// decision (see differs).
 type Change struct {
 	Log     string  `json:"log,omitempty"`
 	Line    int     `json:"line"`
@@ -82,6 +112,8 @@ type Change struct {
 	Tool    string  `json:"tool,omitempty"`
 	Before  Outcome `json:"before"`
 	After   Outcome `json:"after"`
+	// Differs names the parts of the decision that differ (the Part constants).
+	Differs []string `json:"differs"`
 	// Rules are the rules responsible (see responsible).
 	Rules []string `json:"rules"`
 	// WithoutContent: the occurrence's content was not logged, so the change is what
@@ -133,8 +165,10 @@ type Report struct {
 	// Before and After count the decisions of each side by effect.
 	Before []Count `json:"before"`
 	After  []Count `json:"after"`
-	// Changed counts the occurrences whose decision or deciding rule differs;
-	// ByRule and ByTool count them by responsible rule and by tool.
+	// Changed counts the occurrences whose decision differs in any part: effect,
+	// deciding rule, code, trace, on_fire, transforms, the content delivered, skipped
+	// transforms, advisories or copy. ByRule and ByTool count them by responsible rule
+	// and by tool.
 	Changed int      `json:"changed"`
 	ByRule  []Count  `json:"by_rule"`
 	ByTool  []Count  `json:"by_tool"`
@@ -203,12 +237,12 @@ func bySession(entries []decisionlog.Entry) [][]decisionlog.Entry {
 // inOrder orders one session's entries as they took effect. The lines that carry the
 // session's versions in the shared store (session_state) are in the order those
 // versions fix across replicas, whose clocks differ (byVersions). A line without them
-// read and changed no session state (no rule at its anchor uses any, or the store
-// could not be read), so its place among the others changes nothing the logged rules
-// decide; it is placed by time. When no line carries versions, or they do not make one
-// order, the lines are in time order, stable so one log's order stands where times tie
-// (a replica logs a session's lines in the order they took effect, under the
-// session's lock).
+// read and changed no session state (no rule at its anchor uses any, or it was
+// answered without its session: session_unavailable), so its place among the others
+// changes nothing the logged rules decide; it is placed by time. When no line carries
+// versions, or they do not make one order, the lines are in time order, stable so one
+// log's order stands where times tie (a replica logs a session's lines in the order
+// they took effect, under the session's lock).
 func inOrder(s []decisionlog.Entry) []decisionlog.Entry {
 	slices.SortStableFunc(s, func(a, b decisionlog.Entry) int { return a.Record.Time.Compare(b.Record.Time) })
 	var versioned, other []decisionlog.Entry
@@ -354,9 +388,24 @@ func newRuntime() *engine.Runtime {
 		Events: discard{}, Detectors: engine.ReservedDetectors()}
 }
 
+// errSessionUnavailable is what reading or writing the session fails with in the
+// replay of an occurrence the sidecar answered without its session.
+var errSessionUnavailable = errors.New("the session was unavailable when this occurrence was answered (session_unavailable)")
+
+// withoutSession is the runtime of an occurrence the sidecar answered without its
+// session (decisionlog.Record.SessionUnavailable): the sidecar's own stand-in for a
+// store it could not use, on which every read and write of the session fails, so
+// each rule needing it takes its on_error as it did, and nothing the occurrence does
+// reaches the session's state the later lines replay against.
+func withoutSession(session string) *engine.Runtime {
+	snap := redisstore.Unavailable(session, errSessionUnavailable)
+	return &engine.Runtime{Counters: snap, Activity: snap, Events: discard{}, Detectors: engine.ReservedDetectors()}
+}
+
 func evaluate(p *engine.Program, rt *engine.Runtime, occ *engine.Occurrence) Outcome {
 	d := p.Evaluate(rt, occ)
-	return Outcome{Decision: d.Decision, Rule: d.Rule, Code: d.Code, Fired: fired(d.Applied), Applied: d.Applied}
+	return Outcome{Decision: d.Decision, Rule: d.Rule, Code: d.Code, Fired: fired(d.Applied), Applied: d.Applied,
+		OnFire: d.OnFire, Transforms: d.Transforms, SkippedTransforms: d.SkippedTransforms, Advisories: d.Advisories, Copy: d.Copy, Content: d.Content}
 }
 
 func fired(applied []string) []string {
@@ -380,8 +429,12 @@ func (r *runner) replay(e decisionlog.Entry) {
 		occ = &stand
 		r.unreproducible(fmt.Sprintf("%s (%s mode): replayed with a placeholder of its length, so decisions and transform spans reproduce but the transformed text does not", ReasonContent, rec.Content.Mode), Place{e.Source, e.Line})
 	}
-	before := evaluate(r.opt.Before.Program, r.before, occ)
-	after := evaluate(r.opt.After.Program, r.after, occ)
+	rtBefore, rtAfter := r.before, r.after
+	if rec.SessionUnavailable {
+		rtBefore, rtAfter = withoutSession(occ.SessionID), withoutSession(occ.SessionID)
+	}
+	before := evaluate(r.opt.Before.Program, rtBefore, occ)
+	after := evaluate(r.opt.After.Program, rtAfter, occ)
 	r.count("before", before.Decision)
 	r.count("after", after.Decision)
 	tool := ""
@@ -400,12 +453,13 @@ func (r *runner) replay(e decisionlog.Entry) {
 		}
 	}
 
-	if before.Decision == after.Decision && before.Rule == after.Rule {
+	parts := differs(before, after)
+	if len(parts) == 0 {
 		return
 	}
 	r.rep.Changed++
 	c := Change{Log: e.Source, Line: e.Line, Session: rec.Session, Anchor: rec.Anchor, Tool: tool, Before: before, After: after,
-		Rules: responsible(before, after, r.modified), WithoutContent: !rec.Reproducible()}
+		Differs: parts, Rules: responsible(before, after, r.modified), WithoutContent: !rec.Reproducible()}
 	for _, rule := range c.Rules {
 		r.count("rule", rule)
 	}
@@ -443,16 +497,54 @@ func same(a, b Outcome) bool {
 	return a.Decision == b.Decision && a.Rule == b.Rule && a.Code == b.Code && slices.Equal(a.Applied, b.Applied)
 }
 
+// differs names the parts in which two outcomes differ; none when they are one
+// decision.
+func differs(a, b Outcome) []string {
+	var out []string
+	for _, p := range []struct {
+		name string
+		same bool
+	}{
+		{PartDecision, a.Decision == b.Decision},
+		{PartRule, a.Rule == b.Rule},
+		{PartCode, a.Code == b.Code},
+		{PartTrace, slices.Equal(a.Applied, b.Applied)},
+		{PartOnFire, slices.Equal(a.OnFire, b.OnFire)},
+		{PartTransforms, slices.Equal(a.Transforms, b.Transforms)},
+		{PartContent, (a.Content == nil) == (b.Content == nil) && (a.Content == nil || *a.Content == *b.Content)},
+		{PartSkippedTransforms, slices.Equal(a.SkippedTransforms, b.SkippedTransforms)},
+		{PartAdvisories, slices.EqualFunc(a.Advisories, b.Advisories, func(x, y engine.Advisory) bool {
+			return x.Code == y.Code && x.Rule == y.Rule && maps.Equal(x.Copy, y.Copy)
+		})},
+		{PartCopy, maps.Equal(a.Copy, b.Copy)},
+	} {
+		if !p.same {
+			out = append(out, p.name)
+		}
+	}
+	return out
+}
+
 // responsible lists, sorted, the rules a change is due to. The candidates are the
-// deciding rule of either side and every rule whose trace entry differs between them
-// (fired on one side and passed, errored, suppressed or not reached on the other); of
-// those, the rules the change modified are responsible when there are any (a rule that
-// merely lost the decision to a changed one is not), and all of them otherwise (the
-// change came through session state: a counter or the activity window).
+// deciding rule of either side, every rule whose trace entry differs between them
+// (fired on one side and passed, errored, suppressed or not reached on the other),
+// every rule whose transforms, skipped spans or advisories differ, and, when on_fire
+// differs, every rule that fired; of those, the rules the change modified are
+// responsible when there are any (a rule that merely lost the decision to a changed
+// one is not), and all of them otherwise (the change came through session state: a
+// counter or the activity window).
 func responsible(before, after Outcome, modified map[string]bool) []string {
 	set := map[string]bool{}
 	for _, rule := range []string{before.Rule, after.Rule} {
 		if rule != "" {
+			set[rule] = true
+		}
+	}
+	byRule(set, before.Transforms, after.Transforms, func(t engine.TransformRecord) string { return t.Rule })
+	byRule(set, before.SkippedTransforms, after.SkippedTransforms, func(s engine.SkippedSpan) string { return s.Rule })
+	byRule(set, before.Advisories, after.Advisories, func(a engine.Advisory) string { return a.Rule })
+	if !slices.Equal(before.OnFire, after.OnFire) {
+		for _, rule := range append(slices.Clone(before.Fired), after.Fired...) {
 			set[rule] = true
 		}
 	}
@@ -477,6 +569,26 @@ func responsible(before, after Outcome, modified map[string]bool) []string {
 		set = changed
 	}
 	return slices.Sorted(maps.Keys(set))
+}
+
+// byRule adds to set the rules whose items differ between two lists: each rule's
+// items, in order, on one side and the other.
+func byRule[T any](set map[string]bool, before, after []T, rule func(T) string) {
+	group := func(list []T) map[string][]T {
+		m := map[string][]T{}
+		for _, x := range list {
+			m[rule(x)] = append(m[rule(x)], x)
+		}
+		return m
+	}
+	b, a := group(before), group(after)
+	for _, m := range []map[string][]T{b, a} {
+		for r := range m {
+			if !reflect.DeepEqual(b[r], a[r]) {
+				set[r] = true
+			}
+		}
+	}
 }
 
 // traceOf maps each rule of a trace to its outcome.

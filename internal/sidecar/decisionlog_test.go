@@ -2,11 +2,17 @@ package sidecar
 
 import (
 	"context"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/decisionlog"
+	"github.com/oar-operator/oar-operator/internal/replay"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
 )
@@ -64,6 +70,14 @@ func TestDecisionLog(t *testing.T) {
 		if got := ts.metric(t, "oar_engine_decision_log_lines_total", nil); got != float64(len(answers)) {
 			t.Errorf("oar_engine_decision_log_lines_total %v; want %d", got, len(answers))
 		}
+		families, err := ts.Metrics().Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(families, func(f *dto.MetricFamily) bool { return f.GetName() == "oar_engine_decision_log_too_long_total" }) ||
+			ts.metric(t, "oar_engine_decision_log_too_long_total", nil) != 0 {
+			t.Error("oar_engine_decision_log_too_long_total is not exposed as 0")
+		}
 	}
 }
 
@@ -88,7 +102,8 @@ func TestDecisionLogFailureNeverFailsAnEvaluation(t *testing.T) {
 // TestDecisionLogSessionState: with shared sessions, a committed occurrence's line
 // carries the session's versions, the first read at the empty version and each next
 // one at the version the previous left; an occurrence at an anchor needing no session
-// state, and one answered without its session while the store is down, carry none.
+// state, and one answered without its session while the store is down, carry none,
+// and only the latter says session_unavailable.
 func TestDecisionLogSessionState(t *testing.T) {
 	srv := redistest.StartT(t)
 	out := &syncBuffer{}
@@ -123,5 +138,53 @@ func TestDecisionLogSessionState(t *testing.T) {
 		if e.Record.SessionState != nil {
 			t.Errorf("line %d (%s): session_state %+v; it was not evaluated against the shared session", e.Line, e.Record.Anchor, e.Record.SessionState)
 		}
+	}
+	for i, e := range log.Entries {
+		if e.Record.SessionUnavailable != (i == 3) {
+			t.Errorf("line %d (%s): session_unavailable %v; only the call answered while the store was down was answered without its session", e.Line, e.Record.Anchor, e.Record.SessionUnavailable)
+		}
+	}
+}
+
+// TestLogOfAnOutageReplays: the log a sidecar with shared sessions writes across an
+// outage of its store, replayed under the bundle that wrote it, reproduces every
+// decision: the call answered without its session is replayed without it, and the
+// session's counters go on from what the store kept, as the sidecar's did.
+func TestLogOfAnOutageReplays(t *testing.T) {
+	srv := redistest.StartT(t)
+	out := &syncBuffer{}
+	dl := decisionlog.NewWriter(out, decisionlog.Options{Sample: 1})
+	b := sealed(t, testCapability, testRules)
+	ts := serve(t, b, Options{DecisionLog: dl, SharedSessions: sharedStore(t, srv.URL, redisstore.Options{Timeout: 100 * time.Millisecond})})
+	var decisions []string
+	decisions = append(decisions, ts.evaluate(t, shellCall("s1")).Decision.Decision)
+	srv.Stop()
+	decisions = append(decisions, ts.evaluate(t, shellCall("s1")).Decision.Decision)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool {
+		var p Probe
+		ts.do(t, http.MethodGet, "/readyz", "").decode(t, &p)
+		return strings.HasSuffix(p.SessionStore, ": reachable")
+	})
+	for range 2 {
+		decisions = append(decisions, ts.evaluate(t, shellCall("s1")).Decision.Decision)
+	}
+	if err := dl.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	log, err := decisionlog.Read(strings.NewReader(out.String()))
+	if err != nil || len(log.Entries) != 4 || !log.Entries[1].Record.SessionUnavailable {
+		t.Fatalf("%v, %d lines:\n%s", err, len(log.Entries), out.String())
+	}
+	l, err := bundle.Load(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := replay.Side{Program: l.Program, Digest: b.Digest}
+	rep := replay.Run(log.Entries, replay.Options{Before: s, After: s})
+	if rep.Reproduced != 4 || rep.Mismatched != 0 {
+		t.Errorf("answered %v; the replay reproduces %d and not %d: %+v", decisions, rep.Reproduced, rep.Mismatched, rep.Mismatches)
 	}
 }

@@ -34,7 +34,8 @@ var sessionSeed = maphash.MakeSeed()
 // lock is released, so one replica's log holds a session's lines in the order they took
 // effect, their times taken in that order; with shared sessions a committed
 // occurrence's line also carries the session's versions, which order it among the
-// other replicas' lines whatever their clocks say.
+// other replicas' lines whatever their clocks say, and one answered without its
+// session (evaluateWithoutSession) says so, since it changed nothing of the session.
 func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) *engine.Decision {
 	m := &s.sessionLocks[maphash.String(sessionSeed, occ.SessionID)%sessionLockStripes]
 	m.Lock()
@@ -49,6 +50,8 @@ func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, b
 		var committed bool
 		if d, state, committed = s.evaluateShared(sv, occ, buf); committed {
 			found = decisionlog.Session{Began: state.Read == "", State: &state}
+		} else {
+			found.Unavailable = true
 		}
 	case uses:
 		found.Began = !s.sessions.Pin(occ.SessionID)

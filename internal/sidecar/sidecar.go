@@ -137,7 +137,9 @@ func New(opt Options) *Sidecar {
 		Dropped:     s.events.Dropped,
 	}
 	if dl := opt.DecisionLog; dl != nil {
-		src.DecisionLog = func() (uint64, uint64, uint64) { return dl.Written(), dl.Dropped(), dl.WriteFailures() }
+		src.DecisionLog = func() (uint64, uint64, uint64, uint64) {
+			return dl.Written(), dl.Dropped(), dl.WriteFailures(), dl.TooLong()
+		}
 	}
 	s.metrics = metrics.New(src)
 	detectors := engine.ReservedDetectors()

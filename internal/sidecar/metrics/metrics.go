@@ -57,8 +57,9 @@ type Sources struct {
 	Subscribers func() int
 	Dropped     func() uint64
 	// DecisionLog returns the decision log's lines written, dropped because its
-	// buffer was full, and refused by its destination; nil when there is no log.
-	DecisionLog func() (written, dropped, failed uint64)
+	// buffer was full, and refused by its destination, and the occurrences written as
+	// a too_long marker; nil when there is no log.
+	DecisionLog func() (written, dropped, failed, tooLong uint64)
 }
 
 // Metrics is the sidecar's instrumentation. It implements reload.Observer.
@@ -194,9 +195,10 @@ func (m *Metrics) registerSources(src Sources) {
 		counter("event_subscribers_dropped_total", "GET /v1/events subscribers dropped for falling behind.", nil, func() float64 { return float64(src.Dropped()) })
 	}
 	if src.DecisionLog != nil {
-		counter("decision_log_lines_total", "Decision log lines written.", nil, func() float64 { n, _, _ := src.DecisionLog(); return float64(n) })
-		counter("decision_log_dropped_total", "Decision log lines dropped, never written, because the log's buffer was full (its destination is too slow); the evaluations were answered.", nil, func() float64 { _, n, _ := src.DecisionLog(); return float64(n) })
-		counter("decision_log_write_failures_total", "Decision log lines its destination refused; the evaluations were answered.", nil, func() float64 { _, _, n := src.DecisionLog(); return float64(n) })
+		counter("decision_log_lines_total", "Decision log lines written.", nil, func() float64 { n, _, _, _ := src.DecisionLog(); return float64(n) })
+		counter("decision_log_dropped_total", "Decision log lines dropped, never written, because the log's buffer was full (its destination is too slow); the evaluations were answered.", nil, func() float64 { _, n, _, _ := src.DecisionLog(); return float64(n) })
+		counter("decision_log_write_failures_total", "Decision log lines its destination refused; the evaluations were answered.", nil, func() float64 { _, _, n, _ := src.DecisionLog(); return float64(n) })
+		counter("decision_log_too_long_total", "Occurrences logged as a too_long marker instead of their line, which was longer than a line may hold (64 MiB); the evaluations were answered.", nil, func() float64 { _, _, _, n := src.DecisionLog(); return float64(n) })
 	}
 }
 
