@@ -45,6 +45,11 @@ const (
 	StoreSecretDir = "/etc/oar/session-store"
 	// engineCommand is the engine's path in the operator's image.
 	engineCommand = "/oar-engine"
+	// EngineUser is the user and group the sidecar runs as: the image's USER (Dockerfile).
+	// It is set on the container, not left to the image, because the kubelet takes the
+	// pod's runAsUser over the image's: in a pod running as root, a sidecar with
+	// runAsNonRoot and no user of its own would never start.
+	EngineUser = 65532
 )
 
 // The annotations that tune the sidecar of one pod.
@@ -453,6 +458,7 @@ func container(o Options) corev1.Container {
 		}
 	}
 	yes, no := true, false
+	user := int64(EngineUser)
 	c := corev1.Container{
 		Name:          ContainerName,
 		Image:         o.Image,
@@ -481,6 +487,8 @@ func container(o Options) corev1.Container {
 			AllowPrivilegeEscalation: &no,
 			ReadOnlyRootFilesystem:   &yes,
 			RunAsNonRoot:             &yes,
+			RunAsUser:                &user,
+			RunAsGroup:               &user,
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},

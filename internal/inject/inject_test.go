@@ -3,6 +3,7 @@ package inject
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -68,7 +69,8 @@ func TestGoldenSample(t *testing.T) {
 
 // The injected sidecar is the hand-written one of config/samples/agent_deployment.yaml,
 // plus what the injector adds because it does not own the pod's securityContext
-// (runAsNonRoot and the seccomp profile on the container itself) and an optional volume
+// (runAsNonRoot, the image's user and group, and the seccomp profile on the container
+// itself) and an optional volume
 // (a pod created before its Capability waits on the startup probe, not on a mount error).
 func TestSidecarIsTheHandWrittenSample(t *testing.T) {
 	hand := samplePod(t, "agent_deployment.yaml").Spec
@@ -77,6 +79,8 @@ func TestSidecarIsTheHandWrittenSample(t *testing.T) {
 	want := hand.InitContainers[0].DeepCopy()
 	yes := true
 	want.SecurityContext.RunAsNonRoot = &yes
+	user := int64(EngineUser)
+	want.SecurityContext.RunAsUser, want.SecurityContext.RunAsGroup = &user, &user
 	want.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 	if got := injected.InitContainers[0]; !reflect.DeepEqual(&got, want) {
 		a, _ := yaml.Marshal(got)
@@ -93,6 +97,41 @@ func TestSidecarIsTheHandWrittenSample(t *testing.T) {
 	}
 	if got, want := injected.Containers[0].Env, hand.Containers[0].Env; !reflect.DeepEqual(got, want) {
 		t.Errorf("agent env %+v, want %+v", got, want)
+	}
+}
+
+// TestSidecarStartsInAPodRunningAsRoot: the kubelet runs a container as its own
+// runAsUser, else the pod's, and refuses to start one with runAsNonRoot whose effective
+// user is 0 ("container's runAsUser breaks non-root policy", verifyRunAsNonRoot in
+// pkg/kubelet/kuberuntime). An agent pod running as root at pod level still gets a
+// sidecar that starts: it runs as the user and group of the image's USER (Dockerfile).
+func TestSidecarStartsInAPodRunningAsRoot(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imageUser string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "USER "); ok {
+			imageUser = strings.TrimSpace(v)
+		}
+	}
+	root := int64(0)
+	p := samplePod(t, "agent_injected.yaml")
+	p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &root, RunAsGroup: &root}
+	sc := mustInject(t, p).Spec.InitContainers[0].SecurityContext
+	user, group := sc.RunAsUser, sc.RunAsGroup
+	if user == nil {
+		user = p.Spec.SecurityContext.RunAsUser
+	}
+	if group == nil {
+		group = p.Spec.SecurityContext.RunAsGroup
+	}
+	if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || *user == 0 {
+		t.Fatalf("runAsNonRoot %v, effective user %d: the kubelet refuses to start the sidecar", sc.RunAsNonRoot != nil && *sc.RunAsNonRoot, *user)
+	}
+	if got := fmt.Sprintf("%d:%d", *user, *group); got != imageUser {
+		t.Fatalf("the sidecar runs as %s, the image's USER is %q", got, imageUser)
 	}
 }
 
