@@ -460,3 +460,36 @@ func templatePod(t *testing.T, doc map[string]any, path []string, namespace, nam
 	pod.Namespace, pod.Name = namespace, name
 	return pod
 }
+
+// A copied injected pod whose label now names another Capability is stored serving that
+// Capability's bundle, and kubectl prints the warning; one whose bundle directory is no
+// ConfigMap volume is refused with a 422 naming the volume.
+func TestInjectorCopiedPodServesItsLabelsCapability(t *testing.T) {
+	needEnv(t)
+	ns := podNamespace(t, nil)
+	mustCreate(t, capabilityObject(ns, "acme-gateway", gatewaySpec()))
+	mustCreate(t, capabilityObject(ns, "other-gateway", gatewaySpec()))
+	seen(t, capabilityObject(ns, "other-gateway", gatewaySpec()))
+	pod := agentPod(ns, "agent", capabilityLabel("acme-gateway"))
+	mustCreate(t, pod)
+	injected := get(t, pod)
+
+	c, warnings := warningClient(t)
+	copied := agentPod(ns, "copy", capabilityLabel("other-gateway"))
+	copied.Spec = *injected.Spec.DeepCopy()
+	if err := c.Create(context.Background(), copied); err != nil {
+		t.Fatal(err)
+	}
+	hasWarning(t, warnings.take(), "served the ConfigMap acme-gateway-oar-bundle", "it now serves other-gateway-oar-bundle, the bundle of Capability other-gateway that metadata.labels[rules.oar.dev/capability] names")
+	assertInjected(t, get(t, copied), "other-gateway", 8181)
+
+	broken := agentPod(ns, "broken", capabilityLabel("other-gateway"))
+	broken.Spec = *injected.Spec.DeepCopy()
+	i := slices.IndexFunc(broken.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == inject.VolumeName })
+	broken.Spec.Volumes[i].VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	err := k8s.Create(context.Background(), broken)
+	field := "spec.volumes[" + strconv.Itoa(i) + "]"
+	if cs := causes(t, err); len(cs) != 1 || cs[0].Field != field || !strings.Contains(cs[0].Message, "no ConfigMap volume") || !strings.Contains(cs[0].Message, "other-gateway-oar-bundle") {
+		t.Fatalf("causes %+v, want one at %s", cs, field)
+	}
+}

@@ -2,7 +2,8 @@
 // rules.oar.dev/capability (DESIGN.md "Injection"). It is the one mutation both the
 // mutating admission webhook (internal/admission) and `oarctl inject` apply, so a
 // manifest rendered in CI is the pod the API server stores. It is pure: it reads no
-// cluster, and a pod that already has the engine comes back unchanged.
+// cluster, and a pod that already has the engine serving its Capability's bundle comes
+// back unchanged.
 package inject
 
 import (
@@ -159,7 +160,8 @@ func (r *Refusal) Error() string { return r.Field + ": " + r.Cause }
 // OAR_ENGINE_URL in every application container, or a Refusal. A pod that did not opt in
 // (or lives in a skipped namespace) comes back unchanged; so does one that already has
 // the engine, except that an application container added since (another webhook, on
-// re-invocation) gets OAR_ENGINE_URL.
+// re-invocation) gets OAR_ENGINE_URL and a bundle volume naming another Capability's
+// ConfigMap is repointed to the one the pod opted in to.
 func Inject(p Pod, o Options) (Result, error) {
 	spec := p.Spec
 	if spec == nil {
@@ -183,6 +185,14 @@ func Inject(p Pod, o Options) (Result, error) {
 	port := o.Port
 	if i := slices.IndexFunc(out.InitContainers, isEngine); i >= 0 {
 		port = enginePort(&out.InitContainers[i], port)
+		warning, err := serveCapability(out, i, capability, field)
+		if err != nil {
+			return res, err
+		}
+		if warning != "" {
+			res.Warnings = append(res.Warnings, warning)
+			res.Changed = true
+		}
 	} else {
 		if err := clashes(out, o); err != nil {
 			return res, err
@@ -240,6 +250,59 @@ func enginePort(c *corev1.Container, def int) int {
 		}
 	}
 	return def
+}
+
+// serveCapability makes the existing engine sidecar out.InitContainers[i] serve the
+// bundle of capability, which field names: a copied injected pod, or an `oarctl inject`
+// rendering, whose label now names another Capability still mounts the old one's bundle.
+// A ConfigMap volume naming another bundle is repointed, and the warning says so; a
+// bundle directory that is no ConfigMap volume cannot be repointed and is refused.
+func serveCapability(out *corev1.PodSpec, i int, capability, field string) (string, error) {
+	engine := &out.InitContainers[i]
+	dir := BundleDir
+	if v, ok := flagValue(engine.Args, "bundle-dir"); ok {
+		dir = v
+	}
+	want := oarresource.BundleName(capability)
+	m := slices.IndexFunc(engine.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == dir })
+	if m < 0 {
+		return "", &Refusal{Field: fmt.Sprintf("spec.initContainers[%d].volumeMounts", i), Cause: fmt.Sprintf("the %s sidecar already in the pod mounts nothing at its bundle directory %s, so it cannot serve the bundle of Capability %q that %s names: mount the ConfigMap %s there as a volume, or remove the sidecar and let the injector add it", ContainerName, dir, capability, field, want)}
+	}
+	name := engine.VolumeMounts[m].Name
+	v := slices.IndexFunc(out.Volumes, func(v corev1.Volume) bool { return v.Name == name })
+	if v < 0 {
+		return "", &Refusal{Field: fmt.Sprintf("spec.initContainers[%d].volumeMounts[%d].name", i, m), Cause: fmt.Sprintf("the %s sidecar's bundle directory %s mounts the volume %q, which the pod does not have: it must be the ConfigMap %s, the bundle of Capability %q that %s names", ContainerName, dir, name, want, capability, field)}
+	}
+	cm := out.Volumes[v].ConfigMap
+	if cm == nil {
+		return "", &Refusal{Field: fmt.Sprintf("spec.volumes[%d]", v), Cause: fmt.Sprintf("the volume %q the %s sidecar serves its bundle from is no ConfigMap volume, so it cannot serve the bundle of Capability %q that %s names: make it the ConfigMap %s, or remove the sidecar and its volume and let the injector add them", name, ContainerName, capability, field, want)}
+	}
+	if cm.Name == want {
+		return "", nil
+	}
+	old := cm.Name
+	cm.Name = want
+	return fmt.Sprintf("the %s sidecar already in the pod served the ConfigMap %s (spec.volumes[%d], %q); it now serves %s, the bundle of Capability %s that %s names", ContainerName, old, v, name, want, capability, field), nil
+}
+
+// flagValue is the value of the Go flag name among args (-name=v, --name=v, -name v or
+// --name v); the last one wins, as the flag package has it.
+func flagValue(args []string, name string) (string, bool) {
+	var value string
+	found := false
+	for i, a := range args {
+		a, ok := strings.CutPrefix(a, "-")
+		if !ok {
+			continue
+		}
+		a = strings.TrimPrefix(a, "-")
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			value, found = v, true
+		} else if a == name && i+1 < len(args) {
+			value, found = args[i+1], true
+		}
+	}
+	return value, found
 }
 
 // clashes refuses a pod that already uses a name or a port the injector would add.

@@ -443,3 +443,86 @@ func TestDecisionLog(t *testing.T) {
 		t.Errorf("content without the log: warnings %q args %q", r.Warnings, logArgs(r.Spec.InitContainers[0]))
 	}
 }
+
+// TestExistingSidecarServesTheLabelsCapability: the label names the Capability whose
+// bundle the engine serves (README "Injecting the engine"). A pod that already has the
+// sidecar (a copied injected pod, an edited `oarctl inject` rendering, a hand-written
+// sidecar) but whose label, or namespace label, names another Capability gets its bundle
+// volume repointed to that Capability's ConfigMap, with a warning naming both; a second
+// pass changes nothing.
+func TestExistingSidecarServesTheLabelsCapability(t *testing.T) {
+	first := mustInject(t, samplePod(t, "agent_injected.yaml"))
+	for _, c := range []struct {
+		name, field string
+		pod         Pod
+	}{
+		{"pod label", "metadata.labels[" + CapabilityLabel + "]", Pod{Namespace: "acme", Labels: map[string]string{CapabilityLabel: "new-gateway"}}},
+		{"namespace label", "namespace acme label " + CapabilityLabel, Pod{Namespace: "acme", NamespaceCapability: "new-gateway"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := c.pod
+			p.Spec = first.Spec
+			r := mustInject(t, p)
+			if got := r.Spec.Volumes[0].ConfigMap.Name; got != "new-gateway-oar-bundle" || !r.Changed {
+				t.Fatalf("the sidecar serves %s (changed %v), want new-gateway-oar-bundle", got, r.Changed)
+			}
+			if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "served the ConfigMap acme-gateway-oar-bundle (spec.volumes[0], \"oar-bundle\"); it now serves new-gateway-oar-bundle, the bundle of Capability new-gateway that "+c.field+" names") {
+				t.Fatalf("warnings %q", r.Warnings)
+			}
+			if first.Spec.Volumes[0].ConfigMap.Name != "acme-gateway-oar-bundle" {
+				t.Fatal("Inject modified its input")
+			}
+			want := first.Spec.DeepCopy()
+			want.Volumes[0].ConfigMap.Name = "new-gateway-oar-bundle"
+			if !reflect.DeepEqual(r.Spec, want) {
+				t.Fatal("more than the bundle's ConfigMap changed")
+			}
+			p.Spec = r.Spec
+			if again := mustInject(t, p); again.Changed || len(again.Warnings) != 0 {
+				t.Fatalf("a second pass: changed %v, warnings %q", again.Changed, again.Warnings)
+			}
+		})
+	}
+
+	// A hand-written sidecar reading its bundle from elsewhere, named in the "--flag value" form.
+	hand := samplePod(t, "agent_deployment.yaml")
+	hand.Labels = map[string]string{CapabilityLabel: "new-gateway"}
+	engine := &hand.Spec.InitContainers[0]
+	engine.Args = append(engine.Args, "--bundle-dir", "/bundle")
+	engine.VolumeMounts = append(engine.VolumeMounts, corev1.VolumeMount{Name: "rules", MountPath: "/bundle"})
+	hand.Spec.Volumes = append(hand.Spec.Volumes, corev1.Volume{Name: "rules", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "my-rules"}}}})
+	r := mustInject(t, hand)
+	if got := r.Spec.Volumes[2].ConfigMap.Name; got != "new-gateway-oar-bundle" || r.Spec.Volumes[0].ConfigMap.Name != "acme-gateway-oar-bundle" {
+		t.Fatalf("the volume at --bundle-dir /bundle names %s; oar-bundle %s", got, r.Spec.Volumes[0].ConfigMap.Name)
+	}
+}
+
+// TestExistingSidecarWhoseBundleCannotBeRepointed: a sidecar already in the pod whose
+// bundle directory is no ConfigMap volume, or has no volume, cannot be made to serve the
+// labelled Capability's bundle: it is refused at the field, naming the ConfigMap it needs.
+func TestExistingSidecarWhoseBundleCannotBeRepointed(t *testing.T) {
+	first := mustInject(t, samplePod(t, "agent_injected.yaml"))
+	cases := []struct {
+		name   string
+		change func(*corev1.PodSpec)
+		field  string
+		cause  string
+	}{
+		{"not a ConfigMap", func(s *corev1.PodSpec) {
+			s.Volumes[0].VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+		}, "spec.volumes[0]", `the volume "oar-bundle" the oar-engine sidecar serves its bundle from is no ConfigMap volume`},
+		{"no mount", func(s *corev1.PodSpec) { s.InitContainers[0].VolumeMounts = s.InitContainers[0].VolumeMounts[1:] },
+			"spec.initContainers[0].volumeMounts", "mounts nothing at its bundle directory /etc/oar/bundle"},
+		{"no volume", func(s *corev1.PodSpec) { s.Volumes = s.Volumes[1:] },
+			"spec.initContainers[0].volumeMounts[0].name", `mounts the volume "oar-bundle", which the pod does not have`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := samplePod(t, "agent_injected.yaml")
+			p.Spec = first.Spec.DeepCopy()
+			c.change(p.Spec)
+			_, err := Inject(p, Defaults())
+			refused(t, err, c.field, c.cause, `Capability "acme-gateway" that metadata.labels[rules.oar.dev/capability] names`, "acme-gateway-oar-bundle")
+		})
+	}
+}
