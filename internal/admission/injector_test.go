@@ -15,6 +15,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -491,5 +492,58 @@ func TestInjectorCopiedPodServesItsLabelsCapability(t *testing.T) {
 	field := "spec.volumes[" + strconv.Itoa(i) + "]"
 	if cs := causes(t, err); len(cs) != 1 || cs[0].Field != field || !strings.Contains(cs[0].Message, "no ConfigMap volume") || !strings.Contains(cs[0].Message, "other-gateway-oar-bundle") {
 		t.Fatalf("causes %+v, want one at %s", cs, field)
+	}
+}
+
+// The API server refuses pod-level requests (spec.resources) below the containers'
+// aggregate requests (KEP-2837). A pod whose containers exactly fill its pod-level
+// resources is stored once injected, its budget grown by the sidecar's share (kubectl
+// prints what grew); a pod with pod-level limits alone gets the requests the API server
+// defaults: its limits when no container asks, else the containers' with the sidecar's.
+func TestInjectorPodLevelResources(t *testing.T) {
+	needEnv(t)
+	ns := podNamespace(t, nil)
+	mustCreate(t, capabilityObject(ns, "acme-gateway", gatewaySpec()))
+	seen(t, capabilityObject(ns, "acme-gateway", gatewaySpec()))
+	list := func(cpu, memory string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: apiresource.MustParse(cpu), corev1.ResourceMemory: apiresource.MustParse(memory)}
+	}
+	cases := []struct {
+		name                 string
+		pod, container, want corev1.ResourceRequirements
+	}{
+		{"filled", corev1.ResourceRequirements{Requests: list("500m", "256Mi"), Limits: list("500m", "256Mi")}, corev1.ResourceRequirements{Requests: list("500m", "256Mi")},
+			corev1.ResourceRequirements{Requests: list("550m", "384Mi"), Limits: list("550m", "384Mi")}},
+		{"limits", corev1.ResourceRequirements{Limits: list("500m", "256Mi")}, corev1.ResourceRequirements{},
+			corev1.ResourceRequirements{Requests: list("550m", "384Mi"), Limits: list("550m", "384Mi")}},
+		{"limits-and-container-requests", corev1.ResourceRequirements{Limits: list("500m", "256Mi")}, corev1.ResourceRequirements{Requests: list("100m", "100Mi")},
+			corev1.ResourceRequirements{Requests: list("150m", "164Mi"), Limits: list("550m", "384Mi")}},
+	}
+	c, warnings := warningClient(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mk := func(name string, labels map[string]string) *corev1.Pod {
+				p := agentPod(ns, name, labels)
+				p.Spec.Containers = p.Spec.Containers[:1]
+				p.Spec.Resources = tc.pod.DeepCopy()
+				p.Spec.Containers[0].Resources = tc.container
+				return p
+			}
+			mustCreate(t, mk(tc.name+"-plain", nil))
+			pod := mk(tc.name, capabilityLabel("acme-gateway"))
+			if err := c.Create(context.Background(), pod); err != nil {
+				t.Fatalf("the injected pod is refused: %v", err)
+			}
+			hasWarning(t, warnings.take(), "spec.resources: the pod's own resources grow by the oar-engine sidecar's share")
+			stored := get(t, pod)
+			assertInjected(t, stored, "acme-gateway", 8181)
+			for _, l := range []struct{ got, want corev1.ResourceList }{{stored.Spec.Resources.Requests, tc.want.Requests}, {stored.Spec.Resources.Limits, tc.want.Limits}} {
+				for name, want := range l.want {
+					if got := l.got[name]; got.Cmp(want) != 0 || len(l.got) != len(l.want) {
+						t.Fatalf("stored spec.resources %+v, want %+v", stored.Spec.Resources, tc.want)
+					}
+				}
+			}
+		})
 	}
 }

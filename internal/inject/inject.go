@@ -197,7 +197,11 @@ func Inject(p Pod, o Options) (Result, error) {
 		if err := clashes(out, o); err != nil {
 			return res, err
 		}
-		out.InitContainers = slices.Insert(out.InitContainers, 0, container(o))
+		sidecar := container(o)
+		if w := growPodResources(out, sidecar.Resources); w != "" {
+			res.Warnings = append(res.Warnings, w)
+		}
+		out.InitContainers = slices.Insert(out.InitContainers, 0, sidecar)
 		out.Volumes = append(out.Volumes, volume(capability))
 		if o.SessionStoreSecret != "" {
 			out.Volumes = append(out.Volumes, storeVolume(o.SessionStoreSecret))
@@ -303,6 +307,75 @@ func flagValue(args []string, name string) (string, bool) {
 		}
 	}
 	return value, found
+}
+
+// growPodResources adds the sidecar's share to the pod-level resources (spec.resources)
+// a pod sets, before the sidecar joins it, and says what grew. The API server refuses
+// pod-level requests below the containers' aggregate requests, and pod-level limits cap
+// every container with the sidecar among them (KEP-2837), so the sidecar's share comes on
+// top of the budget the pod gave its own containers: a request grows by the sidecar's
+// request, a limit by the sidecar's limit (its request for CPU, which it does not
+// limit). A resource whose request equals its limit, or whose request the API server
+// would take from its limit (no container asks for it), keeps the two equal, so a
+// Guaranteed pod stays Guaranteed.
+func growPodResources(s *corev1.PodSpec, sidecar corev1.ResourceRequirements) string {
+	r := s.Resources
+	if r == nil {
+		return ""
+	}
+	var grew []string
+	grow := func(kind string, list corev1.ResourceList, name corev1.ResourceName, by resource.Quantity) {
+		q := list[name]
+		was := q.String()
+		q.Add(by)
+		list[name] = q
+		grew = append(grew, fmt.Sprintf("%s.%s %s to %s", kind, name, was, q.String()))
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		request, hasRequest := r.Requests[name]
+		limit, hasLimit := r.Limits[name]
+		byRequest := sidecar.Requests[name]
+		byLimit, limited := sidecar.Limits[name]
+		if !limited {
+			byLimit = byRequest
+		}
+		if hasLimit && !hasRequest && !containersAsk(s, name) {
+			if r.Requests == nil {
+				r.Requests = corev1.ResourceList{}
+			}
+			r.Requests[name] = limit.DeepCopy()
+			request, hasRequest = limit, true
+		}
+		if hasRequest && hasLimit && request.Cmp(limit) == 0 {
+			byRequest = byLimit
+		}
+		if hasRequest {
+			grow("requests", r.Requests, name, byRequest)
+		}
+		if hasLimit {
+			grow("limits", r.Limits, name, byLimit)
+		}
+	}
+	if len(grew) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("spec.resources: the pod's own resources grow by the %s sidecar's share, so its containers keep theirs: %s", ContainerName, strings.Join(grew, ", "))
+}
+
+// containersAsk tells whether a container of s requests or limits name: if none does,
+// the API server defaults the pod-level request to the pod-level limit.
+func containersAsk(s *corev1.PodSpec, name corev1.ResourceName) bool {
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for _, c := range cs {
+			if _, ok := c.Resources.Requests[name]; ok {
+				return true
+			}
+			if _, ok := c.Resources.Limits[name]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // clashes refuses a pod that already uses a name or a port the injector would add.

@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 )
 
@@ -525,4 +526,104 @@ func TestExistingSidecarWhoseBundleCannotBeRepointed(t *testing.T) {
 			refused(t, err, c.field, c.cause, `Capability "acme-gateway" that metadata.labels[rules.oar.dev/capability] names`, "acme-gateway-oar-bundle")
 		})
 	}
+}
+
+// TestPodLevelResourcesMakeRoomForTheSidecar: the API server refuses pod-level requests
+// (spec.resources) below the containers' aggregate requests, the sidecar's included, and
+// pod-level limits cap every container (KEP-2837, validatePodResourceConsistency), so a
+// pod that sets them gets the sidecar's share on top: requests by its requests (50m,
+// 64Mi), limits by its memory limit (128Mi) and, since it has no CPU limit, its CPU
+// request. A resource whose request equals its limit, or is defaulted from it, stays so.
+func TestPodLevelResourcesMakeRoomForTheSidecar(t *testing.T) {
+	list := func(cpu, memory string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		if cpu != "" {
+			l[corev1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if memory != "" {
+			l[corev1.ResourceMemory] = resource.MustParse(memory)
+		}
+		return l
+	}
+	cases := []struct {
+		name                 string
+		pod, container, want corev1.ResourceRequirements
+		warning              string
+	}{
+		{"requests equal to limits (Guaranteed)",
+			corev1.ResourceRequirements{Requests: list("500m", "256Mi"), Limits: list("500m", "256Mi")},
+			corev1.ResourceRequirements{Requests: list("500m", "256Mi")},
+			corev1.ResourceRequirements{Requests: list("550m", "384Mi"), Limits: list("550m", "384Mi")},
+			"requests.cpu 500m to 550m, limits.cpu 500m to 550m, requests.memory 256Mi to 384Mi, limits.memory 256Mi to 384Mi"},
+		{"requests below limits",
+			corev1.ResourceRequirements{Requests: list("500m", "256Mi"), Limits: list("1", "1Gi")},
+			corev1.ResourceRequirements{Requests: list("400m", "200Mi")},
+			corev1.ResourceRequirements{Requests: list("550m", "320Mi"), Limits: list("1050m", "1152Mi")},
+			"requests.cpu 500m to 550m, limits.cpu 1 to 1050m, requests.memory 256Mi to 320Mi, limits.memory 1Gi to 1152Mi"},
+		{"requests only",
+			corev1.ResourceRequirements{Requests: list("", "256Mi")},
+			corev1.ResourceRequirements{},
+			corev1.ResourceRequirements{Requests: list("", "320Mi")},
+			"requests.memory 256Mi to 320Mi"},
+		{"limits only, no container asks: the request the API server would default",
+			corev1.ResourceRequirements{Limits: list("500m", "256Mi")},
+			corev1.ResourceRequirements{},
+			corev1.ResourceRequirements{Requests: list("550m", "384Mi"), Limits: list("550m", "384Mi")},
+			"requests.cpu 500m to 550m, limits.cpu 500m to 550m, requests.memory 256Mi to 384Mi, limits.memory 256Mi to 384Mi"},
+		{"limits only, the containers ask: requests default to theirs and the sidecar's",
+			corev1.ResourceRequirements{Limits: list("500m", "256Mi")},
+			corev1.ResourceRequirements{Requests: list("100m", "100Mi")},
+			corev1.ResourceRequirements{Limits: list("550m", "384Mi")},
+			"limits.cpu 500m to 550m, limits.memory 256Mi to 384Mi"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := samplePod(t, "agent_injected.yaml")
+			p.Annotations = nil
+			p.Spec.Resources = c.pod.DeepCopy()
+			p.Spec.Containers[0].Resources = c.container
+			r := mustInject(t, p)
+			got := r.Spec.Resources
+			if !equalResources(got.Requests, c.want.Requests) || !equalResources(got.Limits, c.want.Limits) {
+				t.Fatalf("spec.resources requests %s limits %s, want %s %s", show(got.Requests), show(got.Limits), show(c.want.Requests), show(c.want.Limits))
+			}
+			if len(r.Warnings) != 1 || !strings.HasPrefix(r.Warnings[0], "spec.resources: ") || !strings.HasSuffix(r.Warnings[0], ": "+c.warning) {
+				t.Fatalf("warnings %q, want one ending %q", r.Warnings, c.warning)
+			}
+			if !reflect.DeepEqual(p.Spec.Resources, &c.pod) {
+				t.Fatal("Inject modified its input")
+			}
+			p.Spec = r.Spec
+			if again := mustInject(t, p); again.Changed || len(again.Warnings) != 0 {
+				t.Fatalf("a second pass: changed %v, warnings %q", again.Changed, again.Warnings)
+			}
+		})
+	}
+	if r := mustInject(t, samplePod(t, "agent_injected.yaml")); r.Spec.Resources != nil {
+		t.Fatalf("a pod without pod-level resources got %+v", r.Spec.Resources)
+	}
+}
+
+// show writes a resource list as cpu=50m memory=64Mi.
+func show(l corev1.ResourceList) string {
+	var parts []string
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := l[name]; ok {
+			parts = append(parts, string(name)+"="+q.String())
+		}
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// equalResources compares resource lists by value (50m and 0.05 are equal).
+func equalResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		if w, ok := b[name]; !ok || q.Cmp(w) != 0 {
+			return false
+		}
+	}
+	return true
 }
