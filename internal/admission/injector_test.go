@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -157,11 +158,17 @@ func TestInjectorIdempotent(t *testing.T) {
 // handle calls the suite's injector as the API server would, on a CREATE of pod.
 func handle(t *testing.T, pod *corev1.Pod) admission.Response {
 	t.Helper()
+	return handleWith(t, pod, injectorOptions())
+}
+
+// handleWith calls an injector serving o as the API server would, on a CREATE of pod.
+func handleWith(t *testing.T, pod *corev1.Pod, o inject.Options) admission.Response {
+	t.Helper()
 	raw, err := json.Marshal(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Injector{Reader: k8s, APIReader: k8s, Options: injectorOptions(), decoder: admission.NewDecoder(env.Scheme)}
+	h := &Injector{Reader: k8s, APIReader: k8s, Options: o, decoder: admission.NewDecoder(env.Scheme)}
 	return h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		Operation: admissionv1.Create, Namespace: pod.Namespace, Name: pod.Name, Object: runtime.RawExtension{Raw: raw},
 	}})
@@ -545,5 +552,87 @@ func TestInjectorPodLevelResources(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// With the cluster's session store, its password Secret and the decision log as the
+// manager's defaults, the webhook's injection is `oarctl inject`'s rendering with the same
+// settings (cmd/oarctl TestInjectRendersTheClusterSettings shows its flags are the
+// manager's): for each workload of internal/inject/testdata/workloads.yaml, a pod from
+// its template patched by the injector and a pod from its rendered template, both sent
+// without the label (so the suite's webhook leaves them), are stored with the same spec.
+func TestInjectorWithClusterSettingsEqualsOarctlInject(t *testing.T) {
+	needEnv(t)
+	ns := podNamespace(t, nil)
+	mustCreate(t, capabilityObject(ns, "acme-gateway", gatewaySpec()))
+	o := injectorOptions()
+	o.SessionStore, o.SessionStoreSecret = "rediss://shared-redis.redis:6380", "shared-redis"
+	o.DecisionLog, o.DecisionLogContent, o.DecisionLogSample = true, "hash", "0.1"
+	sent := workloadDocs(t)
+	rendered := workloadDocs(t)
+	for _, docs := range [][]map[string]any{sent, rendered} {
+		for _, d := range docs {
+			if meta, _ := d["metadata"].(map[string]any); meta != nil && meta["namespace"] == "acme" {
+				meta["namespace"] = ns
+			}
+		}
+	}
+	if _, err := inject.Manifests(rendered, ns, o); err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string][]string{
+		"Deployment": {"spec", "template"}, "StatefulSet": {"spec", "template"},
+		"CronJob": {"spec", "jobTemplate", "spec", "template"}, "Pod": nil,
+	}
+	checked := 0
+	for i := range sent {
+		kind, _ := sent[i]["kind"].(string)
+		path, ok := paths[kind]
+		name, _ := sent[i]["metadata"].(map[string]any)["name"].(string)
+		if !ok || name == "by-namespace" || name == "untouched" {
+			continue
+		}
+		t.Run(kind, func(t *testing.T) {
+			pod := templatePod(t, sent[i], path, ns, strings.ToLower(kind)+"-webhook")
+			resp := handleWith(t, pod, o)
+			if !resp.Allowed || len(resp.Patches) == 0 {
+				t.Fatalf("allowed %v, patches %v: %v", resp.Allowed, resp.Patches, resp.Result)
+			}
+			ops, err := json.Marshal(resp.Patches)
+			if err != nil {
+				t.Fatal(err)
+			}
+			patch, err := jsonpatch.DecodePatch(ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(pod)
+			if raw, err = patch.Apply(raw); err != nil {
+				t.Fatal(err)
+			}
+			viaWebhook := &corev1.Pod{}
+			if err := json.Unmarshal(raw, viaWebhook); err != nil {
+				t.Fatal(err)
+			}
+			viaOarctl := templatePod(t, rendered[i], path, ns, strings.ToLower(kind)+"-oarctl")
+			for _, p := range []*corev1.Pod{viaWebhook, viaOarctl} {
+				delete(p.Labels, inject.CapabilityLabel)
+				mustCreate(t, p)
+			}
+			a, _ := json.Marshal(get(t, viaWebhook).Spec)
+			b, _ := json.Marshal(get(t, viaOarctl).Spec)
+			if string(a) != string(b) {
+				t.Fatalf("the webhook injects\n%s\noarctl inject renders\n%s", a, b)
+			}
+			for _, want := range []string{`"--session-store=rediss://shared-redis.redis:6380"`, `"secretName":"shared-redis"`, `"--decision-log=stdout"`, `"--decision-log-content=hash"`, `"--decision-log-sample=0.1"`} {
+				if !strings.Contains(string(a), want) {
+					t.Errorf("the stored pod lacks %s: %s", want, a)
+				}
+			}
+		})
+		checked++
+	}
+	if checked != 4 {
+		t.Fatalf("%d workloads compared, want 4", checked)
 	}
 }
