@@ -561,6 +561,8 @@ func TestInjectorPodLevelResources(t *testing.T) {
 // manager's): for each workload of internal/inject/testdata/workloads.yaml, a pod from
 // its template patched by the injector and a pod from its rendered template, both sent
 // without the label (so the suite's webhook leaves them), are stored with the same spec.
+// Sent with its label to the suite's webhook, whose settings differ, a rendering is
+// stored as sent, with a warning naming the settings it lacks.
 func TestInjectorWithClusterSettingsEqualsOarctlInject(t *testing.T) {
 	needEnv(t)
 	ns := podNamespace(t, nil)
@@ -634,5 +636,24 @@ func TestInjectorWithClusterSettingsEqualsOarctlInject(t *testing.T) {
 	}
 	if checked != 4 {
 		t.Fatalf("%d workloads compared, want 4", checked)
+	}
+
+	// The rendering sent with its label to the suite's webhook, whose settings are the
+	// defaults (memory, no decision log), is stored as sent, and kubectl prints why.
+	solo := slices.IndexFunc(rendered, func(d map[string]any) bool {
+		return d["kind"] == "Pod" && d["metadata"].(map[string]any)["name"] == "solo"
+	})
+	if solo < 0 {
+		t.Fatal("no Pod solo in workloads.yaml")
+	}
+	c, warnings := warningClient(t)
+	pod := templatePod(t, rendered[solo], nil, ns, "rendered-labelled")
+	sentSpec, _ := json.Marshal(pod.Spec)
+	if err := c.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	hasWarning(t, warnings.take(), "is left as it is, but it does not run with this cluster's settings", "--session-store rediss://shared-redis.redis:6380 where the injector gives memory", "--decision-log stdout where the injector gives off")
+	if stored, _ := json.Marshal(get(t, pod).Spec); !strings.Contains(string(stored), `"--session-store=rediss://shared-redis.redis:6380"`) || len(get(t, pod).Spec.InitContainers) != 1 {
+		t.Fatalf("the rendering was changed:\nsent   %s\nstored %s", sentSpec, stored)
 	}
 }

@@ -193,6 +193,9 @@ func Inject(p Pod, o Options) (Result, error) {
 			res.Warnings = append(res.Warnings, warning)
 			res.Changed = true
 		}
+		if warning := settingsDiffer(&out.InitContainers[i], o); warning != "" {
+			res.Warnings = append(res.Warnings, warning)
+		}
 	} else {
 		if err := clashes(out, o); err != nil {
 			return res, err
@@ -287,6 +290,46 @@ func serveCapability(out *corev1.PodSpec, i int, capability, field string) (stri
 	old := cm.Name
 	cm.Name = want
 	return fmt.Sprintf("the %s sidecar already in the pod served the ConfigMap %s (spec.volumes[%d], %q); it now serves %s, the bundle of Capability %s that %s names", ContainerName, old, v, name, want, capability, field), nil
+}
+
+// clusterSettings are the engine flags the manager's defaults set (--injector-session-store,
+// --injector-decision-log...), each with the value the engine takes when it is absent.
+var clusterSettings = []struct{ name, absent string }{
+	{"session-store", "memory"},
+	{"session-store-password-file", "none"},
+	{"decision-log", "off"},
+	{"decision-log-content", "omit"},
+	{"decision-log-sample", "1"},
+}
+
+// settingsDiffer is the warning for an engine sidecar already in the pod (an `oarctl
+// inject` rendering, a hand-written sidecar) whose session store or decision log is not
+// what the injector would give it under o and the pod's annotations. It is left as it is,
+// since its flags may be deliberate, but not silently: a rendering made without the
+// cluster's settings would keep sessions per replica or log nothing.
+func settingsDiffer(engine *corev1.Container, o Options) string {
+	want := container(o).Args
+	var differ []string
+	for _, f := range clusterSettings {
+		w, _ := flagValue(want, f.name)
+		h, _ := flagValue(engine.Args, f.name)
+		if w == "" {
+			w = f.absent
+		}
+		if h == "" {
+			h = f.absent
+		}
+		if strings.HasPrefix(f.name, "decision-log-") && !o.DecisionLog {
+			continue
+		}
+		if w != h {
+			differ = append(differ, fmt.Sprintf("--%s %s where the injector gives %s", f.name, h, w))
+		}
+	}
+	if len(differ) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the %s sidecar already in the pod is left as it is, but it does not run with this cluster's settings (given the pod's annotations): it has %s; render it with `oarctl inject` given the manager's --injector-* settings, set the %s* annotations, or remove it and let the injector add it", ContainerName, strings.Join(differ, "; "), annotationPrefix)
 }
 
 // flagValue is the value of the Go flag name among args (-name=v, --name=v, -name v or

@@ -462,7 +462,7 @@ func TestExistingSidecarServesTheLabelsCapability(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := c.pod
-			p.Spec = first.Spec
+			p.Spec, p.Annotations = first.Spec, samplePod(t, "agent_injected.yaml").Annotations
 			r := mustInject(t, p)
 			if got := r.Spec.Volumes[0].ConfigMap.Name; got != "new-gateway-oar-bundle" || !r.Changed {
 				t.Fatalf("the sidecar serves %s (changed %v), want new-gateway-oar-bundle", got, r.Changed)
@@ -626,4 +626,61 @@ func equalResources(a, b corev1.ResourceList) bool {
 		}
 	}
 	return true
+}
+
+// TestExistingSidecarWithOtherSettingsIsWarnedAbout: a pod that already has the engine is
+// left as it is (its flags may be deliberate), so an `oarctl inject` rendering made
+// without the cluster's session store and decision log would run without them. The
+// webhook says so, naming each setting, unless the sidecar has what it would inject
+// under the pod's annotations.
+func TestExistingSidecarWithOtherSettingsIsWarnedAbout(t *testing.T) {
+	cluster := Defaults()
+	cluster.SessionStore, cluster.SessionStoreSecret = "rediss://shared-redis.redis:6380", "shared-redis"
+	cluster.DecisionLog, cluster.DecisionLogSample = true, "0.1"
+	pod := func(annotations map[string]string) Pod {
+		return Pod{Namespace: "acme", Labels: map[string]string{CapabilityLabel: "acme-gateway"}, Annotations: annotations,
+			Spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "registry.example/acme-agent:1.0"}}}}
+	}
+	render := func(p Pod, o Options) Pod {
+		r, err := Inject(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Spec = r.Spec
+		return p
+	}
+
+	rendered := render(pod(nil), Defaults())
+	r, err := Inject(rendered, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Changed || !reflect.DeepEqual(r.Spec, rendered.Spec) {
+		t.Fatal("the sidecar already in the pod was changed")
+	}
+	want := "it has --session-store memory where the injector gives rediss://shared-redis.redis:6380; --session-store-password-file none where the injector gives /etc/oar/session-store/password; --decision-log off where the injector gives stdout; --decision-log-sample 1 where the injector gives 0.1; render it with `oarctl inject`"
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], want) {
+		t.Fatalf("warnings %q, want one saying %q", r.Warnings, want)
+	}
+
+	for _, c := range []struct {
+		name string
+		pod  Pod
+		o    Options
+	}{
+		{"rendered with the cluster's settings", render(pod(nil), cluster), cluster},
+		{"annotations the rendering followed", render(pod(map[string]string{AnnotationSessionStore: "memory", AnnotationDecisionLog: "off"}), Defaults()), cluster},
+		{"the hand-written sample, annotated as it is", func() Pod {
+			p := samplePod(t, "agent_deployment.yaml")
+			p.Labels, p.Annotations = map[string]string{CapabilityLabel: "acme-gateway"}, samplePod(t, "agent_injected.yaml").Annotations
+			return p
+		}(), Defaults()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Inject(c.pod, c.o)
+			if err != nil || r.Changed || len(r.Warnings) != 0 {
+				t.Fatalf("changed %v, warnings %q, %v", r.Changed, r.Warnings, err)
+			}
+		})
+	}
 }
