@@ -157,11 +157,13 @@ type Refusal struct {
 func (r *Refusal) Error() string { return r.Field + ": " + r.Cause }
 
 // Inject returns the pod's spec with the engine sidecar, its bundle volume and
-// OAR_ENGINE_URL in every application container, or a Refusal. A pod that did not opt in
+// OAR_ENGINE_URL in every application container (and the sidecar's share added to the
+// pod-level resources it sets), or a Refusal. A pod that did not opt in
 // (or lives in a skipped namespace) comes back unchanged; so does one that already has
 // the engine, except that an application container added since (another webhook, on
 // re-invocation) gets OAR_ENGINE_URL and a bundle volume naming another Capability's
-// ConfigMap is repointed to the one the pod opted in to.
+// ConfigMap is repointed to the one the pod opted in to; a session store or decision log
+// other than the injector's is only warned about.
 func Inject(p Pod, o Options) (Result, error) {
 	spec := p.Spec
 	if spec == nil {
@@ -311,6 +313,9 @@ func settingsDiffer(engine *corev1.Container, o Options) string {
 	want := container(o).Args
 	var differ []string
 	for _, f := range clusterSettings {
+		if strings.HasPrefix(f.name, "decision-log-") && !o.DecisionLog {
+			continue
+		}
 		w, _ := flagValue(want, f.name)
 		h, _ := flagValue(engine.Args, f.name)
 		if w == "" {
@@ -319,10 +324,7 @@ func settingsDiffer(engine *corev1.Container, o Options) string {
 		if h == "" {
 			h = f.absent
 		}
-		if strings.HasPrefix(f.name, "decision-log-") && !o.DecisionLog {
-			continue
-		}
-		if w != h {
+		if w != h && !sameNumber(w, h) {
 			differ = append(differ, fmt.Sprintf("--%s %s where the injector gives %s", f.name, h, w))
 		}
 	}
@@ -330,6 +332,13 @@ func settingsDiffer(engine *corev1.Container, o Options) string {
 		return ""
 	}
 	return fmt.Sprintf("the %s sidecar already in the pod is left as it is, but it does not run with this cluster's settings (given the pod's annotations): it has %s; render it with `oarctl inject` given the manager's --injector-* settings, set the %s* annotations, or remove it and let the injector add it", ContainerName, strings.Join(differ, "; "), annotationPrefix)
+}
+
+// sameNumber tells 0.1 and 0.10 alike.
+func sameNumber(a, b string) bool {
+	x, errA := strconv.ParseFloat(a, 64)
+	y, errB := strconv.ParseFloat(b, 64)
+	return errA == nil && errB == nil && x == y
 }
 
 // flagValue is the value of the Go flag name among args (-name=v, --name=v, -name v or
