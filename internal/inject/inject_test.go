@@ -669,7 +669,7 @@ func TestExistingSidecarWithOtherSettingsIsWarnedAbout(t *testing.T) {
 		o    Options
 	}{
 		{"rendered with the cluster's settings", render(pod(nil), cluster), cluster},
-		{"the same sample fraction written otherwise", render(pod(map[string]string{AnnotationDecisionLogSample: "0.10"}), cluster), cluster},
+		{"the same sample fraction written otherwise", render(pod(nil), func() Options { o := cluster; o.DecisionLogSample = "0.10"; return o }()), cluster},
 		{"annotations the rendering followed", render(pod(map[string]string{AnnotationSessionStore: "memory", AnnotationDecisionLog: "off"}), Defaults()), cluster},
 		{"the hand-written sample, annotated as it is", func() Pod {
 			p := samplePod(t, "agent_deployment.yaml")
