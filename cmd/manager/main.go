@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 
-	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -99,36 +98,7 @@ func parseFlags(args []string) (options, error) {
 	in.sidecar = inject.Defaults()
 	fs.BoolVar(&in.enabled, "enable-injector", true, "Serve the mutating webhook that adds the oar-engine sidecar to pods labelled "+inject.CapabilityLabel+".")
 	fs.StringVar(&in.configuration, "mutating-webhook-configuration", "oar-mutating-webhook-configuration", "Self-managed certificates: the injector's MutatingWebhookConfiguration whose CA bundle is kept current.")
-	fs.StringVar(&in.sidecar.Image, "injector-image", in.sidecar.Image, "The oar-engine sidecar's image: the operator's own image and version.")
-	fs.Func("injector-cpu-request", "The sidecar's CPU request (default "+in.sidecar.CPURequest.String()+"; no CPU limit is set).", quantityFlag(&in.sidecar.CPURequest))
-	fs.Func("injector-memory-request", "The sidecar's memory request (default "+in.sidecar.MemoryRequest.String()+").", quantityFlag(&in.sidecar.MemoryRequest))
-	fs.Func("injector-memory-limit", "The sidecar's memory limit (default "+in.sidecar.MemoryLimit.String()+"); GOMEMLIMIT is 80% of it.", quantityFlag(&in.sidecar.MemoryLimit))
-	fs.Func("injector-session-store", "Where the sidecars share sessions unless a pod's "+inject.AnnotationSessionStore+" says otherwise: memory (the default, each pod its own) or a redis:// or rediss:// URL without a password.", func(v string) error {
-		if v == "" {
-			in.sidecar.SessionStore = ""
-			return nil
-		}
-		store, err := inject.ParseSessionStore(v)
-		in.sidecar.SessionStore = store
-		return err
-	})
-	fs.Func("injector-session-store-secret", "The Secret, in each injected pod's namespace, whose key \"password\" is --injector-session-store's password; a pod naming its own store (or memory) does not get it.", func(v string) error {
-		in.sidecar.SessionStoreSecret = v
-		return inject.CheckSessionStoreSecret(v)
-	})
-	fs.Func("injector-decision-log", "Whether the sidecars write their decision log (for oarctl replay) to stdout unless a pod's "+inject.AnnotationDecisionLog+" says otherwise: off (the default) or stdout.", func(v string) error {
-		on, err := inject.ParseDecisionLog(v)
-		in.sidecar.DecisionLog = on
-		return err
-	})
-	fs.Func("injector-decision-log-content", "How much of each occurrence's content the sidecars' decision log keeps unless a pod's "+inject.AnnotationDecisionLogContent+" says otherwise: omit (the default: its length only), hash (its length and SHA-256) or full.", func(v string) error {
-		in.sidecar.DecisionLogContent = v
-		return inject.CheckDecisionLogContent(v)
-	})
-	fs.Func("injector-decision-log-sample", "The fraction of sessions the sidecars' decision log keeps, 0 to 1 (default 1), unless a pod's "+inject.AnnotationDecisionLogSample+" says otherwise.", func(v string) error {
-		in.sidecar.DecisionLogSample = v
-		return inject.CheckDecisionLogSample(v)
-	})
+	in.sidecar.RegisterFlags(fs, "injector-")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -140,8 +110,8 @@ func parseFlags(args []string) (options, error) {
 	case w.certMode == certSelfManaged && w.certs.Namespace == "":
 		return o, errors.New("self-managed webhook certificates need --webhook-namespace (or $POD_NAMESPACE)")
 	}
-	if in.sidecar.SessionStoreSecret != "" && in.sidecar.SessionStore == "" {
-		return o, errors.New("--injector-session-store-secret names a password Secret but sessions stay in memory: set --injector-session-store to the redis:// or rediss:// URL of the store")
+	if err := in.sidecar.CheckFlags("injector-"); err != nil {
+		return o, err
 	}
 	if in.enabled {
 		if ns := w.certs.Namespace; ns != "" {
@@ -150,18 +120,6 @@ func parseFlags(args []string) (options, error) {
 		w.certs.MutatingWebhookConfigurationName = in.configuration
 	}
 	return o, nil
-}
-
-// quantityFlag parses a resource quantity into q.
-func quantityFlag(q *apiresource.Quantity) func(string) error {
-	return func(v string) error {
-		p, err := apiresource.ParseQuantity(v)
-		if err != nil || p.Sign() <= 0 {
-			return fmt.Errorf("%q is not a positive quantity", v)
-		}
-		*q = p
-		return nil
-	}
 }
 
 func run() error {

@@ -43,7 +43,8 @@ func TestWebhookFlags(t *testing.T) {
 
 // TestInjectorFlags: the injector is on by default, never mutates the manager's own
 // namespace, rotates the CA of its webhook configuration, and takes the chart's image and
-// resources; a resource that is no positive quantity is refused by name.
+// resources; a resource that is no positive quantity, or a memory limit below the
+// request, is refused by name.
 func TestInjectorFlags(t *testing.T) {
 	o, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-image=registry.example/oar:v1",
 		"--injector-cpu-request=20m", "--injector-memory-request=32Mi", "--injector-memory-limit=1Gi"})
@@ -63,6 +64,10 @@ func TestInjectorFlags(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-memory-limit=0"}); err == nil || !strings.Contains(err.Error(), "injector-memory-limit") {
 		t.Fatalf("a zero memory limit: %v", err)
+	}
+	// Below the request, every labelled pod would be refused for an annotation it lacks.
+	if _, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-memory-limit=32Mi"}); err == nil || !strings.Contains(err.Error(), "--injector-memory-limit 32Mi is below --injector-memory-request 64Mi") {
+		t.Fatalf("a memory limit below the request: %v", err)
 	}
 }
 

@@ -6,40 +6,34 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
-	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/oar-operator/oar-operator/internal/inject"
 )
 
-const injectSynopsis = "oarctl inject [--namespace NAMESPACE] [--operator-namespace NAMESPACE] [--image IMAGE] [--cpu-request Q] [--memory-request Q] [--memory-limit Q] [FILE | -]..."
+const injectSynopsis = "oarctl inject [--namespace NAMESPACE] [--operator-namespace NAMESPACE] [--image IMAGE] [--cpu-request Q] [--memory-request Q] [--memory-limit Q] [--session-store URL] [--session-store-secret SECRET] [--decision-log stdout|off] [--decision-log-content MODE] [--decision-log-sample F] [FILE | -]..."
 
 // runInject renders, offline, what the engine injector (the mutating webhook for Pods)
 // stores: every pod template that opts in gets the oar-engine sidecar, through the same
-// function the webhook runs. Namespaces in the input opt in their pods as the cluster's
-// would; the Capability's existence is not checked.
+// function the webhook runs. Its sidecar flags are the manager's --injector-* flags
+// without the prefix (one definition, inject.Options.RegisterFlags), so given the
+// cluster's values it renders what the cluster injects. Namespaces in the input opt in
+// their pods as the cluster's would; the Capability's existence is not checked.
 func runInject(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("inject", stderr)
 	o := inject.Defaults()
 	namespace := flags.String("namespace", "default", "the `NAMESPACE` of manifests that name none (as kubectl's current namespace)")
 	home := flags.String("operator-namespace", "oar-system", "the operator's own `NAMESPACE`, whose pods are never injected")
-	flags.StringVar(&o.Image, "image", o.Image, "the sidecar's `IMAGE` (the operator's own image and version)")
-	for name, q := range map[string]*apiresource.Quantity{"cpu-request": &o.CPURequest, "memory-request": &o.MemoryRequest, "memory-limit": &o.MemoryLimit} {
-		flags.Func(name, "the sidecar's "+strings.Replace(name, "-", " ", 1)+" (default "+q.String()+")", func(v string) error {
-			p, err := apiresource.ParseQuantity(v)
-			if err != nil || p.Sign() <= 0 {
-				return fmt.Errorf("%q is not a positive quantity", v)
-			}
-			*q = p
-			return nil
-		})
-	}
+	o.RegisterFlags(flags, "")
 	rest, code, ok := parseFlags(flags, injectSynopsis, args, stdout, stderr)
 	if !ok {
 		return code
+	}
+	if err := o.CheckFlags(""); err != nil {
+		fmt.Fprintf(stderr, "oarctl inject: %v\n", err)
+		return exitUsage
 	}
 	o.SkipNamespaces = append(o.SkipNamespaces, *home)
 	if len(rest) == 0 {

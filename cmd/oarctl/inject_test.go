@@ -1,9 +1,11 @@
 package main
 
 import (
+	"flag"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/oar-operator/oar-operator/internal/inject"
@@ -97,5 +99,84 @@ spec: {containers: [{name: a, image: a}]}
 	_, stderr, code = oarctl(t, "inject", "--memory-limit", "lots")
 	if code != exitUsage || !strings.Contains(stderr, "memory-limit") {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// clusterInjectorArgs are the manager's injector flags as the chart renders them with
+// every injector value set (injector.image, .resources, .sessionStore, .decisionLog).
+var clusterInjectorArgs = []string{
+	"--injector-image=registry.example/oar-operator:v1", "--injector-cpu-request=20m", "--injector-memory-request=32Mi", "--injector-memory-limit=1Gi",
+	"--injector-session-store=rediss://shared-redis.redis:6380", "--injector-session-store-secret=shared-redis",
+	"--injector-decision-log=stdout", "--injector-decision-log-content=hash", "--injector-decision-log-sample=0.1",
+}
+
+// TestInjectRendersTheClusterSettings: README "Offline" promises that CI can render what
+// the cluster will run, and the webhook leaves alone a pod that already has the engine.
+// So every sidecar flag of the manager (--injector-X) is an `oarctl inject` flag (--X),
+// and a rendering given the manager's values is the spec the webhook injects with them
+// (inject.Inject under the manager's flags, which TestInjectorEqualsOarctlInject in
+// internal/admission shows is what the API server stores): the shared session store, its
+// password Secret and the decision log included.
+func TestInjectRendersTheClusterSettings(t *testing.T) {
+	manager := inject.Defaults()
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	manager.RegisterFlags(fs, "injector-")
+	if err := fs.Parse(clusterInjectorArgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := manager.CheckFlags("injector-"); err != nil {
+		t.Fatal(err)
+	}
+	help, _, _ := oarctl(t, "inject", "-h")
+	fs.VisitAll(func(f *flag.Flag) {
+		if name := strings.TrimPrefix(f.Name, "injector-"); !strings.Contains(help, "  -"+name+" ") && !strings.Contains(help, "  -"+name+"\n") {
+			t.Errorf("the manager's --%s has no oarctl inject --%s:\n%s", f.Name, name, help)
+		}
+	})
+
+	const pod = `apiVersion: v1
+kind: Pod
+metadata: {name: agent, namespace: acme, labels: {rules.oar.dev/capability: acme-gateway}}
+spec: {containers: [{name: agent, image: registry.example/acme-agent:1.0}]}
+`
+	args := []string{"inject"}
+	for _, a := range clusterInjectorArgs {
+		args = append(args, strings.Replace(a, "--injector-", "--", 1))
+	}
+	withStdinText(t, pod)
+	stdout, stderr, code := oarctl(t, args...)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rendered, sent corev1.Pod
+	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(stdout, "---\n")), &rendered); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(pod), &sent); err != nil {
+		t.Fatal(err)
+	}
+	webhook, err := inject.Inject(inject.Pod{Namespace: sent.Namespace, Labels: sent.Labels, Spec: &sent.Spec}, manager)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := yaml.Marshal(rendered.Spec)
+	want, _ := yaml.Marshal(webhook.Spec)
+	if string(got) != string(want) {
+		t.Fatalf("oarctl inject renders\n%s\nthe webhook injects\n%s", got, want)
+	}
+	for _, s := range []string{"--session-store=rediss://shared-redis.redis:6380", "--session-store-password-file=/etc/oar/session-store/password", "secretName: shared-redis",
+		"--decision-log=stdout", "--decision-log-content=hash", "--decision-log-sample=0.1", "image: registry.example/oar-operator:v1", "memory: 1Gi", "cpu: 20m"} {
+		if !strings.Contains(string(got), s) {
+			t.Errorf("the rendering lacks %s:\n%s", s, got)
+		}
+	}
+
+	_, stderr, code = oarctl(t, "inject", "--session-store-secret=shared-redis")
+	if code != exitUsage || !strings.Contains(stderr, "--session-store-secret names a password Secret but sessions stay in memory: set --session-store") {
+		t.Fatalf("a Secret without a store: exit %d, %s", code, stderr)
+	}
+	_, stderr, code = oarctl(t, "inject", "--decision-log=/var/log/d.jsonl")
+	if code != exitUsage || !strings.Contains(stderr, "decision-log") || !strings.Contains(stderr, "stdout") {
+		t.Fatalf("a decision log file: exit %d, %s", code, stderr)
 	}
 }

@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -156,11 +158,17 @@ func TestInjectorIdempotent(t *testing.T) {
 // handle calls the suite's injector as the API server would, on a CREATE of pod.
 func handle(t *testing.T, pod *corev1.Pod) admission.Response {
 	t.Helper()
+	return handleWith(t, pod, injectorOptions())
+}
+
+// handleWith calls an injector serving o as the API server would, on a CREATE of pod.
+func handleWith(t *testing.T, pod *corev1.Pod, o inject.Options) admission.Response {
+	t.Helper()
 	raw, err := json.Marshal(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Injector{Reader: k8s, APIReader: k8s, Options: injectorOptions(), decoder: admission.NewDecoder(env.Scheme)}
+	h := &Injector{Reader: k8s, APIReader: k8s, Options: o, decoder: admission.NewDecoder(env.Scheme)}
 	return h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		Operation: admissionv1.Create, Namespace: pod.Namespace, Name: pod.Name, Object: runtime.RawExtension{Raw: raw},
 	}})
@@ -459,4 +467,193 @@ func templatePod(t *testing.T, doc map[string]any, path []string, namespace, nam
 	}
 	pod.Namespace, pod.Name = namespace, name
 	return pod
+}
+
+// A copied injected pod whose label now names another Capability is stored serving that
+// Capability's bundle, and kubectl prints the warning; one whose bundle directory is no
+// ConfigMap volume is refused with a 422 naming the volume.
+func TestInjectorCopiedPodServesItsLabelsCapability(t *testing.T) {
+	needEnv(t)
+	ns := podNamespace(t, nil)
+	mustCreate(t, capabilityObject(ns, "acme-gateway", gatewaySpec()))
+	mustCreate(t, capabilityObject(ns, "other-gateway", gatewaySpec()))
+	seen(t, capabilityObject(ns, "other-gateway", gatewaySpec()))
+	pod := agentPod(ns, "agent", capabilityLabel("acme-gateway"))
+	mustCreate(t, pod)
+	injected := get(t, pod)
+
+	c, warnings := warningClient(t)
+	copied := agentPod(ns, "copy", capabilityLabel("other-gateway"))
+	copied.Spec = *injected.Spec.DeepCopy()
+	if err := c.Create(context.Background(), copied); err != nil {
+		t.Fatal(err)
+	}
+	hasWarning(t, warnings.take(), "served the ConfigMap acme-gateway-oar-bundle", "it now serves other-gateway-oar-bundle, the bundle of Capability other-gateway that metadata.labels[rules.oar.dev/capability] names")
+	assertInjected(t, get(t, copied), "other-gateway", 8181)
+
+	broken := agentPod(ns, "broken", capabilityLabel("other-gateway"))
+	broken.Spec = *injected.Spec.DeepCopy()
+	i := slices.IndexFunc(broken.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == inject.VolumeName })
+	broken.Spec.Volumes[i].VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	err := k8s.Create(context.Background(), broken)
+	field := "spec.volumes[" + strconv.Itoa(i) + "]"
+	if cs := causes(t, err); len(cs) != 1 || cs[0].Field != field || !strings.Contains(cs[0].Message, "no ConfigMap volume") || !strings.Contains(cs[0].Message, "other-gateway-oar-bundle") {
+		t.Fatalf("causes %+v, want one at %s", cs, field)
+	}
+}
+
+// The API server refuses pod-level requests (spec.resources) below the containers'
+// aggregate requests (KEP-2837). A pod whose containers exactly fill its pod-level
+// resources is stored once injected, its budget grown by the sidecar's share (kubectl
+// prints what grew); a pod with pod-level limits alone gets the requests the API server
+// defaults: its limits when no container asks, else the containers' with the sidecar's.
+func TestInjectorPodLevelResources(t *testing.T) {
+	needEnv(t)
+	ns := podNamespace(t, nil)
+	mustCreate(t, capabilityObject(ns, "acme-gateway", gatewaySpec()))
+	seen(t, capabilityObject(ns, "acme-gateway", gatewaySpec()))
+	list := func(cpu, memory string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: apiresource.MustParse(cpu), corev1.ResourceMemory: apiresource.MustParse(memory)}
+	}
+	cases := []struct {
+		name                 string
+		pod, container, want corev1.ResourceRequirements
+	}{
+		{"filled", corev1.ResourceRequirements{Requests: list("500m", "256Mi"), Limits: list("500m", "256Mi")}, corev1.ResourceRequirements{Requests: list("500m", "256Mi")},
+			corev1.ResourceRequirements{Requests: list("550m", "384Mi"), Limits: list("550m", "384Mi")}},
+		{"limits", corev1.ResourceRequirements{Limits: list("500m", "256Mi")}, corev1.ResourceRequirements{},
+			corev1.ResourceRequirements{Requests: list("550m", "384Mi"), Limits: list("550m", "384Mi")}},
+		{"limits-and-container-requests", corev1.ResourceRequirements{Limits: list("500m", "256Mi")}, corev1.ResourceRequirements{Requests: list("100m", "100Mi")},
+			corev1.ResourceRequirements{Requests: list("150m", "164Mi"), Limits: list("550m", "384Mi")}},
+	}
+	c, warnings := warningClient(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mk := func(name string, labels map[string]string) *corev1.Pod {
+				p := agentPod(ns, name, labels)
+				p.Spec.Containers = p.Spec.Containers[:1]
+				p.Spec.Resources = tc.pod.DeepCopy()
+				p.Spec.Containers[0].Resources = tc.container
+				return p
+			}
+			mustCreate(t, mk(tc.name+"-plain", nil))
+			pod := mk(tc.name, capabilityLabel("acme-gateway"))
+			if err := c.Create(context.Background(), pod); err != nil {
+				t.Fatalf("the injected pod is refused: %v", err)
+			}
+			hasWarning(t, warnings.take(), "spec.resources: the pod's own resources grow by the oar-engine sidecar's share")
+			stored := get(t, pod)
+			assertInjected(t, stored, "acme-gateway", 8181)
+			for _, l := range []struct{ got, want corev1.ResourceList }{{stored.Spec.Resources.Requests, tc.want.Requests}, {stored.Spec.Resources.Limits, tc.want.Limits}} {
+				for name, want := range l.want {
+					if got := l.got[name]; got.Cmp(want) != 0 || len(l.got) != len(l.want) {
+						t.Fatalf("stored spec.resources %+v, want %+v", stored.Spec.Resources, tc.want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// With the cluster's session store, its password Secret and the decision log as the
+// manager's defaults, the webhook's injection is `oarctl inject`'s rendering with the same
+// settings (cmd/oarctl TestInjectRendersTheClusterSettings shows its flags are the
+// manager's): for each workload of internal/inject/testdata/workloads.yaml, a pod from
+// its template patched by the injector and a pod from its rendered template, both sent
+// without the label (so the suite's webhook leaves them), are stored with the same spec.
+// Sent with its label to the suite's webhook, whose settings differ, a rendering is
+// stored as sent, with a warning naming the settings it lacks.
+func TestInjectorWithClusterSettingsEqualsOarctlInject(t *testing.T) {
+	needEnv(t)
+	ns := podNamespace(t, nil)
+	mustCreate(t, capabilityObject(ns, "acme-gateway", gatewaySpec()))
+	o := injectorOptions()
+	o.SessionStore, o.SessionStoreSecret = "rediss://shared-redis.redis:6380", "shared-redis"
+	o.DecisionLog, o.DecisionLogContent, o.DecisionLogSample = true, "hash", "0.1"
+	sent := workloadDocs(t)
+	rendered := workloadDocs(t)
+	for _, docs := range [][]map[string]any{sent, rendered} {
+		for _, d := range docs {
+			if meta, _ := d["metadata"].(map[string]any); meta != nil && meta["namespace"] == "acme" {
+				meta["namespace"] = ns
+			}
+		}
+	}
+	if _, err := inject.Manifests(rendered, ns, o); err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string][]string{
+		"Deployment": {"spec", "template"}, "StatefulSet": {"spec", "template"},
+		"CronJob": {"spec", "jobTemplate", "spec", "template"}, "Pod": nil,
+	}
+	checked := 0
+	for i := range sent {
+		kind, _ := sent[i]["kind"].(string)
+		path, ok := paths[kind]
+		name, _ := sent[i]["metadata"].(map[string]any)["name"].(string)
+		if !ok || name == "by-namespace" || name == "untouched" {
+			continue
+		}
+		t.Run(kind, func(t *testing.T) {
+			pod := templatePod(t, sent[i], path, ns, strings.ToLower(kind)+"-webhook")
+			resp := handleWith(t, pod, o)
+			if !resp.Allowed || len(resp.Patches) == 0 {
+				t.Fatalf("allowed %v, patches %v: %v", resp.Allowed, resp.Patches, resp.Result)
+			}
+			ops, err := json.Marshal(resp.Patches)
+			if err != nil {
+				t.Fatal(err)
+			}
+			patch, err := jsonpatch.DecodePatch(ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(pod)
+			if raw, err = patch.Apply(raw); err != nil {
+				t.Fatal(err)
+			}
+			viaWebhook := &corev1.Pod{}
+			if err := json.Unmarshal(raw, viaWebhook); err != nil {
+				t.Fatal(err)
+			}
+			viaOarctl := templatePod(t, rendered[i], path, ns, strings.ToLower(kind)+"-oarctl")
+			for _, p := range []*corev1.Pod{viaWebhook, viaOarctl} {
+				delete(p.Labels, inject.CapabilityLabel)
+				mustCreate(t, p)
+			}
+			a, _ := json.Marshal(get(t, viaWebhook).Spec)
+			b, _ := json.Marshal(get(t, viaOarctl).Spec)
+			if string(a) != string(b) {
+				t.Fatalf("the webhook injects\n%s\noarctl inject renders\n%s", a, b)
+			}
+			for _, want := range []string{`"--session-store=rediss://shared-redis.redis:6380"`, `"secretName":"shared-redis"`, `"--decision-log=stdout"`, `"--decision-log-content=hash"`, `"--decision-log-sample=0.1"`} {
+				if !strings.Contains(string(a), want) {
+					t.Errorf("the stored pod lacks %s: %s", want, a)
+				}
+			}
+		})
+		checked++
+	}
+	if checked != 4 {
+		t.Fatalf("%d workloads compared, want 4", checked)
+	}
+
+	// The rendering sent with its label to the suite's webhook, whose settings are the
+	// defaults (memory, no decision log), is stored as sent, and kubectl prints why.
+	solo := slices.IndexFunc(rendered, func(d map[string]any) bool {
+		return d["kind"] == "Pod" && d["metadata"].(map[string]any)["name"] == "solo"
+	})
+	if solo < 0 {
+		t.Fatal("no Pod solo in workloads.yaml")
+	}
+	c, warnings := warningClient(t)
+	pod := templatePod(t, rendered[solo], nil, ns, "rendered-labelled")
+	sentSpec, _ := json.Marshal(pod.Spec)
+	if err := c.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	hasWarning(t, warnings.take(), "is left as it is, but it does not run with this cluster's settings", "--session-store rediss://shared-redis.redis:6380 where the injector gives memory", "--decision-log stdout where the injector gives off")
+	if stored, _ := json.Marshal(get(t, pod).Spec); !strings.Contains(string(stored), `"--session-store=rediss://shared-redis.redis:6380"`) || len(get(t, pod).Spec.InitContainers) != 1 {
+		t.Fatalf("the rendering was changed:\nsent   %s\nstored %s", sentSpec, stored)
+	}
 }

@@ -289,6 +289,9 @@ func TestValueSetsRenderTheirObjects(t *testing.T) {
 			if strings.Contains(r.notes, "the engine injector adds the oar-engine sidecar") != injector {
 				t.Errorf("NOTES.txt and the rendered MutatingWebhookConfiguration (%v) disagree about the engine injector:\n%s", injector, r.notes)
 			}
+			if injector {
+				notesRenderTheInjectorFlags(t, r)
+			}
 			decisionLog := slices.ContainsFunc(r.objects, func(o *unstructured.Unstructured) bool {
 				return o.GetKind() == "Deployment" && strings.Contains(fmt.Sprint(o.Object), "--injector-decision-log=stdout")
 			})
@@ -296,6 +299,32 @@ func TestValueSetsRenderTheirObjects(t *testing.T) {
 				t.Errorf("NOTES.txt and the manager's flags (decision log %v) disagree about the decision log:\n%s", decisionLog, r.notes)
 			}
 		})
+	}
+}
+
+// notesRenderTheInjectorFlags: the `oarctl inject` command NOTES.txt prints gives the
+// manager's --injector-* flags without the prefix, so it renders what the webhook injects
+// (cmd/oarctl TestInjectRendersTheClusterSettings), and skips the release's namespace.
+func notesRenderTheInjectorFlags(t *testing.T, r rendered) {
+	t.Helper()
+	var want []string
+	for _, a := range managerArgs(t, r, "oar-operator") {
+		if v, ok := strings.CutPrefix(a, "--injector-"); ok {
+			want = append(want, "--"+v)
+		}
+	}
+	_, line, ok := strings.Cut(r.notes, "    oarctl inject ")
+	line, _, _ = strings.Cut(line, "\n")
+	fields := strings.Fields(strings.TrimSuffix(line, " FILE..."))
+	if !ok || len(fields) == 0 || fields[0] != "--operator-namespace=ns-under-test" {
+		t.Fatalf("NOTES.txt has no oarctl inject command skipping the release's namespace:\n%s", r.notes)
+	}
+	var got []string
+	for _, f := range fields[1:] {
+		got = append(got, strings.Trim(f, `"`))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("NOTES.txt renders with\n  %q\nthe manager injects with\n  %q", got, want)
 	}
 }
 

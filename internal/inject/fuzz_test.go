@@ -8,6 +8,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	createpatch "gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // patchOf is the JSON patch from pod to pod with spec, as the webhook sends it.
@@ -40,6 +41,15 @@ func FuzzInject(f *testing.F) {
 		{Spec: *sample.Spec},
 		{Spec: *samplePod(f, "agent_deployment.yaml").Spec},
 		{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: ContainerName}}, Volumes: []corev1.Volume{{Name: VolumeName}}}},
+	}
+	seeds = append(seeds, &corev1.Pod{Spec: *mustInject(f, sample).Spec}, &corev1.Pod{Spec: *sample.Spec.DeepCopy()})
+	// An injected pod whose label names another Capability: its bundle volume is repointed.
+	seeds[4].Labels = map[string]string{CapabilityLabel: "other-gateway"}
+	// Pod-level resources: the sidecar's share is added to them.
+	seeds[5].Labels = map[string]string{CapabilityLabel: "acme-gateway"}
+	seeds[5].Spec.Resources = &corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
 	}
 	seeds[0].Labels = map[string]string{CapabilityLabel: "acme-gateway"}
 	seeds[1].Labels = map[string]string{CapabilityLabel: "acme-gateway"}

@@ -2,7 +2,8 @@
 // rules.oar.dev/capability (DESIGN.md "Injection"). It is the one mutation both the
 // mutating admission webhook (internal/admission) and `oarctl inject` apply, so a
 // manifest rendered in CI is the pod the API server stores. It is pure: it reads no
-// cluster, and a pod that already has the engine comes back unchanged.
+// cluster, and a pod that already has the engine serving its Capability's bundle comes
+// back unchanged.
 package inject
 
 import (
@@ -45,6 +46,11 @@ const (
 	StoreSecretDir = "/etc/oar/session-store"
 	// engineCommand is the engine's path in the operator's image.
 	engineCommand = "/oar-engine"
+	// EngineUser is the user and group the sidecar runs as: the image's USER (Dockerfile).
+	// It is set on the container, not left to the image, because the kubelet takes the
+	// pod's runAsUser over the image's: in a pod running as root, a sidecar with
+	// runAsNonRoot and no user of its own would never start.
+	EngineUser = 65532
 )
 
 // The annotations that tune the sidecar of one pod.
@@ -151,10 +157,13 @@ type Refusal struct {
 func (r *Refusal) Error() string { return r.Field + ": " + r.Cause }
 
 // Inject returns the pod's spec with the engine sidecar, its bundle volume and
-// OAR_ENGINE_URL in every application container, or a Refusal. A pod that did not opt in
+// OAR_ENGINE_URL in every application container (and the sidecar's share added to the
+// pod-level resources it sets), or a Refusal. A pod that did not opt in
 // (or lives in a skipped namespace) comes back unchanged; so does one that already has
 // the engine, except that an application container added since (another webhook, on
-// re-invocation) gets OAR_ENGINE_URL.
+// re-invocation) gets OAR_ENGINE_URL and a bundle volume naming another Capability's
+// ConfigMap is repointed to the one the pod opted in to; a session store or decision log
+// other than the injector's is only warned about.
 func Inject(p Pod, o Options) (Result, error) {
 	spec := p.Spec
 	if spec == nil {
@@ -178,11 +187,26 @@ func Inject(p Pod, o Options) (Result, error) {
 	port := o.Port
 	if i := slices.IndexFunc(out.InitContainers, isEngine); i >= 0 {
 		port = enginePort(&out.InitContainers[i], port)
+		warning, err := serveCapability(out, i, capability, field)
+		if err != nil {
+			return res, err
+		}
+		if warning != "" {
+			res.Warnings = append(res.Warnings, warning)
+			res.Changed = true
+		}
+		if warning := settingsDiffer(&out.InitContainers[i], o); warning != "" {
+			res.Warnings = append(res.Warnings, warning)
+		}
 	} else {
 		if err := clashes(out, o); err != nil {
 			return res, err
 		}
-		out.InitContainers = slices.Insert(out.InitContainers, 0, container(o))
+		sidecar := container(o)
+		if w := growPodResources(out, sidecar.Resources); w != "" {
+			res.Warnings = append(res.Warnings, w)
+		}
+		out.InitContainers = slices.Insert(out.InitContainers, 0, sidecar)
 		out.Volumes = append(out.Volumes, volume(capability))
 		if o.SessionStoreSecret != "" {
 			out.Volumes = append(out.Volumes, storeVolume(o.SessionStoreSecret))
@@ -235,6 +259,175 @@ func enginePort(c *corev1.Container, def int) int {
 		}
 	}
 	return def
+}
+
+// serveCapability makes the existing engine sidecar out.InitContainers[i] serve the
+// bundle of capability, which field names: a copied injected pod, or an `oarctl inject`
+// rendering, whose label now names another Capability still mounts the old one's bundle.
+// A ConfigMap volume naming another bundle is repointed, and the warning says so; a
+// bundle directory that is no ConfigMap volume cannot be repointed and is refused.
+func serveCapability(out *corev1.PodSpec, i int, capability, field string) (string, error) {
+	engine := &out.InitContainers[i]
+	dir := BundleDir
+	if v, ok := flagValue(engine.Args, "bundle-dir"); ok {
+		dir = v
+	}
+	want := oarresource.BundleName(capability)
+	m := slices.IndexFunc(engine.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == dir })
+	if m < 0 {
+		return "", &Refusal{Field: fmt.Sprintf("spec.initContainers[%d].volumeMounts", i), Cause: fmt.Sprintf("the %s sidecar already in the pod mounts nothing at its bundle directory %s, so it cannot serve the bundle of Capability %q that %s names: mount the ConfigMap %s there as a volume, or remove the sidecar and let the injector add it", ContainerName, dir, capability, field, want)}
+	}
+	name := engine.VolumeMounts[m].Name
+	v := slices.IndexFunc(out.Volumes, func(v corev1.Volume) bool { return v.Name == name })
+	if v < 0 {
+		return "", &Refusal{Field: fmt.Sprintf("spec.initContainers[%d].volumeMounts[%d].name", i, m), Cause: fmt.Sprintf("the %s sidecar's bundle directory %s mounts the volume %q, which the pod does not have: it must be the ConfigMap %s, the bundle of Capability %q that %s names", ContainerName, dir, name, want, capability, field)}
+	}
+	cm := out.Volumes[v].ConfigMap
+	if cm == nil {
+		return "", &Refusal{Field: fmt.Sprintf("spec.volumes[%d]", v), Cause: fmt.Sprintf("the volume %q the %s sidecar serves its bundle from is no ConfigMap volume, so it cannot serve the bundle of Capability %q that %s names: make it the ConfigMap %s, or remove the sidecar and its volume and let the injector add them", name, ContainerName, capability, field, want)}
+	}
+	if cm.Name == want {
+		return "", nil
+	}
+	old := cm.Name
+	cm.Name = want
+	return fmt.Sprintf("the %s sidecar already in the pod served the ConfigMap %s (spec.volumes[%d], %q); it now serves %s, the bundle of Capability %s that %s names", ContainerName, old, v, name, want, capability, field), nil
+}
+
+// clusterSettings are the engine flags the manager's defaults set (--injector-session-store,
+// --injector-decision-log...), each with the value the engine takes when it is absent.
+var clusterSettings = []struct{ name, absent string }{
+	{"session-store", "memory"},
+	{"session-store-password-file", "none"},
+	{"decision-log", "off"},
+	{"decision-log-content", "omit"},
+	{"decision-log-sample", "1"},
+}
+
+// settingsDiffer is the warning for an engine sidecar already in the pod (an `oarctl
+// inject` rendering, a hand-written sidecar) whose session store or decision log is not
+// what the injector would give it under o and the pod's annotations. It is left as it is,
+// since its flags may be deliberate, but not silently: a rendering made without the
+// cluster's settings would keep sessions per replica or log nothing.
+func settingsDiffer(engine *corev1.Container, o Options) string {
+	want := container(o).Args
+	var differ []string
+	for _, f := range clusterSettings {
+		if strings.HasPrefix(f.name, "decision-log-") && !o.DecisionLog {
+			continue
+		}
+		w, _ := flagValue(want, f.name)
+		h, _ := flagValue(engine.Args, f.name)
+		if w == "" {
+			w = f.absent
+		}
+		if h == "" {
+			h = f.absent
+		}
+		if w != h && !sameNumber(w, h) {
+			differ = append(differ, fmt.Sprintf("--%s %s where the injector gives %s", f.name, h, w))
+		}
+	}
+	if len(differ) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the %s sidecar already in the pod is left as it is, but it does not run with this cluster's settings (given the pod's annotations): it has %s; render it with `oarctl inject` given the manager's --injector-* settings, set the %s* annotations, or remove it and let the injector add it", ContainerName, strings.Join(differ, "; "), annotationPrefix)
+}
+
+// sameNumber tells 0.1 and 0.10 alike.
+func sameNumber(a, b string) bool {
+	x, errA := strconv.ParseFloat(a, 64)
+	y, errB := strconv.ParseFloat(b, 64)
+	return errA == nil && errB == nil && x == y
+}
+
+// flagValue is the value of the Go flag name among args (-name=v, --name=v, -name v or
+// --name v); the last one wins, as the flag package has it.
+func flagValue(args []string, name string) (string, bool) {
+	var value string
+	found := false
+	for i, a := range args {
+		a, ok := strings.CutPrefix(a, "-")
+		if !ok {
+			continue
+		}
+		a = strings.TrimPrefix(a, "-")
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			value, found = v, true
+		} else if a == name && i+1 < len(args) {
+			value, found = args[i+1], true
+		}
+	}
+	return value, found
+}
+
+// growPodResources adds the sidecar's share to the pod-level resources (spec.resources)
+// a pod sets, before the sidecar joins it, and says what grew. The API server refuses
+// pod-level requests below the containers' aggregate requests, and pod-level limits cap
+// every container with the sidecar among them (KEP-2837), so the sidecar's share comes on
+// top of the budget the pod gave its own containers: a request grows by the sidecar's
+// request, a limit by the sidecar's limit (its request for CPU, which it does not
+// limit). A resource whose request equals its limit, or whose request the API server
+// would take from its limit (no container asks for it), keeps the two equal, so a
+// Guaranteed pod stays Guaranteed.
+func growPodResources(s *corev1.PodSpec, sidecar corev1.ResourceRequirements) string {
+	r := s.Resources
+	if r == nil {
+		return ""
+	}
+	var grew []string
+	grow := func(kind string, list corev1.ResourceList, name corev1.ResourceName, by resource.Quantity) {
+		q := list[name]
+		was := q.String()
+		q.Add(by)
+		list[name] = q
+		grew = append(grew, fmt.Sprintf("%s.%s %s to %s", kind, name, was, q.String()))
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		request, hasRequest := r.Requests[name]
+		limit, hasLimit := r.Limits[name]
+		byRequest := sidecar.Requests[name]
+		byLimit, limited := sidecar.Limits[name]
+		if !limited {
+			byLimit = byRequest
+		}
+		if hasLimit && !hasRequest && !containersAsk(s, name) {
+			if r.Requests == nil {
+				r.Requests = corev1.ResourceList{}
+			}
+			r.Requests[name] = limit.DeepCopy()
+			request, hasRequest = limit, true
+		}
+		if hasRequest && hasLimit && request.Cmp(limit) == 0 {
+			byRequest = byLimit
+		}
+		if hasRequest {
+			grow("requests", r.Requests, name, byRequest)
+		}
+		if hasLimit {
+			grow("limits", r.Limits, name, byLimit)
+		}
+	}
+	if len(grew) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("spec.resources: the pod's own resources grow by the %s sidecar's share, so its containers keep theirs: %s", ContainerName, strings.Join(grew, ", "))
+}
+
+// containersAsk tells whether a container of s requests or limits name: if none does,
+// the API server defaults the pod-level request to the pod-level limit.
+func containersAsk(s *corev1.PodSpec, name corev1.ResourceName) bool {
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for _, c := range cs {
+			if _, ok := c.Resources.Requests[name]; ok {
+				return true
+			}
+			if _, ok := c.Resources.Limits[name]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // clashes refuses a pod that already uses a name or a port the injector would add.
@@ -453,6 +646,7 @@ func container(o Options) corev1.Container {
 		}
 	}
 	yes, no := true, false
+	user := int64(EngineUser)
 	c := corev1.Container{
 		Name:          ContainerName,
 		Image:         o.Image,
@@ -481,6 +675,8 @@ func container(o Options) corev1.Container {
 			AllowPrivilegeEscalation: &no,
 			ReadOnlyRootFilesystem:   &yes,
 			RunAsNonRoot:             &yes,
+			RunAsUser:                &user,
+			RunAsGroup:               &user,
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},

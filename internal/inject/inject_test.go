@@ -3,6 +3,7 @@ package inject
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 )
 
@@ -68,7 +70,8 @@ func TestGoldenSample(t *testing.T) {
 
 // The injected sidecar is the hand-written one of config/samples/agent_deployment.yaml,
 // plus what the injector adds because it does not own the pod's securityContext
-// (runAsNonRoot and the seccomp profile on the container itself) and an optional volume
+// (runAsNonRoot, the image's user and group, and the seccomp profile on the container
+// itself) and an optional volume
 // (a pod created before its Capability waits on the startup probe, not on a mount error).
 func TestSidecarIsTheHandWrittenSample(t *testing.T) {
 	hand := samplePod(t, "agent_deployment.yaml").Spec
@@ -77,6 +80,8 @@ func TestSidecarIsTheHandWrittenSample(t *testing.T) {
 	want := hand.InitContainers[0].DeepCopy()
 	yes := true
 	want.SecurityContext.RunAsNonRoot = &yes
+	user := int64(EngineUser)
+	want.SecurityContext.RunAsUser, want.SecurityContext.RunAsGroup = &user, &user
 	want.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 	if got := injected.InitContainers[0]; !reflect.DeepEqual(&got, want) {
 		a, _ := yaml.Marshal(got)
@@ -93,6 +98,41 @@ func TestSidecarIsTheHandWrittenSample(t *testing.T) {
 	}
 	if got, want := injected.Containers[0].Env, hand.Containers[0].Env; !reflect.DeepEqual(got, want) {
 		t.Errorf("agent env %+v, want %+v", got, want)
+	}
+}
+
+// TestSidecarStartsInAPodRunningAsRoot: the kubelet runs a container as its own
+// runAsUser, else the pod's, and refuses to start one with runAsNonRoot whose effective
+// user is 0 ("container's runAsUser breaks non-root policy", verifyRunAsNonRoot in
+// pkg/kubelet/kuberuntime). An agent pod running as root at pod level still gets a
+// sidecar that starts: it runs as the user and group of the image's USER (Dockerfile).
+func TestSidecarStartsInAPodRunningAsRoot(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imageUser string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "USER "); ok {
+			imageUser = strings.TrimSpace(v)
+		}
+	}
+	root := int64(0)
+	p := samplePod(t, "agent_injected.yaml")
+	p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &root, RunAsGroup: &root}
+	sc := mustInject(t, p).Spec.InitContainers[0].SecurityContext
+	user, group := sc.RunAsUser, sc.RunAsGroup
+	if user == nil {
+		user = p.Spec.SecurityContext.RunAsUser
+	}
+	if group == nil {
+		group = p.Spec.SecurityContext.RunAsGroup
+	}
+	if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || *user == 0 {
+		t.Fatalf("runAsNonRoot %v, effective user %d: the kubelet refuses to start the sidecar", sc.RunAsNonRoot != nil && *sc.RunAsNonRoot, *user)
+	}
+	if got := fmt.Sprintf("%d:%d", *user, *group); got != imageUser {
+		t.Fatalf("the sidecar runs as %s, the image's USER is %q", got, imageUser)
 	}
 }
 
@@ -402,5 +442,246 @@ func TestDecisionLog(t *testing.T) {
 	p.Annotations = map[string]string{AnnotationDecisionLogContent: "full"}
 	if r := mustInject(t, p); len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "the decision log, which is off") || logArgs(r.Spec.InitContainers[0]) != nil {
 		t.Errorf("content without the log: warnings %q args %q", r.Warnings, logArgs(r.Spec.InitContainers[0]))
+	}
+}
+
+// TestExistingSidecarServesTheLabelsCapability: the label names the Capability whose
+// bundle the engine serves (README "Injecting the engine"). A pod that already has the
+// sidecar (a copied injected pod, an edited `oarctl inject` rendering, a hand-written
+// sidecar) but whose label, or namespace label, names another Capability gets its bundle
+// volume repointed to that Capability's ConfigMap, with a warning naming both; a second
+// pass changes nothing.
+func TestExistingSidecarServesTheLabelsCapability(t *testing.T) {
+	first := mustInject(t, samplePod(t, "agent_injected.yaml"))
+	for _, c := range []struct {
+		name, field string
+		pod         Pod
+	}{
+		{"pod label", "metadata.labels[" + CapabilityLabel + "]", Pod{Namespace: "acme", Labels: map[string]string{CapabilityLabel: "new-gateway"}}},
+		{"namespace label", "namespace acme label " + CapabilityLabel, Pod{Namespace: "acme", NamespaceCapability: "new-gateway"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := c.pod
+			p.Spec, p.Annotations = first.Spec, samplePod(t, "agent_injected.yaml").Annotations
+			r := mustInject(t, p)
+			if got := r.Spec.Volumes[0].ConfigMap.Name; got != "new-gateway-oar-bundle" || !r.Changed {
+				t.Fatalf("the sidecar serves %s (changed %v), want new-gateway-oar-bundle", got, r.Changed)
+			}
+			if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "served the ConfigMap acme-gateway-oar-bundle (spec.volumes[0], \"oar-bundle\"); it now serves new-gateway-oar-bundle, the bundle of Capability new-gateway that "+c.field+" names") {
+				t.Fatalf("warnings %q", r.Warnings)
+			}
+			if first.Spec.Volumes[0].ConfigMap.Name != "acme-gateway-oar-bundle" {
+				t.Fatal("Inject modified its input")
+			}
+			want := first.Spec.DeepCopy()
+			want.Volumes[0].ConfigMap.Name = "new-gateway-oar-bundle"
+			if !reflect.DeepEqual(r.Spec, want) {
+				t.Fatal("more than the bundle's ConfigMap changed")
+			}
+			p.Spec = r.Spec
+			if again := mustInject(t, p); again.Changed || len(again.Warnings) != 0 {
+				t.Fatalf("a second pass: changed %v, warnings %q", again.Changed, again.Warnings)
+			}
+		})
+	}
+
+	// A hand-written sidecar reading its bundle from elsewhere, named in the "--flag value" form.
+	hand := samplePod(t, "agent_deployment.yaml")
+	hand.Labels = map[string]string{CapabilityLabel: "new-gateway"}
+	engine := &hand.Spec.InitContainers[0]
+	engine.Args = append(engine.Args, "--bundle-dir", "/bundle")
+	engine.VolumeMounts = append(engine.VolumeMounts, corev1.VolumeMount{Name: "rules", MountPath: "/bundle"})
+	hand.Spec.Volumes = append(hand.Spec.Volumes, corev1.Volume{Name: "rules", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "my-rules"}}}})
+	r := mustInject(t, hand)
+	if got := r.Spec.Volumes[2].ConfigMap.Name; got != "new-gateway-oar-bundle" || r.Spec.Volumes[0].ConfigMap.Name != "acme-gateway-oar-bundle" {
+		t.Fatalf("the volume at --bundle-dir /bundle names %s; oar-bundle %s", got, r.Spec.Volumes[0].ConfigMap.Name)
+	}
+}
+
+// TestExistingSidecarWhoseBundleCannotBeRepointed: a sidecar already in the pod whose
+// bundle directory is no ConfigMap volume, or has no volume, cannot be made to serve the
+// labelled Capability's bundle: it is refused at the field, naming the ConfigMap it needs.
+func TestExistingSidecarWhoseBundleCannotBeRepointed(t *testing.T) {
+	first := mustInject(t, samplePod(t, "agent_injected.yaml"))
+	cases := []struct {
+		name   string
+		change func(*corev1.PodSpec)
+		field  string
+		cause  string
+	}{
+		{"not a ConfigMap", func(s *corev1.PodSpec) {
+			s.Volumes[0].VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+		}, "spec.volumes[0]", `the volume "oar-bundle" the oar-engine sidecar serves its bundle from is no ConfigMap volume`},
+		{"no mount", func(s *corev1.PodSpec) { s.InitContainers[0].VolumeMounts = s.InitContainers[0].VolumeMounts[1:] },
+			"spec.initContainers[0].volumeMounts", "mounts nothing at its bundle directory /etc/oar/bundle"},
+		{"no volume", func(s *corev1.PodSpec) { s.Volumes = s.Volumes[1:] },
+			"spec.initContainers[0].volumeMounts[0].name", `mounts the volume "oar-bundle", which the pod does not have`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := samplePod(t, "agent_injected.yaml")
+			p.Spec = first.Spec.DeepCopy()
+			c.change(p.Spec)
+			_, err := Inject(p, Defaults())
+			refused(t, err, c.field, c.cause, `Capability "acme-gateway" that metadata.labels[rules.oar.dev/capability] names`, "acme-gateway-oar-bundle")
+		})
+	}
+}
+
+// TestPodLevelResourcesMakeRoomForTheSidecar: the API server refuses pod-level requests
+// (spec.resources) below the containers' aggregate requests, the sidecar's included, and
+// pod-level limits cap every container (KEP-2837, validatePodResourceConsistency), so a
+// pod that sets them gets the sidecar's share on top: requests by its requests (50m,
+// 64Mi), limits by its memory limit (128Mi) and, since it has no CPU limit, its CPU
+// request. A resource whose request equals its limit, or is defaulted from it, stays so.
+func TestPodLevelResourcesMakeRoomForTheSidecar(t *testing.T) {
+	list := func(cpu, memory string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		if cpu != "" {
+			l[corev1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if memory != "" {
+			l[corev1.ResourceMemory] = resource.MustParse(memory)
+		}
+		return l
+	}
+	cases := []struct {
+		name                 string
+		pod, container, want corev1.ResourceRequirements
+		warning              string
+	}{
+		{"requests equal to limits (Guaranteed)",
+			corev1.ResourceRequirements{Requests: list("500m", "256Mi"), Limits: list("500m", "256Mi")},
+			corev1.ResourceRequirements{Requests: list("500m", "256Mi")},
+			corev1.ResourceRequirements{Requests: list("550m", "384Mi"), Limits: list("550m", "384Mi")},
+			"requests.cpu 500m to 550m, limits.cpu 500m to 550m, requests.memory 256Mi to 384Mi, limits.memory 256Mi to 384Mi"},
+		{"requests below limits",
+			corev1.ResourceRequirements{Requests: list("500m", "256Mi"), Limits: list("1", "1Gi")},
+			corev1.ResourceRequirements{Requests: list("400m", "200Mi")},
+			corev1.ResourceRequirements{Requests: list("550m", "320Mi"), Limits: list("1050m", "1152Mi")},
+			"requests.cpu 500m to 550m, limits.cpu 1 to 1050m, requests.memory 256Mi to 320Mi, limits.memory 1Gi to 1152Mi"},
+		{"requests only",
+			corev1.ResourceRequirements{Requests: list("", "256Mi")},
+			corev1.ResourceRequirements{},
+			corev1.ResourceRequirements{Requests: list("", "320Mi")},
+			"requests.memory 256Mi to 320Mi"},
+		{"limits only, no container asks: the request the API server would default",
+			corev1.ResourceRequirements{Limits: list("500m", "256Mi")},
+			corev1.ResourceRequirements{},
+			corev1.ResourceRequirements{Requests: list("550m", "384Mi"), Limits: list("550m", "384Mi")},
+			"requests.cpu 500m to 550m, limits.cpu 500m to 550m, requests.memory 256Mi to 384Mi, limits.memory 256Mi to 384Mi"},
+		{"limits only, the containers ask: requests default to theirs and the sidecar's",
+			corev1.ResourceRequirements{Limits: list("500m", "256Mi")},
+			corev1.ResourceRequirements{Requests: list("100m", "100Mi")},
+			corev1.ResourceRequirements{Limits: list("550m", "384Mi")},
+			"limits.cpu 500m to 550m, limits.memory 256Mi to 384Mi"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := samplePod(t, "agent_injected.yaml")
+			p.Annotations = nil
+			p.Spec.Resources = c.pod.DeepCopy()
+			p.Spec.Containers[0].Resources = c.container
+			r := mustInject(t, p)
+			got := r.Spec.Resources
+			if !equalResources(got.Requests, c.want.Requests) || !equalResources(got.Limits, c.want.Limits) {
+				t.Fatalf("spec.resources requests %s limits %s, want %s %s", show(got.Requests), show(got.Limits), show(c.want.Requests), show(c.want.Limits))
+			}
+			if len(r.Warnings) != 1 || !strings.HasPrefix(r.Warnings[0], "spec.resources: ") || !strings.HasSuffix(r.Warnings[0], ": "+c.warning) {
+				t.Fatalf("warnings %q, want one ending %q", r.Warnings, c.warning)
+			}
+			if !reflect.DeepEqual(p.Spec.Resources, &c.pod) {
+				t.Fatal("Inject modified its input")
+			}
+			p.Spec = r.Spec
+			if again := mustInject(t, p); again.Changed || len(again.Warnings) != 0 {
+				t.Fatalf("a second pass: changed %v, warnings %q", again.Changed, again.Warnings)
+			}
+		})
+	}
+	if r := mustInject(t, samplePod(t, "agent_injected.yaml")); r.Spec.Resources != nil {
+		t.Fatalf("a pod without pod-level resources got %+v", r.Spec.Resources)
+	}
+}
+
+// show writes a resource list as cpu=50m memory=64Mi.
+func show(l corev1.ResourceList) string {
+	var parts []string
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := l[name]; ok {
+			parts = append(parts, string(name)+"="+q.String())
+		}
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// equalResources compares resource lists by value (50m and 0.05 are equal).
+func equalResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		if w, ok := b[name]; !ok || q.Cmp(w) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestExistingSidecarWithOtherSettingsIsWarnedAbout: a pod that already has the engine is
+// left as it is (its flags may be deliberate), so an `oarctl inject` rendering made
+// without the cluster's session store and decision log would run without them. The
+// webhook says so, naming each setting, unless the sidecar has what it would inject
+// under the pod's annotations.
+func TestExistingSidecarWithOtherSettingsIsWarnedAbout(t *testing.T) {
+	cluster := Defaults()
+	cluster.SessionStore, cluster.SessionStoreSecret = "rediss://shared-redis.redis:6380", "shared-redis"
+	cluster.DecisionLog, cluster.DecisionLogSample = true, "0.1"
+	pod := func(annotations map[string]string) Pod {
+		return Pod{Namespace: "acme", Labels: map[string]string{CapabilityLabel: "acme-gateway"}, Annotations: annotations,
+			Spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "registry.example/acme-agent:1.0"}}}}
+	}
+	render := func(p Pod, o Options) Pod {
+		r, err := Inject(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Spec = r.Spec
+		return p
+	}
+
+	rendered := render(pod(nil), Defaults())
+	r, err := Inject(rendered, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Changed || !reflect.DeepEqual(r.Spec, rendered.Spec) {
+		t.Fatal("the sidecar already in the pod was changed")
+	}
+	want := "it has --session-store memory where the injector gives rediss://shared-redis.redis:6380; --session-store-password-file none where the injector gives /etc/oar/session-store/password; --decision-log off where the injector gives stdout; --decision-log-sample 1 where the injector gives 0.1; render it with `oarctl inject`"
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], want) {
+		t.Fatalf("warnings %q, want one saying %q", r.Warnings, want)
+	}
+
+	for _, c := range []struct {
+		name string
+		pod  Pod
+		o    Options
+	}{
+		{"rendered with the cluster's settings", render(pod(nil), cluster), cluster},
+		{"the same sample fraction written otherwise", render(pod(nil), func() Options { o := cluster; o.DecisionLogSample = "0.10"; return o }()), cluster},
+		{"annotations the rendering followed", render(pod(map[string]string{AnnotationSessionStore: "memory", AnnotationDecisionLog: "off"}), Defaults()), cluster},
+		{"the hand-written sample, annotated as it is", func() Pod {
+			p := samplePod(t, "agent_deployment.yaml")
+			p.Labels, p.Annotations = map[string]string{CapabilityLabel: "acme-gateway"}, samplePod(t, "agent_injected.yaml").Annotations
+			return p
+		}(), Defaults()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Inject(c.pod, c.o)
+			if err != nil || r.Changed || len(r.Warnings) != 0 {
+				t.Fatalf("changed %v, warnings %q, %v", r.Changed, r.Warnings, err)
+			}
+		})
 	}
 }
