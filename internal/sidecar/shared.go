@@ -28,7 +28,9 @@ var ErrContention = errors.New("session store contention")
 // re-evaluated occurrence never publishes twice. When the store cannot be read or
 // written, or the session stays contended, the occurrence is evaluated once more without
 // session state, so each rule needing it is handled by its own on_error and the decision
-// claims nothing that was not applied ([OAR-FIRE-9], [OAR-OPS-3]). committed reports
+// claims nothing that was not applied ([OAR-FIRE-9], [OAR-OPS-3]); when the store may
+// have applied a commit whose answer was lost (redisstore.ErrOutcomeUnknown), the
+// failures say that it may have. committed reports
 // whether the decision is one whose changes were committed; state then holds the
 // session's versions it read and left, for the decision log.
 func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) (d *engine.Decision, state decisionlog.SessionState, committed bool) {
@@ -47,6 +49,9 @@ func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf 
 		rt := &engine.Runtime{Counters: snap, Activity: snap, Events: events, Detectors: sv.Runtime.Detectors}
 		d = prog.EvaluateInto(rt, occ, buf)
 		ok, err := store.Commit(ctx, snap)
+		if errors.Is(err, redisstore.ErrOutcomeUnknown) {
+			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable, and this occurrence's changes to the session may or may not have been applied: %w", err)), state, false
+		}
 		if err != nil {
 			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), state, false
 		}

@@ -218,7 +218,8 @@ effect: warn
 `
 
 // TestStoreOutage: with Redis stopped, the fail_closed rule needing state blocks and the
-// fail_open one records its failure and lets the call through, neither claims a counter,
+// fail_open one records its failure and lets the call through, neither claims a counter
+// (nor says it may have been applied: a refused connection sent nothing),
 // and rules needing no state decide as before (at an anchor with none, with no round
 // trip at all); /readyz stays ready and says the store is unreachable. Restarted with
 // its data, the next calls continue from the committed counts.
@@ -239,7 +240,7 @@ func TestStoreOutage(t *testing.T) {
 	start := time.Now()
 	d := r.evaluate(t, tool("shell"))
 	if d.Decision.Decision != "block" || d.Rule != "acme.ops/COUNT_SHELL" || len(d.Failures) != 1 ||
-		d.Failures[0].Rule != "acme.ops/COUNT_SHELL" || !strings.Contains(d.Failures[0].Error, "session store is unreachable") || len(d.Counters) != 0 || len(d.OnFire) != 0 {
+		d.Failures[0].Rule != "acme.ops/COUNT_SHELL" || !strings.Contains(d.Failures[0].Error, "session store is unreachable") || strings.Contains(d.Failures[0].Error, "may or may not") || len(d.Counters) != 0 || len(d.OnFire) != 0 {
 		t.Errorf("a fail_closed rule needing state during the outage: %+v", d.Decision)
 	}
 	if took := time.Since(start); took > time.Second {

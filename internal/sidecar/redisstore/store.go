@@ -38,6 +38,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -60,6 +61,11 @@ const (
 // ErrCounterLimit is matched (errors.Is) by the error of an Apply that would give a
 // session more than MaxCounters counters.
 var ErrCounterLimit = errors.New("session counter limit reached")
+
+// ErrOutcomeUnknown is matched (errors.Is) by the error of a Commit whose changes may
+// or may not have been applied: the script was sent and its answer lost, and sending it
+// again did not tell either.
+var ErrOutcomeUnknown = errors.New("whether the session's changes were committed is unknown")
 
 // Observer is told of every round trip and every conflict (the sidecar's metrics).
 type Observer interface {
@@ -158,7 +164,8 @@ func New(opt Options) (*Store, error) {
 	}
 	// Every call is bounded by Timeout: dialing, reading, writing, the context. A
 	// failed call is not retried by the client (the engine's on_error decides what a
-	// failure means, at once); the pool reconnects on the next call.
+	// failure means, at once; only Commit sends a commit whose answer was lost once
+	// more, which is safe); the pool reconnects on the next call.
 	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = opt.Timeout, opt.Timeout, opt.Timeout
 	ro.ContextTimeoutEnabled = true
 	ro.MaxRetries = -1
@@ -239,8 +246,11 @@ func (s *Store) parse(session string, fields map[string]string) (*state, error) 
 // changed it meanwhile; the next Load then returns the session as the refusal found
 // it. A snapshot with no changes writes nothing: read by a round trip, it was read
 // atomically, so its evaluation already took effect in a serial order; read from the
-// cache, one round trip checks that its version is still current. After a successful
-// Commit, snap.Versions reports the version read and the version left.
+// cache, one round trip checks that its version is still current. A commit that may
+// have reached the store but got no answer is sent once more, with the same new version,
+// so a first one that was applied is recognised; when that does not settle it, the error
+// matches ErrOutcomeUnknown. After a successful Commit, snap.Versions reports the version
+// read and the version left.
 func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 	if !snap.changed() {
 		var err error
@@ -270,6 +280,20 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 		}
 	}
 	ok, err := s.run(ctx, "commit", commitScript, snap, args...)
+	if err != nil && !unsent(err) {
+		// The script may have run with its answer lost. Sent again, it answers 1 if the
+		// first one was applied (the session is then at the new version) or applies it
+		// now; a conflict still leaves open that the first was applied and another writer
+		// changed the session since, and a second failure leaves it all open.
+		var again error
+		if ok, again = s.run(ctx, "commit", commitScript, snap, args...); again == nil && !ok {
+			again = errors.New("it found the session changed by another writer")
+		}
+		if again != nil {
+			return false, fmt.Errorf("%w: %w; sent again, %w", ErrOutcomeUnknown, err, again)
+		}
+		err = nil
+	}
 	if ok {
 		s.cache.put(snap.session, committed)
 		snap.written, snap.committed = version, true
@@ -301,6 +325,17 @@ func (s *Store) run(ctx context.Context, op string, script *redis.Script, snap *
 	}
 	s.cache.drop(snap.session)
 	return false, fmt.Errorf("%s of session %q in %s: unexpected reply %v", op, snap.session, s.display, reply)
+}
+
+// unsent reports whether a failed call certainly never reached the store: no
+// connection could be had (dialing failed, the pool is closed or exhausted), or the
+// store answered with an error. Any other failure may have come after the store ran the
+// call.
+func unsent(err error) bool {
+	var op *net.OpError
+	var answered redis.Error
+	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &answered) ||
+		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted)
 }
 
 // conflict records a refused commit or a stale cached read, and caches the session's
