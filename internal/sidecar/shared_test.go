@@ -483,3 +483,50 @@ func TestReloadKeepsSharedCounters(t *testing.T) {
 		t.Errorf("the third call after a reload: %+v", d.Decision)
 	}
 }
+
+// noFlowRules need no session state at tool.pre_invoke; flowRulesAfterReload add a flow
+// rule reading the window.
+const (
+	noFlowRules = `
+oar: "1.0"
+namespace: acme.ops
+id: NUDGE_WRITE
+kind: policy
+anchor: tool.pre_invoke
+selector: {tool: [write]}
+requires: {profiles: [tool]}
+effect: nudge
+`
+	flowRulesAfterReload = noFlowRules + `
+---
+oar: "1.0"
+namespace: acme.security
+id: DEPLOY_AFTER_FETCH
+kind: policy
+anchor: tool.pre_invoke
+selector: {tool: [deploy]}
+requires: {profiles: [tool]}
+flow: [web_fetch]
+effect: nudge
+`
+)
+
+// TestWindowKeptAcrossReloadLikeMemory: a host advertising an activity window gets a
+// step for every admitted tool call ([OAR-PROF-9]) even while the bundle has no flow
+// rule, so a bundle installed next that adds one decides a deploy after a fetch alike
+// with the memory store and with Redis.
+func TestWindowKeptAcrossReloadLikeMemory(t *testing.T) {
+	mem := serve(t, sealed(t, testCapability, noFlowRules), Options{})
+	red := serve(t, sealed(t, testCapability, noFlowRules), Options{SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{})})
+	fetch := occ("tool.pre_invoke", "s1", `"tool_call": {"name": "web_fetch", "arguments": {}}`)
+	deploy := occ("tool.pre_invoke", "s1", `"tool_call": {"name": "deploy", "arguments": {}}`)
+	for name, r := range map[string]*testSidecar{"memory": mem, "redis": red} {
+		r.evaluate(t, fetch)
+		if _, err := r.Source().Install(sealed(t, testCapability, flowRulesAfterReload)); err != nil {
+			t.Fatal(err)
+		}
+		if d := r.evaluate(t, deploy); d.Decision.Decision != "nudge" || d.Rule != "acme.security/DEPLOY_AFTER_FETCH" {
+			t.Errorf("%s: a deploy after a fetch taken under the previous bundle: %+v", name, d.Decision)
+		}
+	}
+}
