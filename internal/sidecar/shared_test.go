@@ -530,3 +530,20 @@ func TestWindowKeptAcrossReloadLikeMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestLoneSurrogateStepLikeMemory: a tool name holding a lone surrogate ([OAR-FACT-23])
+// is the step a flow rule names after the Redis window stores it, as in memory.
+func TestLoneSurrogateStepLikeMemory(t *testing.T) {
+	rules := `{"oar": "1.0", "namespace": "acme.security", "id": "DEPLOY_AFTER_ODD", "kind": "policy", "anchor": "tool.pre_invoke",
+"selector": {"tool": ["deploy"]}, "requires": {"profiles": ["tool"]}, "flow": ["odd\ud800"], "effect": "nudge"}`
+	b := sealed(t, testCapability, rules)
+	odd := occ("tool.pre_invoke", "s1", `"tool_call": {"name": "odd\ud800", "arguments": {}}`)
+	deploy := occ("tool.pre_invoke", "s1", `"tool_call": {"name": "deploy", "arguments": {}}`)
+	for name, opt := range map[string]Options{"memory": {}, "redis": {SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{CacheSessions: -1})}} {
+		r := serve(t, b, opt)
+		r.evaluate(t, odd)
+		if d := r.evaluate(t, deploy); d.Decision.Decision != "nudge" {
+			t.Errorf("%s: a deploy after odd\\ud800: %+v", name, d.Decision)
+		}
+	}
+}

@@ -35,7 +35,6 @@ import (
 	"crypto/x509"
 	_ "embed"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -50,6 +49,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 )
 
 // Defaults for Options' zero fields.
@@ -227,9 +227,11 @@ func (s *Store) parse(session string, fields map[string]string) (*state, error) 
 	for f, v := range fields {
 		switch {
 		case f == "w":
-			if err := json.Unmarshal([]byte(v), &st.window); err != nil {
+			w, err := decodeWindow(v)
+			if err != nil {
 				return nil, fmt.Errorf("session %q in %s: the activity window %q: %w", session, s.display, v, err)
 			}
+			st.window = w
 		case strings.HasPrefix(f, "c"), strings.HasPrefix(f, "s"):
 			c, err := parseCounts(v)
 			if err != nil {
@@ -266,11 +268,7 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 	version := hex.EncodeToString(token[:])
 	args := []any{snap.version, version, s.opt.IdleTTL.Milliseconds(), "", ""}
 	if snap.windowChanged {
-		w, err := json.Marshal(snap.window)
-		if err != nil {
-			return false, fmt.Errorf("encoding the activity window: %w", err)
-		}
-		args[3], args[4] = "1", string(w)
+		args[3], args[4] = "1", encodeWindow(snap.window)
 	}
 	committed := &state{version: version, window: snap.window, counters: make(map[string]engine.Counts, len(snap.counters))}
 	for f, c := range snap.counters {
@@ -382,6 +380,40 @@ func (s *Store) MemoryUsage(ctx context.Context, session string) (int64, error) 
 // TTL returns the remaining TTL of a session's key (negative when it has none).
 func (s *Store) TTL(ctx context.Context, session string) (time.Duration, error) {
 	return s.client.PTTL(ctx, s.key(session)).Result()
+}
+
+// encodeWindow writes the activity window as a JSON array of its steps. A step is a
+// tool name, a sequence of code points that may hold a lone surrogate ([OAR-FACT-23]);
+// it is written by escape (codepoint.AppendJSON), where encoding/json would make it
+// U+FFFD and so a different step.
+func encodeWindow(window []string) string {
+	b := []byte{'['}
+	for i, step := range window {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = codepoint.AppendJSON(b, step)
+	}
+	return string(append(b, ']'))
+}
+
+// decodeWindow reads what encodeWindow wrote, lone surrogates kept (engine.DecodeJSON).
+func decodeWindow(v string) ([]string, error) {
+	doc, err := engine.DecodeJSON([]byte(v))
+	if err != nil {
+		return nil, err
+	}
+	list, ok := doc.([]any)
+	if !ok {
+		return nil, errors.New("not a JSON array")
+	}
+	window := make([]string, len(list))
+	for i, step := range list {
+		if window[i], ok = step.(string); !ok {
+			return nil, fmt.Errorf("step %d is not a string", i)
+		}
+	}
+	return window, nil
 }
 
 func parseCounts(v string) (counts engine.Counts, err error) {

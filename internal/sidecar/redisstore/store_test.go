@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -323,4 +324,23 @@ func writeSecret(t *testing.T, text string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestWindowKeepsLoneSurrogates: a step holding a lone surrogate code point
+// ([OAR-FACT-23]) is the same step once committed and loaded again, as are steps that
+// JSON escapes.
+func TestWindowKeepsLoneSurrogates(t *testing.T) {
+	s := newStore(t, Options{CacheSessions: -1})
+	steps := []string{"odd\xed\xa0\x80", "\xed\xbf\xbf", "quote\"back\\slash\nline", "é😀\u2028"}
+	snap := load(t, s, "s1")
+	for _, step := range steps {
+		snap.Append("s1", step, len(steps))
+	}
+	if !commit(t, s, snap) {
+		t.Fatal("the first commit of a new session conflicted")
+	}
+	w, err := load(t, s, "s1").WindowErr("s1")
+	if err != nil || !slices.Equal(w, steps) {
+		t.Errorf("window %q (%v), want %q", w, err, steps)
+	}
 }
