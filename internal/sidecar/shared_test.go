@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
@@ -452,21 +453,156 @@ func withoutTimes(t *testing.T, lines string) string {
 	return strings.Join(out, "\n")
 }
 
-// TestEventRefusedAfterCommit: with shared sessions an event is written once the
-// session's changes are committed; one the stream then refuses is dropped from the
-// answer's events and on_fire and reported in its failures, and the committed counter
-// stays.
-func TestEventRefusedAfterCommit(t *testing.T) {
+// TestRefusedEventDecidesLikeMemory: with shared sessions an event is written once the
+// session's changes are committed; one the stream then refuses makes its rule one that
+// cannot be evaluated ([OAR-FIRE-9]), which contributes no side-effect ([OAR-OPS-4]),
+// exactly as with the memory store: COUNT_SHELL is errored, fail_closed blocks
+// ([OAR-OPS-3]), and its committed increment is taken back.
+func TestRefusedEventDecidesLikeMemory(t *testing.T) {
 	b := sealed(t, testCapability, testRules)
-	r := serve(t, b, Options{Events: failingWriter{}, SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{})})
+	mem := serve(t, b, Options{Events: failingWriter{}})
+	red := serve(t, b, Options{Events: failingWriter{}, SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{})})
+	m, r := mem.evaluate(t, shellCall("s1")), red.evaluate(t, shellCall("s1"))
+	if r.Decision.Decision != "block" || r.Rule != "acme.ops/COUNT_SHELL" || len(r.Events) != 0 || len(r.OnFire) != 0 || len(r.Counters) != 0 ||
+		len(r.Failures) != 1 || r.Failures[0].Clause != "OAR-FIRE-9" || !strings.Contains(r.Failures[0].Error, "disk full") {
+		t.Errorf("redis answer %+v", r.Decision)
+	}
+	if mj, rj := decisionJSON(t, m), decisionJSON(t, r); mj != rj {
+		t.Errorf("memory decides\n%s\nredis decides\n%s", mj, rj)
+	}
+	if d := red.evaluate(t, shellCall("s1")); d.Decision.Decision != "block" || len(d.Counters) != 0 {
+		t.Errorf("the next call %+v; the first call's increment was taken back, so there is none to report", d.Decision)
+	}
+}
+
+// refusingWriter refuses the writes whose numbers (from 1) it holds and takes the
+// others, counting the lines it took.
+type refusingWriter struct {
+	mu      sync.Mutex
+	n       int
+	refuse  map[int]bool
+	written int
+}
+
+func (w *refusingWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+	if w.refuse[w.n] {
+		return 0, fmt.Errorf("write %d refused", w.n)
+	}
+	w.written++
+	return len(p), nil
+}
+
+// threePublishers count and publish an event each, failing open.
+const threePublishers = `
+oar: "1.0"
+namespace: acme.ops
+id: A
+kind: policy
+anchor: tool.pre_invoke
+selector: {tool: [shell]}
+requires: {profiles: [tool]}
+on_fire: [increment_counter, publish_event]
+on_error: fail_open
+effect: warn
+---
+oar: "1.0"
+namespace: acme.ops
+id: B
+kind: policy
+anchor: tool.pre_invoke
+selector: {tool: [shell]}
+requires: {profiles: [tool]}
+on_fire: [increment_counter, publish_event]
+on_error: fail_open
+effect: nudge
+---
+oar: "1.0"
+namespace: acme.ops
+id: C
+kind: policy
+anchor: tool.pre_invoke
+selector: {tool: [shell]}
+requires: {profiles: [tool]}
+on_fire: [increment_breaker, publish_event]
+on_error: fail_open
+effect: warn
+`
+
+// TestPartlyRefusedEventsDecideLikeMemory: a stream that takes an occurrence's first
+// event and refuses the second and the third gives the same decisions, the same
+// counters afterwards and the same lines written with the memory store and with Redis:
+// the rules whose events were refused contribute nothing ([OAR-OPS-4]), the event taken
+// is written once, and the third refusal, met only once the second was taken into
+// account, is handled the same way.
+func TestPartlyRefusedEventsDecideLikeMemory(t *testing.T) {
+	b := sealed(t, testCapability, threePublishers)
+	memW, redW := &refusingWriter{refuse: map[int]bool{2: true, 3: true}}, &refusingWriter{refuse: map[int]bool{2: true, 3: true}}
+	mem := serve(t, b, Options{Events: memW})
+	red := serve(t, b, Options{Events: redW, SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{})})
+	for call := 1; call <= 2; call++ {
+		m, r := mem.evaluate(t, shellCall("s1")), red.evaluate(t, shellCall("s1"))
+		if mj, rj := decisionJSON(t, m), decisionJSON(t, r); mj != rj {
+			t.Errorf("call %d: memory decides\n%s\nredis decides\n%s", call, mj, rj)
+		}
+		if call == 1 && (len(r.Failures) != 2 || len(r.Events) != 1 || len(r.Counters) != 1) {
+			t.Errorf("call 1: %+v; want two rules errored and one counted and published", r.Decision)
+		}
+	}
+	if memW.written != 4 || redW.written != memW.written {
+		t.Errorf("%d lines written with memory, %d with Redis; want 4 each (1 of the first call, 3 of the second)", memW.written, redW.written)
+	}
+}
+
+// TestRefusedEventAfterAnotherReplicasChange: when another replica changed the session
+// between the commit and the stream's refusal, the committed changes cannot be taken
+// back without undoing what it built on them; the committed decision then stands, with
+// the refused event dropped from its events and on_fire, and its failure says the
+// changes stayed and why ([OAR-FIRE-9]).
+func TestRefusedEventAfterAnotherReplicasChange(t *testing.T) {
+	srv := redistest.Shared(t)
+	url, prefix := srv.URL, redistest.Prefix(t)
+	store := sharedStore(t, url, redisstore.Options{Prefix: prefix})
+	r := serve(t, sealed(t, testCapability, testRules), Options{Events: failingWriter{}, SharedSessions: store})
+	store.SetObserver(&interfereAfterCommit{interferer: interferer{Metrics: r.Metrics(), store: sharedStore(t, url, redisstore.Options{}), t: t}})
 	d := r.evaluate(t, shellCall("s1"))
-	if d.Decision.Decision != "warn" || len(d.Events) != 0 || !slices.Equal(d.OnFire, []string{"increment_counter"}) || len(d.Failures) != 1 ||
-		d.Failures[0].Clause != "OAR-FIRE-9" || !strings.Contains(d.Failures[0].Error, "disk full") {
+	if d.Decision.Decision != "warn" || len(d.Events) != 0 || !slices.Equal(d.OnFire, []string{"increment_counter"}) ||
+		d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 || len(d.Failures) != 1 || d.Failures[0].Clause != "OAR-FIRE-9" ||
+		!strings.Contains(d.Failures[0].Error, "disk full") || !strings.Contains(d.Failures[0].Error, "another replica changed the session since") {
 		t.Errorf("answer %+v", d.Decision)
 	}
-	if d := r.evaluate(t, shellCall("s1")); d.Counters["acme.ops/COUNT_SHELL"].Fire != 2 {
-		t.Errorf("the next call counts %+v; the first call's increment was committed", d.Counters)
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rc.Close()
+	if got, err := rc.HGet(t.Context(), prefix+"s1", "cacme.ops/COUNT_SHELL").Result(); err != nil || got != "1 0" {
+		t.Errorf("Redis holds COUNT_SHELL %q (%v); the increment stayed committed, so \"1 0\"", got, err)
 	}
+}
+
+// interfereAfterCommit changes the session through another store after the first
+// commit the replica makes.
+type interfereAfterCommit struct {
+	interferer
+	done bool
+}
+
+func (i *interfereAfterCommit) RoundTrip(op string, took time.Duration, err error) {
+	i.Metrics.RoundTrip(op, took, err)
+	if op == "commit" && err == nil && !i.done {
+		i.done = true
+		i.interfere()
+	}
+}
+
+// decisionJSON is a decision as its answer has it.
+func decisionJSON(t *testing.T, a Answer) string {
+	t.Helper()
+	b, err := json.Marshal(a.Decision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // TestReloadKeepsSharedCounters: a new bundle serving the same rule continues from its

@@ -25,7 +25,10 @@
 // take effect in some serial order, as they do inside one engine. The new version is
 // chosen by the writer, so a commit whose answer was lost and is sent again is
 // recognised as already applied, and an expired, recreated hash never matches a
-// version read before it expired.
+// version read before it expired. A committed occurrence that turns out not to have
+// taken effect as evaluated (the event stream refused one of its events) is evaluated
+// again against a Correction, whose commit replaces the first one's changes if the
+// session is still at the version that commit left.
 package redisstore
 
 import (
@@ -213,7 +216,7 @@ func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 }
 
 func (s *Store) snapshot(session string, st *state, cached bool) *Snapshot {
-	snap := &Snapshot{session: session, version: st.version, window: st.window, cached: cached,
+	snap := &Snapshot{session: session, version: st.version, window: st.window, read: st.window, cached: cached,
 		maxCounters: s.opt.MaxCounters, counters: make(map[string]counts, len(st.counters))}
 	for f, c := range st.counters {
 		snap.counters[f] = counts{base: c, now: c}
@@ -244,38 +247,38 @@ func (s *Store) parse(session string, fields map[string]string) (*state, error) 
 }
 
 // Commit writes the snapshot's changes, and refreshes the session's TTL, only if the
-// session is still at the version Load read. It reports false when another writer
-// changed it meanwhile; the next Load then returns the session as the refusal found
-// it. A snapshot with no changes writes nothing: read by a round trip, it was read
-// atomically, so its evaluation already took effect in a serial order; read from the
-// cache, one round trip checks that its version is still current. A commit that may
-// have reached the store but got no answer is sent once more, with the same new version,
-// so a first one that was applied is recognised; when that does not settle it, the error
-// matches ErrOutcomeUnknown. After a successful Commit, snap.Versions reports the version
-// read and the version left.
+// session is still at the version Load read (for a Correction, the version the
+// corrected Commit left). It reports false when another writer changed it meanwhile;
+// the next Load then returns the session as the refusal found it. A snapshot with no
+// changes writes nothing: read by a round trip, it was read atomically, so its
+// evaluation already took effect in a serial order; read from the cache, one round trip
+// checks that its version is still current; a Correction with none leaves the corrected
+// commit as it is. A commit that may have reached the store but got no answer is sent
+// once more, with the same new version, so a first one that was applied is recognised;
+// when that does not settle it, the error matches ErrOutcomeUnknown. After a successful
+// Commit, snap.Versions reports the version read and the version left.
 func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
-	if !snap.changed() {
+	expect, fields, window := snap.changes()
+	if len(fields) == 0 && !window {
 		var err error
 		ok := true
 		if snap.cached {
-			ok, err = s.run(ctx, "validate", validateScript, snap, snap.version)
+			ok, err = s.run(ctx, "validate", validateScript, snap, expect)
 		}
-		snap.written, snap.committed = snap.version, ok
+		snap.written, snap.committed = expect, ok
 		return ok, err
 	}
 	var token [12]byte
 	_, _ = rand.Read(token[:])
 	version := hex.EncodeToString(token[:])
-	args := []any{snap.version, version, s.opt.IdleTTL.Milliseconds(), "", ""}
-	if snap.windowChanged {
+	args := []any{expect, version, s.opt.IdleTTL.Milliseconds(), "", ""}
+	if window {
 		args[3], args[4] = "1", encodeWindow(snap.window)
 	}
+	args = append(args, fields...)
 	committed := &state{version: version, window: snap.window, counters: make(map[string]engine.Counts, len(snap.counters))}
 	for f, c := range snap.counters {
 		committed.counters[f] = c.now
-		if c.now != c.base || c.added {
-			args = append(args, f, formatCounts(c.now))
-		}
 	}
 	ok, err := s.run(ctx, "commit", commitScript, snap, args...)
 	if err != nil && !unsent(err) {

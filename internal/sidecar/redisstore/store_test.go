@@ -108,7 +108,7 @@ func TestRestore(t *testing.T) {
 	if err := snap.Restore(scoped, engine.Counts{}); err != nil {
 		t.Fatal(err)
 	}
-	if snap.changed() {
+	if _, fields, window := snap.changes(); len(fields) > 0 || window {
 		t.Error("a snapshot whose changes were all set back still reports a change")
 	}
 	if !commit(t, s, snap) {
@@ -258,7 +258,7 @@ func TestUnavailableSnapshotFailsEverything(t *testing.T) {
 		t.Errorf("WindowErr: %v", err)
 	}
 	u.Append("s1", "read", 4)
-	if u.changed() {
+	if _, fields, window := u.changes(); len(fields) > 0 || window {
 		t.Error("an unavailable snapshot has changes to commit")
 	}
 }
@@ -342,5 +342,60 @@ func TestWindowKeepsLoneSurrogates(t *testing.T) {
 	w, err := load(t, s, "s1").WindowErr("s1")
 	if err != nil || !slices.Equal(w, steps) {
 		t.Errorf("window %q (%v), want %q", w, err, steps)
+	}
+}
+
+// TestCorrectionReplacesTheCommit: a Correction is evaluated against the session as the
+// corrected snapshot read it, and its Commit leaves the session as if only it had been
+// committed: counters the corrected commit changed are set back, counters it added and
+// the correction does not hold are removed, and the window is the correction's. It is
+// refused when another writer changed the session after the corrected commit.
+func TestCorrectionReplacesTheCommit(t *testing.T) {
+	s := newStore(t, Options{})
+	first := load(t, s, "s1")
+	_, _ = first.Apply(plain, engine.ActionIncrementCounter)
+	first.Append("s1", "read", 4)
+	if !commit(t, s, first) {
+		t.Fatal("the first commit conflicted")
+	}
+	snap := load(t, s, "s1")
+	_, _ = snap.Apply(plain, engine.ActionIncrementCounter)
+	_, _ = snap.Apply(scoped, engine.ActionIncrementBreaker)
+	snap.Append("s1", "shell", 4)
+	if !commit(t, s, snap) {
+		t.Fatal("the commit to correct conflicted")
+	}
+	corr := snap.Correction()
+	if c, _ := corr.Get(plain); c != (engine.Counts{Fire: 1}) {
+		t.Errorf("the correction reads %+v, want the counter as read (fire_count 1)", c)
+	}
+	if w, _ := corr.WindowErr("s1"); strings.Join(w, ",") != "read" {
+		t.Errorf("the correction reads the window %q, want it as read", w)
+	}
+	_, _ = corr.Apply(plain, engine.ActionIncrementBreaker)
+	if !commit(t, s, corr) {
+		t.Fatal("the correction conflicted")
+	}
+	read, written, _ := corr.Versions()
+	if r, w, _ := snap.Versions(); read != r || written == w {
+		t.Errorf("the correction's versions %s -> %s; want the corrected read %s and a new one", read, written, r)
+	}
+	again := load(t, s, "s1")
+	if c, _ := again.Get(plain); c != (engine.Counts{Fire: 1, Breaker: 1}) || len(again.counters) != 1 {
+		t.Errorf("counter %+v and %d counters; want the correction's only", c, len(again.counters))
+	}
+	if w, _ := again.WindowErr("s1"); strings.Join(w, ",") != "read" {
+		t.Errorf("window %q, want the correction's", w)
+	}
+
+	stale := again.Correction()
+	other := load(t, s, "s1")
+	_, _ = other.Apply(plain, engine.ActionIncrementCounter)
+	if !commit(t, s, other) {
+		t.Fatal("the other writer's commit conflicted")
+	}
+	_, _ = stale.Apply(plain, engine.ActionResetCounter)
+	if commit(t, s, stale) {
+		t.Error("a correction committed over another writer's change")
 	}
 }
