@@ -17,6 +17,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
+	"github.com/oar-operator/oar-operator/internal/sidecar/session"
 )
 
 func TestMain(m *testing.M) {
@@ -309,6 +310,55 @@ func TestIdleSessionIsForgotten(t *testing.T) {
 	time.Sleep(400 * time.Millisecond)
 	if d := r.evaluate(t, shellCall("s1")); d.Decision.Decision != "warn" || d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 {
 		t.Errorf("after the idle TTL: %+v; the session starts again", d.Decision)
+	}
+}
+
+// readOnlyBreakerRules trip a breaker on a deploy; the shell gate only reads it.
+const readOnlyBreakerRules = `
+oar: "1.0"
+namespace: acme.ops
+id: TRIP
+kind: policy
+anchor: tool.pre_invoke
+selector: {tool: [deploy]}
+requires: {profiles: [tool]}
+on_fire: [increment_breaker]
+effect: warn
+---
+oar: "1.0"
+namespace: acme.ops
+id: GATE
+kind: invariant
+anchor: tool.pre_invoke
+selector: {tool: [shell]}
+requires: {profiles: [tool]}
+when: breaker_count_of("acme.ops/TRIP") >= 1
+effect: block
+`
+
+// TestReadSessionStaysLikeMemory: a session whose tripped breaker every later call
+// reads, and none writes, is in use: it outlives --session-idle-ttl in Redis (read from
+// the replica's cache or not) as it does in memory, and the gate keeps blocking.
+func TestReadSessionStaysLikeMemory(t *testing.T) {
+	const ttl = time.Second
+	b := sealed(t, testCapability, readOnlyBreakerRules)
+	sidecars := map[string]*testSidecar{
+		"memory":         serve(t, b, Options{Sessions: session.Options{IdleTTL: ttl}}),
+		"redis cached":   serve(t, b, Options{SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{IdleTTL: ttl})}),
+		"redis uncached": serve(t, b, Options{SharedSessions: sharedStore(t, redistest.Shared(t).URL, redisstore.Options{IdleTTL: ttl, CacheSessions: -1})}),
+	}
+	deploy := occ("tool.pre_invoke", "s1", `"tool_call": {"name": "deploy", "arguments": {}}`)
+	shell := occ("tool.pre_invoke", "s1", `"tool_call": {"name": "shell", "arguments": {}}`)
+	for _, r := range sidecars {
+		r.evaluate(t, deploy)
+	}
+	for i := range 15 {
+		time.Sleep(ttl / 10)
+		for name, r := range sidecars {
+			if d := r.evaluate(t, shell); d.Decision.Decision != "block" {
+				t.Fatalf("%s, %v after the trip: %+v; the session is read every %v, so it stays", name, time.Duration(i+1)*ttl/10, d.Decision, ttl/10)
+			}
+		}
 	}
 }
 

@@ -4,7 +4,7 @@
 // sidecar", README "Several replicas".
 //
 // A session is one hash, <prefix><session_id>, whose TTL is the idle TTL, refreshed by
-// every write. Its fields are
+// every occurrence that reads or writes it. Its fields are
 //
 //	v                        the version: a random token replaced by every commit
 //	w                        the activity window, a JSON array of steps, oldest first
@@ -88,7 +88,8 @@ type Options struct {
 	PasswordFile, CAFile string
 	// Prefix starts every session's key.
 	Prefix string
-	// IdleTTL is each session key's TTL, refreshed on write; zero keeps keys forever.
+	// IdleTTL is each session key's TTL, refreshed by every occurrence that reads or
+	// writes the session; zero keeps keys forever.
 	IdleTTL time.Duration
 	// Timeout bounds each call to the store, so an outage costs milliseconds.
 	Timeout time.Duration
@@ -202,7 +203,15 @@ func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
 	start := time.Now()
-	fields, err := s.client.HGetAll(ctx, s.key(session)).Result()
+	// A session read is a session in use: its TTL is refreshed in the same round trip,
+	// as a session in memory stays while it is read.
+	pipe := s.client.Pipeline()
+	read := pipe.HGetAll(ctx, s.key(session))
+	if s.opt.IdleTTL > 0 {
+		pipe.PExpire(ctx, s.key(session), s.opt.IdleTTL)
+	}
+	_, err := pipe.Exec(ctx)
+	fields := read.Val()
 	s.observe("load", start, err)
 	if err != nil {
 		return nil, fmt.Errorf("reading session %q from %s: %w", session, s.display, err)
@@ -263,7 +272,7 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 		var err error
 		ok := true
 		if snap.cached {
-			ok, err = s.run(ctx, "validate", validateScript, snap, expect)
+			ok, err = s.run(ctx, "validate", validateScript, snap, expect, s.opt.IdleTTL.Milliseconds())
 		}
 		snap.written, snap.committed = expect, ok
 		return ok, err
