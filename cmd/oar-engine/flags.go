@@ -40,7 +40,7 @@ load is refused and the previous one keeps serving), and answers on --address:--
 --probe-address serves /healthz, /readyz and /metrics on the pod's IP for the
 kubelet and Prometheus. With --session-store=redis://… every replica shares each
 session's counters, breakers and activity window in Redis (one hash per session, its
-TTL --session-idle-ttl, refreshed on write); a rule needing session state while Redis
+TTL --session-idle-ttl, refreshed by every read or write); a rule needing session state while Redis
 is unreachable follows its on_error, and /readyz reports the store without failing on
 it. By default, counters and activity windows are kept per session in memory,
 bounded by --max-sessions, --session-idle-ttl and --max-counters, across reloads; size

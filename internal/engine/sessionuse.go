@@ -4,20 +4,20 @@ package engine
 // state (counters, [OAR-FIRE-3], or the activity window, [OAR-PROF-9]).
 func sessionAnchors(p *Program) map[string]bool {
 	out := map[string]bool{}
-	flow := false
 	for _, r := range p.rs.Rules {
 		if p.enforcement[r.Index] == EnforceOff {
 			continue
 		}
-		flow = flow || len(r.Flow) > 0
 		if p.usesSession(r) {
 			out[r.Local] = true
 		}
 	}
-	// An admitted tool call appends a step to the window that flow rules read. A
-	// program checked without a capability (oarctl validating a set on its own) has
-	// no anchors to map.
-	if p.cap == nil || !flow || p.cap.ActivityWindow == 0 {
+	// An admitted tool call appends a step to the window whenever the host advertises
+	// one ([OAR-PROF-9]), whether or not this program's rules read it: a session keeps
+	// its window across reloads, and the next bundle's flow rules read the steps taken
+	// under this one. A program checked without a capability (oarctl validating a set
+	// on its own) has no anchors to map.
+	if p.cap == nil || p.cap.ActivityWindow == 0 {
 		return out
 	}
 	if local, ok := p.cap.LocalAnchor(AnchorToolPreInvoke); ok {

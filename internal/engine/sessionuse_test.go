@@ -8,8 +8,8 @@ import (
 
 // TestUsesSession: an anchor uses session state exactly when one of its enforced rules
 // reads or writes a counter, carries flow, or substitutes a rule whose copy reads one;
-// tool.pre_invoke also when any rule carries flow, since its admitted calls feed the
-// window.
+// tool.pre_invoke also whenever the capability advertises an activity window, since its
+// admitted calls feed the window ([OAR-PROF-9]) that a later bundle's flow rules read.
 func TestUsesSession(t *testing.T) {
 	const base = `{"oar":"1.0","namespace":"t","kind":"policy","effect":"warn","requires":{"profiles":["tool"]}`
 	tests := []struct {
@@ -17,9 +17,9 @@ func TestUsesSession(t *testing.T) {
 		want        map[string]bool
 	}{
 		{"no state", base + `,"id":"A","anchor":"tool.pre_invoke","on_fire":["publish_event"]}`,
-			map[string]bool{"gw.pre_call": false, "model.output": false}},
+			map[string]bool{"gw.pre_call": true, "model.output": false}},
 		{"counter action", base + `,"id":"A","anchor":"model.output","on_fire":["increment_breaker"]}`,
-			map[string]bool{"gw.pre_call": false, "model.output": true}},
+			map[string]bool{"gw.pre_call": true, "model.output": true}},
 		{"counter read in when", base + `,"id":"A","anchor":"model.output","when":"fire_count_of(\"t/A\") >= 2"}`,
 			map[string]bool{"model.output": true}},
 		{"counter read in copy", base + `,"id":"A","anchor":"model.output","copy":{"what":"{{breaker_count}} times"}}`,
@@ -44,6 +44,23 @@ func TestUsesSession(t *testing.T) {
 				t.Errorf("%s: UsesSession(%q) = %v, want %v", tt.name, anchor, got, want)
 			}
 		}
+	}
+}
+
+// TestUsesSessionWithoutWindow: a host that tracks no recent activity (activity_window
+// 0) keeps no window, so a tool call whose rules need no state uses none.
+func TestUsesSessionWithoutWindow(t *testing.T) {
+	noWindow := strings.Replace(testCapability, `"activity_window":3`, `"activity_window":0`, 1)
+	rs, errs := LoadRules(mustCap(t, noWindow), mustDocs(t, `{"oar":"1.0","namespace":"t","id":"A","kind":"policy","effect":"warn","requires":{"profiles":["tool"]},"anchor":"tool.pre_invoke","on_fire":["publish_event"]}`))
+	if len(errs) > 0 {
+		t.Fatalf("rules: %v", errs)
+	}
+	p, errs := Configure(rs, nil)
+	if len(errs) > 0 {
+		t.Fatalf("config: %v", errs)
+	}
+	if p.UsesSession("gw.pre_call") {
+		t.Error("UsesSession(gw.pre_call) = true with activity_window 0 and no rule needing state")
 	}
 }
 

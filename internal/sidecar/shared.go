@@ -25,12 +25,15 @@ var ErrContention = errors.New("session store contention")
 // changes only if no other replica changed the session meanwhile; on a conflict it
 // re-evaluates against the session as the refusal found it, at most SessionRetries more
 // times. The evaluation's events are published only once its changes are committed, so a
-// re-evaluated occurrence never publishes twice. When the store cannot be read or
-// written, or the session stays contended, the occurrence is evaluated once more without
-// session state, so each rule needing it is handled by its own on_error and the decision
-// claims nothing that was not applied ([OAR-FIRE-9], [OAR-OPS-3]). committed reports
-// whether the decision is one whose changes were committed; state then holds the
-// session's versions it read and left, for the decision log.
+// re-evaluated occurrence never publishes twice; one the stream refuses then decides as
+// it does in one engine (publishCommitted). When the store cannot be read or written, or
+// the session stays contended, the occurrence is evaluated once more without session
+// state, so each rule needing it is handled by its own on_error and the decision claims
+// nothing that was not applied ([OAR-FIRE-9], [OAR-OPS-3]); when the store may have
+// applied a commit whose answer was lost (redisstore.ErrOutcomeUnknown), the failures
+// say that it may have. committed reports whether the decision is one whose changes
+// were committed; state then holds the session's versions it read and left, for the
+// decision log.
 func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) (d *engine.Decision, state decisionlog.SessionState, committed bool) {
 	ctx := context.Background()
 	prog := sv.Loaded.Program
@@ -47,11 +50,14 @@ func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf 
 		rt := &engine.Runtime{Counters: snap, Activity: snap, Events: events, Detectors: sv.Runtime.Detectors}
 		d = prog.EvaluateInto(rt, occ, buf)
 		ok, err := store.Commit(ctx, snap)
+		if errors.Is(err, redisstore.ErrOutcomeUnknown) {
+			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable, and this occurrence's changes to the session may or may not have been applied: %w", err)), state, false
+		}
 		if err != nil {
 			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), state, false
 		}
 		if ok {
-			s.publish(sv, d, events.events)
+			d, snap = s.publishCommitted(ctx, sv, occ, d, snap, events)
 			state.Read, state.Written, _ = snap.Versions()
 			return d, state, true
 		}
@@ -66,22 +72,73 @@ func (s *Sidecar) evaluateWithoutSession(sv *reload.Served, occ *engine.Occurren
 	return sv.Loaded.Program.EvaluateInto(rt, occ, buf)
 }
 
-// publish writes the events of a committed evaluation. One the stream refuses cannot
-// go to its rule's on_error any more (the counters are committed); the decision then
-// drops it from events and on_fire and reports the failure ([OAR-FIRE-9]). The engine
-// appends an event and its publish_event entry of on_fire together, so the n-th event
-// is the n-th publish_event there.
-func (s *Sidecar) publish(sv *reload.Served, d *engine.Decision, events []engine.Event) {
-	kept := d.Events[:0]
-	for _, e := range events {
-		err := sv.Runtime.Events.Publish(e)
-		if err == nil {
-			kept = append(kept, e)
+// publishCommitted writes the events of an evaluation whose changes are committed, in
+// the order the engine made them, and returns the decision that took effect and its
+// snapshot. One engine publishes an event as its rule's side-effect is applied, so a
+// refused one makes that rule one that cannot be evaluated ([OAR-FIRE-9]), which
+// contributes no side-effect ([OAR-OPS-4]) and is handled by its on_error. To decide
+// exactly so, the occurrence is evaluated once more against the session as it was read,
+// with the stream's answers replayed in order — the events it took are not written
+// again, the refused one is refused with the same error — and the changes of that
+// evaluation replace the committed ones (redisstore.Snapshot.Correction); events it
+// makes beyond those answers are written once it is committed, the same way. When the
+// replacement cannot be committed (another replica changed the session since, or the
+// store failed), the committed decision stands: the refused event is dropped from its
+// events and on_fire and reported in its failures, which say its changes stayed.
+func (s *Sidecar) publishCommitted(ctx context.Context, sv *reload.Served, occ *engine.Occurrence, d *engine.Decision, snap *redisstore.Snapshot, events *eventBuffer) (*engine.Decision, *redisstore.Snapshot) {
+	for {
+		refused := -1
+		for i, e := range events.pending {
+			if err := sv.Runtime.Events.Publish(e); err != nil {
+				refused, events.refusal = i, err
+				break
+			}
+		}
+		if refused < 0 {
+			return d, snap
+		}
+		answers := slices.Concat(events.answers, make([]error, refused), []error{events.refusal})
+		corr := snap.Correction()
+		next := &eventBuffer{answers: answers}
+		rt := &engine.Runtime{Counters: corr, Activity: corr, Events: next, Detectors: sv.Runtime.Detectors}
+		cd := sv.Loaded.Program.EvaluateInto(rt, occ, &engine.DecisionBuffer{})
+		ok, err := s.opt.SharedSessions.Commit(ctx, corr)
+		switch {
+		case errors.Is(err, redisstore.ErrOutcomeUnknown):
+			s.keepCommitted(sv, d, events, refused, "whether they were taken back is unknown: "+err.Error())
+			return d, snap
+		case err != nil:
+			s.keepCommitted(sv, d, events, refused, "they could not be taken back: "+err.Error())
+			return d, snap
+		case !ok:
+			s.keepCommitted(sv, d, events, refused, "they could not be taken back: another replica changed the session since")
+			return d, snap
+		}
+		d, snap, events = cd, corr, next
+	}
+}
+
+// keepCommitted settles a committed decision whose changes stay although the stream
+// refused events.pending[refused]: that event is dropped from the decision's events and
+// on_fire and reported in its failures ([OAR-FIRE-9]), and the later ones are written,
+// each refused one likewise. The engine appends an event and its publish_event entry of
+// on_fire together, so the n-th event is the n-th publish_event there; the pending
+// events are the decision's last ones.
+func (s *Sidecar) keepCommitted(sv *reload.Served, d *engine.Decision, events *eventBuffer, refused int, why string) {
+	base := len(d.Events) - len(events.pending)
+	kept := d.Events[:base+refused]
+	drop := func(e engine.Event, err error) {
+		d.Failures = append(d.Failures, engine.Failure{Rule: e.Rule, Clause: "OAR-FIRE-9",
+			Error: "publish_event: " + err.Error() + " (after the session's changes were committed; " + why + ")"})
+		d.OnFire = deleteNth(d.OnFire, engine.ActionPublishEvent.String(), len(kept))
+	}
+	drop(events.pending[refused], events.refusal)
+	for _, e := range events.pending[refused+1:] {
+		if err := sv.Runtime.Events.Publish(e); err != nil {
+			drop(e, err)
 			continue
 		}
-		d.Failures = append(d.Failures, engine.Failure{Rule: e.Rule, Clause: "OAR-FIRE-9",
-			Error: "publish_event: " + err.Error() + " (after the session's changes were committed)"})
-		d.OnFire = deleteNth(d.OnFire, engine.ActionPublishEvent.String(), len(kept))
+		kept = append(kept, e)
 	}
 	d.Events = kept
 }
@@ -100,10 +157,23 @@ func deleteNth(list []string, v string, n int) []string {
 	return list
 }
 
-// eventBuffer holds an evaluation's events until its changes are committed.
-type eventBuffer struct{ events []engine.Event }
+// eventBuffer is an evaluation's event sink in shared mode. The first publish attempts
+// get the answers the stream gave them in an earlier evaluation of the occurrence
+// (publishCommitted); the others are held until the evaluation's changes are committed.
+type eventBuffer struct {
+	answers []error
+	pending []engine.Event
+	// refusal is the stream's error for the pending event it refused.
+	refusal  error
+	attempts int
+}
 
 func (b *eventBuffer) Publish(e engine.Event) error {
-	b.events = append(b.events, e)
+	i := b.attempts
+	b.attempts++
+	if i < len(b.answers) {
+		return b.answers[i]
+	}
+	b.pending = append(b.pending, e)
 	return nil
 }

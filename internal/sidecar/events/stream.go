@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 )
 
 // DefaultBuffer is a subscriber's buffer when NewStream is given none.
@@ -33,6 +34,26 @@ type Record struct {
 	Time   time.Time `json:"time"`
 	Bundle string    `json:"bundle"`
 	engine.Event
+}
+
+// MarshalJSON writes the record as encoding/json would, except that its strings keep a
+// lone surrogate code point ([OAR-FACT-23]) by its escape (codepoint.AppendJSON), as the
+// answer and the decision log do, rather than making it U+FFFD.
+func (r Record) MarshalJSON() ([]byte, error) {
+	b := append(make([]byte, 0, 160), `{"time":`...)
+	b, err := r.Time.AppendText(append(b, '"'))
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `","bundle":`...)
+	b = codepoint.AppendJSON(b, r.Bundle)
+	b = codepoint.AppendJSON(append(b, `,"rule":`...), r.Rule)
+	b = codepoint.AppendJSON(append(b, `,"anchor":`...), r.Anchor)
+	b = codepoint.AppendJSON(append(b, `,"effect":`...), r.Effect)
+	if r.Session != "" {
+		b = codepoint.AppendJSON(append(b, `,"session_id":`...), r.Session)
+	}
+	return append(b, '}'), nil
 }
 
 // Stream writes records and fans them out. It is safe for concurrent use.

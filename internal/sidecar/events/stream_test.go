@@ -35,6 +35,28 @@ func TestJSONLines(t *testing.T) {
 	}
 }
 
+// TestLoneSurrogatesKept: a session_id or a rule holding a lone surrogate code point
+// ([OAR-FACT-23]) is written by its escape, as the answer and the decision log write
+// it, where encoding/json would make it U+FFFD and so another session.
+func TestLoneSurrogatesKept(t *testing.T) {
+	var out bytes.Buffer
+	s := fixedStream(&out, 0)
+	odd := engine.Event{Rule: "acme.ops/ODD\xed\xb0\x80", Anchor: "tool.pre_invoke", Effect: "warn", Session: "s\xed\xa0\x80<&>"}
+	if err := s.Sink("sha256:abc").Publish(odd); err != nil {
+		t.Fatal(err)
+	}
+	line := `{"time":"2025-01-02T03:04:05Z","bundle":"sha256:abc","rule":"acme.ops/ODD\udc00","anchor":"tool.pre_invoke","effect":"warn","session_id":"s\ud800\u003c\u0026\u003e"}` + "\n"
+	if out.String() != line {
+		t.Errorf("got  %s\nwant %s", out.String(), line)
+	}
+	if err := s.Sink("").Publish(engine.Event{Rule: "r", Anchor: "a", Effect: "warn"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimPrefix(out.String(), line); got != `{"time":"2025-01-02T03:04:05Z","bundle":"","rule":"r","anchor":"a","effect":"warn"}`+"\n" {
+		t.Errorf("a record without a session: %s", got)
+	}
+}
+
 // TestRefusedWrite is [OAR-FIRE-9]'s "an event stream that refuses the write": the
 // error reaches the engine, and subscribers are not sent a record that was not written.
 func TestRefusedWrite(t *testing.T) {

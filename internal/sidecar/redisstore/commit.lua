@@ -5,7 +5,7 @@
 -- ARGV[2]  the new version
 -- ARGV[3]  the TTL in milliseconds (0: none)
 -- ARGV[4]  "1" when the activity window changed, ARGV[5] the window
--- ARGV[6…] counter field, value pairs
+-- ARGV[6…] counter field, value pairs; an empty value removes the field
 -- Returns 1 when committed (or already committed by this same call, sent again after
 -- its answer was lost); on a conflict, the session's fields (HGETALL) as another writer
 -- left them, so the next attempt needs no read of its own.
@@ -21,10 +21,19 @@ if ARGV[4] == '1' then
   fields[#fields + 1] = 'w'
   fields[#fields + 1] = ARGV[5]
 end
-for i = 6, #ARGV do
-  fields[#fields + 1] = ARGV[i]
+local gone = {}
+for i = 6, #ARGV - 1, 2 do
+  if ARGV[i + 1] == '' then
+    gone[#gone + 1] = ARGV[i]
+  else
+    fields[#fields + 1] = ARGV[i]
+    fields[#fields + 1] = ARGV[i + 1]
+  end
 end
 redis.call('HSET', KEYS[1], unpack(fields))
+if #gone > 0 then
+  redis.call('HDEL', KEYS[1], unpack(gone))
+end
 local ttl = tonumber(ARGV[3])
 if ttl > 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)

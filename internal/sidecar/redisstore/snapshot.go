@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 )
@@ -23,6 +24,11 @@ type Snapshot struct {
 	counters      map[string]counts
 	window        []string
 	windowChanged bool
+	// read is the window as read, window the window as the occurrence leaves it.
+	read []string
+	// supersedes, in a Correction, is the committed snapshot whose changes its Commit
+	// replaces.
+	supersedes *Snapshot
 	// cached marks a snapshot of the replica's cached state, whose version Commit
 	// checks even when nothing changed.
 	cached      bool
@@ -149,18 +155,48 @@ func (s *Snapshot) Versions() (read, written string, committed bool) {
 	return s.version, s.written, s.committed
 }
 
-// changed reports whether the occurrence changed anything.
-func (s *Snapshot) changed() bool {
+// changes returns the version the session must still be at for a Commit, the counter
+// fields it writes as field, value pairs (an empty value removes the field) and whether
+// it writes the window. A snapshot writes what the occurrence changed; a Correction
+// writes what differs from what the corrected Commit left.
+func (s *Snapshot) changes() (expect string, fields []any, window bool) {
 	if s.err != nil {
-		return false
+		return s.version, nil, false
 	}
-	if s.windowChanged {
-		return true
+	if p := s.supersedes; p != nil {
+		for f, c := range s.counters {
+			if was, ok := p.counters[f]; !ok || was.now != c.now {
+				fields = append(fields, f, formatCounts(c.now))
+			}
+		}
+		for f := range p.counters {
+			if _, ok := s.counters[f]; !ok {
+				fields = append(fields, f, "")
+			}
+		}
+		return p.written, fields, !slices.Equal(s.window, p.window)
 	}
-	for _, c := range s.counters {
+	for f, c := range s.counters {
 		if c.added || c.now != c.base {
-			return true
+			fields = append(fields, f, formatCounts(c.now))
 		}
 	}
-	return false
+	return s.version, fields, s.windowChanged
+}
+
+// Correction returns a snapshot of the session as s read it, for evaluating s's
+// occurrence again after its committed evaluation turned out not to be the one that
+// took effect (the event stream refused an event of it, so that rule contributes no
+// side-effect, [OAR-OPS-4]). Its Commit replaces what s's Commit left, only if the
+// session is still at the version s's Commit left; its Versions then report the
+// version s read and the one it left in turn. s must be committed.
+func (s *Snapshot) Correction() *Snapshot {
+	c := &Snapshot{session: s.session, version: s.version, window: s.read, read: s.read,
+		maxCounters: s.maxCounters, counters: make(map[string]counts, len(s.counters)), supersedes: s}
+	for f, n := range s.counters {
+		if !n.added {
+			c.counters[f] = counts{base: n.base, now: n.base}
+		}
+	}
+	return c
 }

@@ -4,7 +4,7 @@
 // sidecar", README "Several replicas".
 //
 // A session is one hash, <prefix><session_id>, whose TTL is the idle TTL, refreshed by
-// every write. Its fields are
+// every occurrence that reads or writes it. Its fields are
 //
 //	v                        the version: a random token replaced by every commit
 //	w                        the activity window, a JSON array of steps, oldest first
@@ -25,7 +25,10 @@
 // take effect in some serial order, as they do inside one engine. The new version is
 // chosen by the writer, so a commit whose answer was lost and is sent again is
 // recognised as already applied, and an expired, recreated hash never matches a
-// version read before it expired.
+// version read before it expired. A committed occurrence that turns out not to have
+// taken effect as evaluated (the event stream refused one of its events) is evaluated
+// again against a Correction, whose commit replaces the first one's changes if the
+// session is still at the version that commit left.
 package redisstore
 
 import (
@@ -35,9 +38,9 @@ import (
 	"crypto/x509"
 	_ "embed"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -49,6 +52,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 )
 
 // Defaults for Options' zero fields.
@@ -60,6 +64,11 @@ const (
 // ErrCounterLimit is matched (errors.Is) by the error of an Apply that would give a
 // session more than MaxCounters counters.
 var ErrCounterLimit = errors.New("session counter limit reached")
+
+// ErrOutcomeUnknown is matched (errors.Is) by the error of a Commit whose changes may
+// or may not have been applied: the script was sent and its answer lost, and sending it
+// again did not tell either.
+var ErrOutcomeUnknown = errors.New("whether the session's changes were committed is unknown")
 
 // Observer is told of every round trip and every conflict (the sidecar's metrics).
 type Observer interface {
@@ -79,7 +88,8 @@ type Options struct {
 	PasswordFile, CAFile string
 	// Prefix starts every session's key.
 	Prefix string
-	// IdleTTL is each session key's TTL, refreshed on write; zero keeps keys forever.
+	// IdleTTL is each session key's TTL, refreshed by every occurrence that reads or
+	// writes the session; zero keeps keys forever.
 	IdleTTL time.Duration
 	// Timeout bounds each call to the store, so an outage costs milliseconds.
 	Timeout time.Duration
@@ -158,7 +168,8 @@ func New(opt Options) (*Store, error) {
 	}
 	// Every call is bounded by Timeout: dialing, reading, writing, the context. A
 	// failed call is not retried by the client (the engine's on_error decides what a
-	// failure means, at once); the pool reconnects on the next call.
+	// failure means, at once; only Commit sends a commit whose answer was lost once
+	// more, which is safe); the pool reconnects on the next call.
 	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = opt.Timeout, opt.Timeout, opt.Timeout
 	ro.ContextTimeoutEnabled = true
 	ro.MaxRetries = -1
@@ -192,7 +203,15 @@ func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
 	start := time.Now()
-	fields, err := s.client.HGetAll(ctx, s.key(session)).Result()
+	// A session read is a session in use: its TTL is refreshed in the same round trip,
+	// as a session in memory stays while it is read.
+	pipe := s.client.Pipeline()
+	read := pipe.HGetAll(ctx, s.key(session))
+	if s.opt.IdleTTL > 0 {
+		pipe.PExpire(ctx, s.key(session), s.opt.IdleTTL)
+	}
+	_, err := pipe.Exec(ctx)
+	fields := read.Val()
 	s.observe("load", start, err)
 	if err != nil {
 		return nil, fmt.Errorf("reading session %q from %s: %w", session, s.display, err)
@@ -206,7 +225,7 @@ func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 }
 
 func (s *Store) snapshot(session string, st *state, cached bool) *Snapshot {
-	snap := &Snapshot{session: session, version: st.version, window: st.window, cached: cached,
+	snap := &Snapshot{session: session, version: st.version, window: st.window, read: st.window, cached: cached,
 		maxCounters: s.opt.MaxCounters, counters: make(map[string]counts, len(st.counters))}
 	for f, c := range st.counters {
 		snap.counters[f] = counts{base: c, now: c}
@@ -220,9 +239,11 @@ func (s *Store) parse(session string, fields map[string]string) (*state, error) 
 	for f, v := range fields {
 		switch {
 		case f == "w":
-			if err := json.Unmarshal([]byte(v), &st.window); err != nil {
+			w, err := decodeWindow(v)
+			if err != nil {
 				return nil, fmt.Errorf("session %q in %s: the activity window %q: %w", session, s.display, v, err)
 			}
+			st.window = w
 		case strings.HasPrefix(f, "c"), strings.HasPrefix(f, "s"):
 			c, err := parseCounts(v)
 			if err != nil {
@@ -235,41 +256,54 @@ func (s *Store) parse(session string, fields map[string]string) (*state, error) 
 }
 
 // Commit writes the snapshot's changes, and refreshes the session's TTL, only if the
-// session is still at the version Load read. It reports false when another writer
-// changed it meanwhile; the next Load then returns the session as the refusal found
-// it. A snapshot with no changes writes nothing: read by a round trip, it was read
-// atomically, so its evaluation already took effect in a serial order; read from the
-// cache, one round trip checks that its version is still current. After a successful
+// session is still at the version Load read (for a Correction, the version the
+// corrected Commit left). It reports false when another writer changed it meanwhile;
+// the next Load then returns the session as the refusal found it. A snapshot with no
+// changes writes nothing: read by a round trip, it was read atomically, so its
+// evaluation already took effect in a serial order; read from the cache, one round trip
+// checks that its version is still current; a Correction with none leaves the corrected
+// commit as it is. A commit that may have reached the store but got no answer is sent
+// once more, with the same new version, so a first one that was applied is recognised;
+// when that does not settle it, the error matches ErrOutcomeUnknown. After a successful
 // Commit, snap.Versions reports the version read and the version left.
 func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
-	if !snap.changed() {
+	expect, fields, window := snap.changes()
+	if len(fields) == 0 && !window {
 		var err error
 		ok := true
 		if snap.cached {
-			ok, err = s.run(ctx, "validate", validateScript, snap, snap.version)
+			ok, err = s.run(ctx, "validate", validateScript, snap, expect, s.opt.IdleTTL.Milliseconds())
 		}
-		snap.written, snap.committed = snap.version, ok
+		snap.written, snap.committed = expect, ok
 		return ok, err
 	}
 	var token [12]byte
 	_, _ = rand.Read(token[:])
 	version := hex.EncodeToString(token[:])
-	args := []any{snap.version, version, s.opt.IdleTTL.Milliseconds(), "", ""}
-	if snap.windowChanged {
-		w, err := json.Marshal(snap.window)
-		if err != nil {
-			return false, fmt.Errorf("encoding the activity window: %w", err)
-		}
-		args[3], args[4] = "1", string(w)
+	args := []any{expect, version, s.opt.IdleTTL.Milliseconds(), "", ""}
+	if window {
+		args[3], args[4] = "1", encodeWindow(snap.window)
 	}
+	args = append(args, fields...)
 	committed := &state{version: version, window: snap.window, counters: make(map[string]engine.Counts, len(snap.counters))}
 	for f, c := range snap.counters {
 		committed.counters[f] = c.now
-		if c.now != c.base || c.added {
-			args = append(args, f, formatCounts(c.now))
-		}
 	}
 	ok, err := s.run(ctx, "commit", commitScript, snap, args...)
+	if err != nil && !unsent(err) {
+		// The script may have run with its answer lost. Sent again, it answers 1 if the
+		// first one was applied (the session is then at the new version) or applies it
+		// now; a conflict still leaves open that the first was applied and another writer
+		// changed the session since, and a second failure leaves it all open.
+		var again error
+		if ok, again = s.run(ctx, "commit", commitScript, snap, args...); again == nil && !ok {
+			again = errors.New("it found the session changed by another writer")
+		}
+		if again != nil {
+			return false, fmt.Errorf("%w: %w; sent again, %w", ErrOutcomeUnknown, err, again)
+		}
+		err = nil
+	}
 	if ok {
 		s.cache.put(snap.session, committed)
 		snap.written, snap.committed = version, true
@@ -301,6 +335,17 @@ func (s *Store) run(ctx context.Context, op string, script *redis.Script, snap *
 	}
 	s.cache.drop(snap.session)
 	return false, fmt.Errorf("%s of session %q in %s: unexpected reply %v", op, snap.session, s.display, reply)
+}
+
+// unsent reports whether a failed call certainly never reached the store: no
+// connection could be had (dialing failed, the pool is closed or exhausted), or the
+// store answered with an error. Any other failure may have come after the store ran the
+// call.
+func unsent(err error) bool {
+	var op *net.OpError
+	var answered redis.Error
+	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &answered) ||
+		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted)
 }
 
 // conflict records a refused commit or a stale cached read, and caches the session's
@@ -347,6 +392,40 @@ func (s *Store) MemoryUsage(ctx context.Context, session string) (int64, error) 
 // TTL returns the remaining TTL of a session's key (negative when it has none).
 func (s *Store) TTL(ctx context.Context, session string) (time.Duration, error) {
 	return s.client.PTTL(ctx, s.key(session)).Result()
+}
+
+// encodeWindow writes the activity window as a JSON array of its steps. A step is a
+// tool name, a sequence of code points that may hold a lone surrogate ([OAR-FACT-23]);
+// it is written by escape (codepoint.AppendJSON), where encoding/json would make it
+// U+FFFD and so a different step.
+func encodeWindow(window []string) string {
+	b := []byte{'['}
+	for i, step := range window {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = codepoint.AppendJSON(b, step)
+	}
+	return string(append(b, ']'))
+}
+
+// decodeWindow reads what encodeWindow wrote, lone surrogates kept (engine.DecodeJSON).
+func decodeWindow(v string) ([]string, error) {
+	doc, err := engine.DecodeJSON([]byte(v))
+	if err != nil {
+		return nil, err
+	}
+	list, ok := doc.([]any)
+	if !ok {
+		return nil, errors.New("not a JSON array")
+	}
+	window := make([]string, len(list))
+	for i, step := range list {
+		if window[i], ok = step.(string); !ok {
+			return nil, fmt.Errorf("step %d is not a string", i)
+		}
+	}
+	return window, nil
 }
 
 func parseCounts(v string) (counts engine.Counts, err error) {

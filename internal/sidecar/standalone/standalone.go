@@ -154,6 +154,8 @@ func (w *Watcher) Poll() bool {
 		return false
 	}
 	if cur := w.Source.Current(); cur != nil && cur.Digest() == b.Digest {
+		// A broken edit reverted: the last failure no longer describes the files.
+		w.Source.Remounted()
 		return false
 	}
 	_, err = w.Source.Install(b)

@@ -109,3 +109,32 @@ func TestReadRefusesWhatIsNotThere(t *testing.T) {
 		t.Errorf("two capability documents: %v", err)
 	}
 }
+
+// TestRevertedEditSupersedesItsFailure: a broken edit that is reverted to the served
+// documents (the files change, their documents do not) leaves the failure reported as
+// superseded by the served digest, as a bundle directory rolled back does.
+func TestRevertedEditSupersedesItsFailure(t *testing.T) {
+	dir := t.TempDir()
+	capPath, rulePath := filepath.Join(dir, "capability.yaml"), filepath.Join(dir, "r.json")
+	write(t, capPath, capability)
+	write(t, rulePath, rule("A", "warn"))
+	src := reload.NewSource(reload.Options{Runtime: func(string) *engine.Runtime { return engine.NewMemoryRuntime() }, Log: logr.Discard()})
+	w := &Watcher{Files: Files{Capability: capPath, Rules: []string{rulePath}}, Source: src}
+	if !w.Poll() {
+		t.Fatalf("not installed: %+v", src.Status().LastFailure)
+	}
+	write(t, rulePath, rule("A", "bogus"))
+	if w.Poll() {
+		t.Fatal("a rule with an unknown effect was installed")
+	}
+	if f := src.Status().LastFailure; f == nil || f.SupersededBy != "" {
+		t.Fatalf("after the broken edit: last failure %+v, want a current one", f)
+	}
+	write(t, rulePath, rule("A", "warn")+"\n")
+	if w.Poll() {
+		t.Error("the reverted documents were installed again")
+	}
+	if f, served := src.Status().LastFailure, src.Current().Digest(); f == nil || f.SupersededBy != served {
+		t.Errorf("after reverting to the served documents: last failure %+v, want it superseded by %s", f, served)
+	}
+}
