@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
@@ -26,7 +27,7 @@ const statusWriters = 16
 
 // updateStatuses writes what happened to every resource of one Capability, writing
 // only what changed so a restart with nothing new writes nothing.
-func (r *BundleReconciler) updateStatuses(ctx context.Context, capability *rulesv1alpha1.Capability,
+func (r *BundleReconciler) updateStatuses(ctx context.Context, key types.NamespacedName, capability *rulesv1alpha1.Capability,
 	packs []rulesv1alpha1.RulePack, configs []rulesv1alpha1.OperatorConfig, res *bundle.Result, cm *corev1.ConfigMap) error {
 	ref := bundleRef(cm)
 	g, ctx := errgroup.WithContext(ctx)
@@ -48,7 +49,7 @@ func (r *BundleReconciler) updateStatuses(ctx context.Context, capability *rules
 		}
 		st.Portability, st.Warnings = packReport(res, p.Name, o.Published)
 		setConditions(&st.Conditions, p.Generation, o, "rule pack")
-		g.Go(func() error { return r.writeStatus(ctx, p, &p.Status, st, func() { p.Status = *st }) })
+		g.Go(func() error { return r.writeStatus(ctx, key, p, &p.Status, st, func() { p.Status = *st }) })
 	}
 	for i := range configs {
 		c := &configs[i]
@@ -61,21 +62,22 @@ func (r *BundleReconciler) updateStatuses(ctx context.Context, capability *rules
 		st.LoadErrors = loadErrors(o.Errors, "spec.config")
 		st.PublishedGeneration = generationPtr(o.PublishedGeneration)
 		setConditions(&st.Conditions, c.Generation, o, "configuration")
-		g.Go(func() error { return r.writeStatus(ctx, c, &c.Status, st, func() { c.Status = *st }) })
+		g.Go(func() error { return r.writeStatus(ctx, key, c, &c.Status, st, func() { c.Status = *st }) })
 	}
 	if capability != nil {
 		st := capabilityStatus(capability, res, ref)
 		g.Go(func() error {
-			return r.writeStatus(ctx, capability, &capability.Status, st, func() { capability.Status = *st })
+			return r.writeStatus(ctx, key, capability, &capability.Status, st, func() { capability.Status = *st })
 		})
 	}
 	return g.Wait()
 }
 
-// writeStatus updates obj's status to next when it differs from current, emitting an
+// writeStatus updates obj's status to next unless it equals both current (the
+// informer's copy) and the status last written to obj (writtenStatuses), emitting an
 // event when the Ready condition changes.
-func (r *BundleReconciler) writeStatus(ctx context.Context, obj client.Object, current, next any, apply func()) error {
-	if equality.Semantic.DeepEqual(current, next) {
+func (r *BundleReconciler) writeStatus(ctx context.Context, key types.NamespacedName, obj client.Object, current, next any, apply func()) error {
+	if last, ok := r.written.get(key, obj.GetUID()); equality.Semantic.DeepEqual(current, next) && (!ok || equality.Semantic.DeepEqual(last, next)) {
 		return nil
 	}
 	before := readyOf(current)
@@ -83,6 +85,7 @@ func (r *BundleReconciler) writeStatus(ctx context.Context, obj client.Object, c
 	if err := r.Status().Update(ctx, obj); err != nil {
 		return fmt.Errorf("update status of %s: %w", obj.GetName(), err)
 	}
+	r.written.set(key, obj.GetUID(), statusCopy(current))
 	if after := readyOf(next); after != nil && (before == nil || before.Status != after.Status || before.Reason != after.Reason) {
 		kind := corev1.EventTypeNormal
 		if after.Status != metav1.ConditionTrue {
@@ -91,6 +94,19 @@ func (r *BundleReconciler) writeStatus(ctx context.Context, obj client.Object, c
 		r.Recorder.Eventf(obj, nil, kind, after.Reason, "Reconcile", "%s", after.Message)
 	}
 	return nil
+}
+
+// statusCopy copies a status, as Update left it: the API server's answer.
+func statusCopy(status any) any {
+	switch s := status.(type) {
+	case *rulesv1alpha1.RulePackStatus:
+		return s.DeepCopy()
+	case *rulesv1alpha1.OperatorConfigStatus:
+		return s.DeepCopy()
+	case *rulesv1alpha1.CapabilityStatus:
+		return s.DeepCopy()
+	}
+	panic(fmt.Sprintf("statusCopy: unexpected status type %T", status))
 }
 
 func readyOf(status any) *metav1.Condition {
