@@ -563,6 +563,24 @@ func TestDeletingAPackUpdatesTheBundle(t *testing.T) {
 	})
 }
 
+// TestPackHeldByAFinalizerSaysDeleting (found in review): a pack being deleted leaves the
+// bundle at once, though a finalizer keeps the object; its status said Ready=True,
+// published, naming the bundle, for as long as the finalizer held it.
+func TestPackHeldByAFinalizerSaysDeleting(t *testing.T) {
+	ns := namespace(t)
+	c, p := publishedPack(t, ns)
+	update(t, p, func() { p.Finalizers = []string{"example.com/hold"} })
+	t.Cleanup(func() { update(t, p, func() { p.Finalizers = nil }) })
+	if err := k8s.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitBundle(t, ns, c.Name, "the bundle without the pack", func(b *bundle.Bundle) bool { return len(b.Packs) == 0 })
+	cond := waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonDeleting)
+	if p.Status.PublishedGeneration != nil || p.Status.Bundle != nil || !strings.Contains(cond.Message, "being deleted") {
+		t.Errorf("publishedGeneration %v, bundle %+v, message %q: want nothing serving", p.Status.PublishedGeneration, p.Status.Bundle, cond.Message)
+	}
+}
+
 // TestDeletingTheCapabilityRemovesItsBundle: the ConfigMap goes with the Capability and
 // the packs say the Capability is missing.
 func TestDeletingTheCapabilityRemovesItsBundle(t *testing.T) {

@@ -35,6 +35,9 @@ func (r *BundleReconciler) updateStatuses(ctx context.Context, key types.Namespa
 	for i := range packs {
 		p := &packs[i]
 		o, ok := res.Packs[p.Name]
+		if !p.DeletionTimestamp.IsZero() {
+			o, ok = deleting("rule pack"), true
+		}
 		if !ok {
 			continue
 		}
@@ -54,6 +57,9 @@ func (r *BundleReconciler) updateStatuses(ctx context.Context, key types.Namespa
 	for i := range configs {
 		c := &configs[i]
 		o, ok := res.Configs[c.Name]
+		if !c.DeletionTimestamp.IsZero() {
+			o, ok = deleting("configuration"), true
+		}
 		if !ok {
 			continue
 		}
@@ -122,6 +128,12 @@ func readyOf(status any) *metav1.Condition {
 	return meta.FindStatusCondition(conds, rulesv1alpha1.ConditionReady)
 }
 
+// deleting is the outcome of a resource being deleted: assembly leaves it out (input).
+func deleting(what string) bundle.Outcome {
+	return bundle.Outcome{Reason: rulesv1alpha1.ReasonDeleting,
+		Message: fmt.Sprintf("the %s is being deleted, so it is left out of the bundle; its finalizers hold it until they are removed", what)}
+}
+
 // setConditions turns an assembly outcome into Ready and Accepted. Accepted answers
 // whether the document loads on its own; Ready whether its current generation serves.
 func setConditions(conds *[]metav1.Condition, generation int64, o bundle.Outcome, what string) {
@@ -134,6 +146,9 @@ func setConditions(conds *[]metav1.Condition, generation int64, o bundle.Outcome
 			fmt.Sprintf("generation %d is published in the bundle", generation)
 	case bundle.ReasonLoadFailed:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, o.Reason, o.Message
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, o.Reason, servingNote(o)
+	case rulesv1alpha1.ReasonDeleting:
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionUnknown, o.Reason, fmt.Sprintf("the %s is being deleted; it is no longer checked", what)
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, o.Reason, servingNote(o)
 	case bundle.ReasonCapabilityMissing, bundle.ReasonCapabilityInvalid, bundle.ReasonCapabilityNarrowed, rulesv1alpha1.ReasonBundleNameTaken:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionUnknown, o.Reason, o.Message

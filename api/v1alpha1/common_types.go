@@ -53,6 +53,9 @@ const (
 	// could be held back for it (a pack a configuration names was deleted, say).
 	// What it enforced no longer holds; the message names each one.
 	ReasonLeftOut = "LeftOut"
+	// ReasonDeleting: the resource is being deleted (finalizers hold it); it is
+	// left out of the bundle.
+	ReasonDeleting = "Deleting"
 	// ReasonPending: the controller has not reached a verdict yet.
 	ReasonPending = "Pending"
 )
