@@ -226,25 +226,28 @@ func ownedBy(cm *corev1.ConfigMap, capability string) bool {
 // refuseForeignConfigMap leaves a ConfigMap the operator did not write alone and says
 // so: the Capability is Ready=False, BundleNameTaken (writeStatus sends the Warning
 // Event), and it and its packs and configurations name no bundle of theirs, so the
-// metrics read from them drop it too. A ConfigMap the Capability controls is its own
-// even when its labels were removed (the next write restores them). Removing the
-// foreign ConfigMap reconciles the Capability again (foreignBundleNames), and the last
-// bundle this manager published is published again.
+// metrics read from them drop it too. Without a Capability its packs and configurations
+// say CapabilityMissing, as they would without the ConfigMap. A ConfigMap the Capability
+// controls is its own even when its labels were removed (the next write restores them).
+// Removing the foreign ConfigMap reconciles the Capability again (foreignBundleNames),
+// and the last bundle this manager published is published again.
 func (r *BundleReconciler) refuseForeignConfigMap(ctx context.Context, key types.NamespacedName, capability *rulesv1alpha1.Capability,
 	packs []rulesv1alpha1.RulePack, configs []rulesv1alpha1.OperatorConfig, cm *corev1.ConfigMap) error {
 	log.FromContext(ctx).Info("bundle ConfigMap name is taken by another object", "configmap", cm.Name)
-	if capability == nil {
-		return nil
-	}
+	reason := rulesv1alpha1.ReasonBundleNameTaken
 	why := fmt.Sprintf("ConfigMap %s exists and was not written by oar-operator: it is left alone and nothing is published until it is removed", cm.Name)
+	if capability == nil {
+		reason = bundle.ReasonCapabilityMissing
+		why = fmt.Sprintf("the Capability it names does not exist, so no bundle is published for it (and ConfigMap %s, which oar-operator did not write, has its bundle's name)", cm.Name)
+	}
 	res := &bundle.Result{Packs: map[string]bundle.Outcome{}, Configs: map[string]bundle.Outcome{}}
 	for _, p := range packs {
-		res.Packs[p.Name] = bundle.Outcome{Reason: rulesv1alpha1.ReasonBundleNameTaken, Message: why}
+		res.Packs[p.Name] = bundle.Outcome{Reason: reason, Message: why}
 	}
 	for _, c := range configs {
-		res.Configs[c.Name] = bundle.Outcome{Reason: rulesv1alpha1.ReasonBundleNameTaken, Message: why}
+		res.Configs[c.Name] = bundle.Outcome{Reason: reason, Message: why}
 	}
-	if err := r.updateStatuses(ctx, key, nil, packs, configs, res, nil); err != nil {
+	if err := r.updateStatuses(ctx, key, nil, packs, configs, res, nil); err != nil || capability == nil {
 		return err
 	}
 	st := capability.Status.DeepCopy()

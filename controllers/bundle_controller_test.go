@@ -859,6 +859,20 @@ func TestForeignConfigMapIsLeftAlone(t *testing.T) {
 	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
 }
 
+// TestPackOfAMissingCapabilityWithAForeignConfigMapSaysCapabilityMissing: a ConfigMap
+// the operator did not write holds the bundle name of a Capability that does not exist;
+// the pack naming that Capability still says why it is not published.
+func TestPackOfAMissingCapabilityWithAForeignConfigMapSaysCapabilityMissing(t *testing.T) {
+	ns := namespace(t)
+	create(t, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: resource.BundleName("acme-gateway")},
+		Data:       map[string]string{"owner": "someone else"},
+	})
+	p := pack(ns, "early", "acme-gateway", rulesJSON(t, rule("acme.security", "SHELL")))
+	create(t, p)
+	waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityMissing)
+}
+
 // TestRecreatedPackDoesNotInheritThePublishedGeneration: a pack deleted and created
 // again under its name while no reconcile ran (here: while no manager ran) is a
 // newcomer. Its generation that does not load is left out; the deleted object's
