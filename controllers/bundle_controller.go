@@ -44,6 +44,7 @@ type BundleReconciler struct {
 	decoded decodedPacks
 	changes changeCounter
 	last    lastPublished
+	written writtenStatuses
 }
 
 // Reconcile assembles and publishes the bundle of the Capability req names.
@@ -72,6 +73,8 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, fmt.Errorf("list operator configs: %w", err)
 	}
 
+	r.written.retain(req.NamespacedName, uidsOf(capability, packs.Items, configs.Items))
+
 	cm := &corev1.ConfigMap{}
 	cmKey := types.NamespacedName{Namespace: req.Namespace, Name: resource.BundleName(req.Name)}
 	switch err := r.Get(ctx, cmKey, cm); {
@@ -81,7 +84,7 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, fmt.Errorf("get bundle configmap: %w", err)
 	}
 	if cm != nil && !ownedBy(cm, req.Name) && (capability == nil || !metav1.IsControlledBy(cm, capability)) {
-		return ctrl.Result{}, r.refuseForeignConfigMap(ctx, capability, packs.Items, configs.Items, cm)
+		return ctrl.Result{}, r.refuseForeignConfigMap(ctx, req.NamespacedName, capability, packs.Items, configs.Items, cm)
 	}
 
 	onCM := r.intactBundle(ctx, cm)
@@ -133,7 +136,22 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if capability == nil && len(packs.Items) == 0 && len(configs.Items) == 0 {
 		r.decoded.forget(req.NamespacedName)
 	}
-	return ctrl.Result{}, r.updateStatuses(ctx, capability, packs.Items, configs.Items, res, published)
+	return ctrl.Result{}, r.updateStatuses(ctx, req.NamespacedName, capability, packs.Items, configs.Items, res, published)
+}
+
+// uidsOf returns the UIDs of the objects one reconcile reports on.
+func uidsOf(capability *rulesv1alpha1.Capability, packs []rulesv1alpha1.RulePack, configs []rulesv1alpha1.OperatorConfig) map[types.UID]bool {
+	uids := map[types.UID]bool{}
+	if capability != nil {
+		uids[capability.UID] = true
+	}
+	for i := range packs {
+		uids[packs[i].UID] = true
+	}
+	for i := range configs {
+		uids[configs[i].UID] = true
+	}
+	return uids
 }
 
 // nothingServes clears the generation each outcome says serves: the bundle is gone,
@@ -208,25 +226,28 @@ func ownedBy(cm *corev1.ConfigMap, capability string) bool {
 // refuseForeignConfigMap leaves a ConfigMap the operator did not write alone and says
 // so: the Capability is Ready=False, BundleNameTaken (writeStatus sends the Warning
 // Event), and it and its packs and configurations name no bundle of theirs, so the
-// metrics read from them drop it too. A ConfigMap the Capability controls is its own
-// even when its labels were removed (the next write restores them). Removing the
-// foreign ConfigMap reconciles the Capability again (foreignBundleNames), and the last
-// bundle this manager published is published again.
-func (r *BundleReconciler) refuseForeignConfigMap(ctx context.Context, capability *rulesv1alpha1.Capability,
+// metrics read from them drop it too. Without a Capability its packs and configurations
+// say CapabilityMissing, as they would without the ConfigMap. A ConfigMap the Capability
+// controls is its own even when its labels were removed (the next write restores them).
+// Removing the foreign ConfigMap reconciles the Capability again (foreignBundleNames),
+// and the last bundle this manager published is published again.
+func (r *BundleReconciler) refuseForeignConfigMap(ctx context.Context, key types.NamespacedName, capability *rulesv1alpha1.Capability,
 	packs []rulesv1alpha1.RulePack, configs []rulesv1alpha1.OperatorConfig, cm *corev1.ConfigMap) error {
 	log.FromContext(ctx).Info("bundle ConfigMap name is taken by another object", "configmap", cm.Name)
-	if capability == nil {
-		return nil
-	}
+	reason := rulesv1alpha1.ReasonBundleNameTaken
 	why := fmt.Sprintf("ConfigMap %s exists and was not written by oar-operator: it is left alone and nothing is published until it is removed", cm.Name)
+	if capability == nil {
+		reason = bundle.ReasonCapabilityMissing
+		why = fmt.Sprintf("the Capability it names does not exist, so no bundle is published for it (and ConfigMap %s, which oar-operator did not write, has its bundle's name)", cm.Name)
+	}
 	res := &bundle.Result{Packs: map[string]bundle.Outcome{}, Configs: map[string]bundle.Outcome{}}
 	for _, p := range packs {
-		res.Packs[p.Name] = bundle.Outcome{Reason: rulesv1alpha1.ReasonBundleNameTaken, Message: why}
+		res.Packs[p.Name] = bundle.Outcome{Reason: reason, Message: why}
 	}
 	for _, c := range configs {
-		res.Configs[c.Name] = bundle.Outcome{Reason: rulesv1alpha1.ReasonBundleNameTaken, Message: why}
+		res.Configs[c.Name] = bundle.Outcome{Reason: reason, Message: why}
 	}
-	if err := r.updateStatuses(ctx, nil, packs, configs, res, nil); err != nil {
+	if err := r.updateStatuses(ctx, key, nil, packs, configs, res, nil); err != nil || capability == nil {
 		return err
 	}
 	st := capability.Status.DeepCopy()
@@ -236,7 +257,7 @@ func (r *BundleReconciler) refuseForeignConfigMap(ctx context.Context, capabilit
 		Type: rulesv1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: capability.Generation,
 		Reason: rulesv1alpha1.ReasonBundleNameTaken, Message: why,
 	})
-	return r.writeStatus(ctx, capability, &capability.Status, st, func() { capability.Status = *st })
+	return r.writeStatus(ctx, key, capability, &capability.Status, st, func() { capability.Status = *st })
 }
 
 // writeBundle creates or updates the bundle ConfigMap, owned by the Capability, with

@@ -22,6 +22,7 @@ import (
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
@@ -150,6 +151,101 @@ func TestConfigNamingAnAbsentRuleIsLeftOut(t *testing.T) {
 	if len(b.Configs) != 0 {
 		t.Errorf("bundle carries configs %v", b.Configs)
 	}
+}
+
+// shellDecision evaluates a shell tool call against a published bundle.
+func shellDecision(t *testing.T, b *bundle.Bundle) string {
+	t.Helper()
+	l, err := bundle.Load(b)
+	if err != nil {
+		t.Fatalf("the published bundle does not load: %v", err)
+	}
+	d := l.Program.Evaluate(engine.NewMemoryRuntime(), &engine.Occurrence{Anchor: "tool.pre_invoke", SessionID: "s",
+		Facts: map[string]any{"tool": "shell"}, ToolCall: &engine.ToolCall{Name: "shell", Arguments: map[string]any{}}})
+	return d.Decision
+}
+
+// TestPackEditNeverDropsAPublishedConfiguration (found in review): a rule shipped in
+// monitor is raised to enforce by an OperatorConfig ([OAR-CFG-3]). An edit of the pack
+// removing another rule the configuration names ([OAR-CFG-4]) left the configuration
+// out, so the block silently became monitor-only while the Capability said Ready. The
+// edit is held back instead, as a Conflict naming the configuration; changing the
+// configuration with it publishes both.
+func TestPackEditNeverDropsAPublishedConfiguration(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	block := rule("acme.security", "BLOCK_SHELL", "effect", "block", "enforcement", "monitor")
+	p := pack(ns, "security", c.Name, rulesJSON(t, block, rule("acme.security", "OTHER")))
+	create(t, p)
+	cfg := operatorConfig(t, ns, "promote", c.Name, 0, map[string]any{"oar_config": "1.0",
+		"enforcement": map[string]any{"acme.security/BLOCK_SHELL": "enforce", "acme.security/OTHER": "enforce"}})
+	create(t, cfg)
+	b, _ := waitBundle(t, ns, c.Name, "pack and configuration", func(b *bundle.Bundle) bool { return len(b.Packs) == 1 && len(b.Configs) == 1 })
+	if got := shellDecision(t, b); got != "block" {
+		t.Fatalf("before the edit a shell call resolves to %q, want block", got)
+	}
+	waitReady(t, cfg, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	first := p.Generation
+
+	update(t, p, func() { p.Spec.Rules = rulesJSON(t, block) })
+	cond := waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonConflict)
+	if !strings.Contains(cond.Message, `configuration "promote"`) || !strings.Contains(cond.Message, "OAR-CFG-4") ||
+		p.Status.PublishedGeneration == nil || *p.Status.PublishedGeneration != first {
+		t.Errorf("pack message %q, publishedGeneration %v; want the configuration and [OAR-CFG-4] named, generation %d serving",
+			cond.Message, p.Status.PublishedGeneration, first)
+	}
+	waitReady(t, cfg, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	b, _ = published(t, ns, c.Name)
+	if packNames(b)["security"] != first || len(b.Configs) != 1 || shellDecision(t, b) != "block" {
+		t.Errorf("bundle %s: want security@%d and promote, a shell call blocked", describeBundle(b), first)
+	}
+
+	update(t, cfg, func() {
+		cfg.Spec.Config.Raw = []byte(`{"oar_config":"1.0","enforcement":{"acme.security/BLOCK_SHELL":"enforce"}}`)
+	})
+	b, _ = waitBundle(t, ns, c.Name, "the edit and the configuration's change", func(b *bundle.Bundle) bool {
+		return packNames(b)["security"] == p.Generation && len(b.Configs) == 1 && b.Configs[0].Generation == cfg.Generation
+	})
+	if got := shellDecision(t, b); got != "block" {
+		t.Errorf("after both changes a shell call resolves to %q, want block", got)
+	}
+	waitReady(t, p, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+}
+
+// TestPublishedConfigurationLeftOutMakesTheCapabilityNotReady: deleting a pack is
+// allowed ([OAR-OPS-7]), and a published configuration naming its rule no longer
+// applies ([OAR-CFG-4]), with whatever else it raised to enforce. Nothing can be held
+// back for it, so the Capability says so (Ready=False, LeftOut) until it is resolved.
+func TestPublishedConfigurationLeftOutMakesTheCapabilityNotReady(t *testing.T) {
+	ns := namespace(t)
+	c := sampleCapability(t, ns)
+	create(t, c)
+	create(t, pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "BLOCK_SHELL", "effect", "block", "enforcement", "monitor"))))
+	other := pack(ns, "other", c.Name, rulesJSON(t, rule("acme.other", "X")))
+	create(t, other)
+	cfg := operatorConfig(t, ns, "promote", c.Name, 0, map[string]any{"oar_config": "1.0",
+		"enforcement": map[string]any{"acme.security/BLOCK_SHELL": "enforce", "acme.other/X": "enforce"}})
+	create(t, cfg)
+	waitBundle(t, ns, c.Name, "both packs and the configuration", func(b *bundle.Bundle) bool { return len(b.Packs) == 2 && len(b.Configs) == 1 })
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+
+	if err := k8s.Delete(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	waitBundle(t, ns, c.Name, "security alone", func(b *bundle.Bundle) bool { return len(b.Packs) == 1 && len(b.Configs) == 0 })
+	cond := waitReady(t, c, metav1.ConditionFalse, rulesv1alpha1.ReasonLeftOut)
+	if !strings.Contains(cond.Message, `OperatorConfig "promote"`) {
+		t.Errorf("Capability message %q does not name the configuration left out", cond.Message)
+	}
+	waitReady(t, cfg, metav1.ConditionFalse, rulesv1alpha1.ReasonLoadFailed)
+
+	update(t, cfg, func() {
+		cfg.Spec.Config.Raw = []byte(`{"oar_config":"1.0","enforcement":{"acme.security/BLOCK_SHELL":"enforce"}}`)
+	})
+	waitReady(t, cfg, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
 }
 
 // TestNarrowedCapabilityIsHeldWithoutTheWebhook: this suite runs without the admission
@@ -467,6 +563,24 @@ func TestDeletingAPackUpdatesTheBundle(t *testing.T) {
 	})
 }
 
+// TestPackHeldByAFinalizerSaysDeleting (found in review): a pack being deleted leaves the
+// bundle at once, though a finalizer keeps the object; its status said Ready=True,
+// published, naming the bundle, for as long as the finalizer held it.
+func TestPackHeldByAFinalizerSaysDeleting(t *testing.T) {
+	ns := namespace(t)
+	c, p := publishedPack(t, ns)
+	update(t, p, func() { p.Finalizers = []string{"example.com/hold"} })
+	t.Cleanup(func() { update(t, p, func() { p.Finalizers = nil }) })
+	if err := k8s.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitBundle(t, ns, c.Name, "the bundle without the pack", func(b *bundle.Bundle) bool { return len(b.Packs) == 0 })
+	cond := waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonDeleting)
+	if p.Status.PublishedGeneration != nil || p.Status.Bundle != nil || !strings.Contains(cond.Message, "being deleted") {
+		t.Errorf("publishedGeneration %v, bundle %+v, message %q: want nothing serving", p.Status.PublishedGeneration, p.Status.Bundle, cond.Message)
+	}
+}
+
 // TestDeletingTheCapabilityRemovesItsBundle: the ConfigMap goes with the Capability and
 // the packs say the Capability is missing.
 func TestDeletingTheCapabilityRemovesItsBundle(t *testing.T) {
@@ -743,6 +857,20 @@ func TestForeignConfigMapIsLeftAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
+}
+
+// TestPackOfAMissingCapabilityWithAForeignConfigMapSaysCapabilityMissing: a ConfigMap
+// the operator did not write holds the bundle name of a Capability that does not exist;
+// the pack naming that Capability still says why it is not published.
+func TestPackOfAMissingCapabilityWithAForeignConfigMapSaysCapabilityMissing(t *testing.T) {
+	ns := namespace(t)
+	create(t, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: resource.BundleName("acme-gateway")},
+		Data:       map[string]string{"owner": "someone else"},
+	})
+	p := pack(ns, "early", "acme-gateway", rulesJSON(t, rule("acme.security", "SHELL")))
+	create(t, p)
+	waitReady(t, p, metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityMissing)
 }
 
 // TestRecreatedPackDoesNotInheritThePublishedGeneration: a pack deleted and created

@@ -145,3 +145,49 @@ func (c *changeCounter) deferStatus(key types.NamespacedName, seen uint64, now t
 	delete(c.skipped, key)
 	return false
 }
+
+// writtenStatuses keeps, per Capability, the status this manager last wrote to each of
+// its objects, as the API server returned it. The informer's copy of an object can lag
+// behind that write, and the controller's own status writes trigger no reconcile: a
+// status equal to a stale copy must not be taken as written. A status is skipped only
+// when it equals both the object's copy and the last one written; otherwise it is
+// written, and a stale copy's resourceVersion makes that a conflict, which requeues.
+// Entries of objects no longer listed are dropped at every reconcile.
+type writtenStatuses struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]map[types.UID]any
+}
+
+// retain drops what is kept for a Capability but for the objects in uids.
+func (w *writtenStatuses) retain(capability types.NamespacedName, uids map[types.UID]bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for uid := range w.m[capability] {
+		if !uids[uid] {
+			delete(w.m[capability], uid)
+		}
+	}
+	if len(w.m[capability]) == 0 {
+		delete(w.m, capability)
+	}
+}
+
+// get returns the status last written to object uid, if one is kept.
+func (w *writtenStatuses) get(capability types.NamespacedName, uid types.UID) (any, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st, ok := w.m[capability][uid]
+	return st, ok
+}
+
+func (w *writtenStatuses) set(capability types.NamespacedName, uid types.UID, status any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[types.NamespacedName]map[types.UID]any{}
+	}
+	if w.m[capability] == nil {
+		w.m[capability] = map[types.UID]any{}
+	}
+	w.m[capability][uid] = status
+}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
@@ -26,7 +27,7 @@ const statusWriters = 16
 
 // updateStatuses writes what happened to every resource of one Capability, writing
 // only what changed so a restart with nothing new writes nothing.
-func (r *BundleReconciler) updateStatuses(ctx context.Context, capability *rulesv1alpha1.Capability,
+func (r *BundleReconciler) updateStatuses(ctx context.Context, key types.NamespacedName, capability *rulesv1alpha1.Capability,
 	packs []rulesv1alpha1.RulePack, configs []rulesv1alpha1.OperatorConfig, res *bundle.Result, cm *corev1.ConfigMap) error {
 	ref := bundleRef(cm)
 	g, ctx := errgroup.WithContext(ctx)
@@ -34,6 +35,9 @@ func (r *BundleReconciler) updateStatuses(ctx context.Context, capability *rules
 	for i := range packs {
 		p := &packs[i]
 		o, ok := res.Packs[p.Name]
+		if !p.DeletionTimestamp.IsZero() {
+			o, ok = deleting("rule pack"), true
+		}
 		if !ok {
 			continue
 		}
@@ -48,11 +52,14 @@ func (r *BundleReconciler) updateStatuses(ctx context.Context, capability *rules
 		}
 		st.Portability, st.Warnings = packReport(res, p.Name, o.Published)
 		setConditions(&st.Conditions, p.Generation, o, "rule pack")
-		g.Go(func() error { return r.writeStatus(ctx, p, &p.Status, st, func() { p.Status = *st }) })
+		g.Go(func() error { return r.writeStatus(ctx, key, p, &p.Status, st, func() { p.Status = *st }) })
 	}
 	for i := range configs {
 		c := &configs[i]
 		o, ok := res.Configs[c.Name]
+		if !c.DeletionTimestamp.IsZero() {
+			o, ok = deleting("configuration"), true
+		}
 		if !ok {
 			continue
 		}
@@ -61,21 +68,22 @@ func (r *BundleReconciler) updateStatuses(ctx context.Context, capability *rules
 		st.LoadErrors = loadErrors(o.Errors, "spec.config")
 		st.PublishedGeneration = generationPtr(o.PublishedGeneration)
 		setConditions(&st.Conditions, c.Generation, o, "configuration")
-		g.Go(func() error { return r.writeStatus(ctx, c, &c.Status, st, func() { c.Status = *st }) })
+		g.Go(func() error { return r.writeStatus(ctx, key, c, &c.Status, st, func() { c.Status = *st }) })
 	}
 	if capability != nil {
 		st := capabilityStatus(capability, res, ref)
 		g.Go(func() error {
-			return r.writeStatus(ctx, capability, &capability.Status, st, func() { capability.Status = *st })
+			return r.writeStatus(ctx, key, capability, &capability.Status, st, func() { capability.Status = *st })
 		})
 	}
 	return g.Wait()
 }
 
-// writeStatus updates obj's status to next when it differs from current, emitting an
+// writeStatus updates obj's status to next unless it equals both current (the
+// informer's copy) and the status last written to obj (writtenStatuses), emitting an
 // event when the Ready condition changes.
-func (r *BundleReconciler) writeStatus(ctx context.Context, obj client.Object, current, next any, apply func()) error {
-	if equality.Semantic.DeepEqual(current, next) {
+func (r *BundleReconciler) writeStatus(ctx context.Context, key types.NamespacedName, obj client.Object, current, next any, apply func()) error {
+	if last, ok := r.written.get(key, obj.GetUID()); equality.Semantic.DeepEqual(current, next) && (!ok || equality.Semantic.DeepEqual(last, next)) {
 		return nil
 	}
 	before := readyOf(current)
@@ -83,6 +91,7 @@ func (r *BundleReconciler) writeStatus(ctx context.Context, obj client.Object, c
 	if err := r.Status().Update(ctx, obj); err != nil {
 		return fmt.Errorf("update status of %s: %w", obj.GetName(), err)
 	}
+	r.written.set(key, obj.GetUID(), statusCopy(current))
 	if after := readyOf(next); after != nil && (before == nil || before.Status != after.Status || before.Reason != after.Reason) {
 		kind := corev1.EventTypeNormal
 		if after.Status != metav1.ConditionTrue {
@@ -91,6 +100,19 @@ func (r *BundleReconciler) writeStatus(ctx context.Context, obj client.Object, c
 		r.Recorder.Eventf(obj, nil, kind, after.Reason, "Reconcile", "%s", after.Message)
 	}
 	return nil
+}
+
+// statusCopy copies a status, as Update left it: the API server's answer.
+func statusCopy(status any) any {
+	switch s := status.(type) {
+	case *rulesv1alpha1.RulePackStatus:
+		return s.DeepCopy()
+	case *rulesv1alpha1.OperatorConfigStatus:
+		return s.DeepCopy()
+	case *rulesv1alpha1.CapabilityStatus:
+		return s.DeepCopy()
+	}
+	panic(fmt.Sprintf("statusCopy: unexpected status type %T", status))
 }
 
 func readyOf(status any) *metav1.Condition {
@@ -106,6 +128,12 @@ func readyOf(status any) *metav1.Condition {
 	return meta.FindStatusCondition(conds, rulesv1alpha1.ConditionReady)
 }
 
+// deleting is the outcome of a resource being deleted: assembly leaves it out (input).
+func deleting(what string) bundle.Outcome {
+	return bundle.Outcome{Reason: rulesv1alpha1.ReasonDeleting,
+		Message: fmt.Sprintf("the %s is being deleted, so it is left out of the bundle; its finalizers hold it until they are removed", what)}
+}
+
 // setConditions turns an assembly outcome into Ready and Accepted. Accepted answers
 // whether the document loads on its own; Ready whether its current generation serves.
 func setConditions(conds *[]metav1.Condition, generation int64, o bundle.Outcome, what string) {
@@ -118,6 +146,9 @@ func setConditions(conds *[]metav1.Condition, generation int64, o bundle.Outcome
 			fmt.Sprintf("generation %d is published in the bundle", generation)
 	case bundle.ReasonLoadFailed:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, o.Reason, o.Message
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, o.Reason, servingNote(o)
+	case rulesv1alpha1.ReasonDeleting:
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionUnknown, o.Reason, fmt.Sprintf("the %s is being deleted; it is no longer checked", what)
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, o.Reason, servingNote(o)
 	case bundle.ReasonCapabilityMissing, bundle.ReasonCapabilityInvalid, bundle.ReasonCapabilityNarrowed, rulesv1alpha1.ReasonBundleNameTaken:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionUnknown, o.Reason, o.Message
@@ -282,7 +313,16 @@ func capabilityStatus(c *rulesv1alpha1.Capability, res *bundle.Result, ref *rule
 	case len(held) > 0:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
 		ready.Status, ready.Reason = metav1.ConditionFalse, rulesv1alpha1.ReasonBundleTooLarge
-		ready.Message = fmt.Sprintf("bundle %s is published, but %s held back: the bundle would exceed the ConfigMap size limit", ref.Digest, strings.Join(held, ", ")+plural(len(held), " is", " are"))
+		ready.Message = fmt.Sprintf("bundle %s is published, but %s held back: the bundle would exceed its size limits", ref.Digest, strings.Join(held, ", ")+plural(len(held), " is", " are"))
+	case len(res.Dropped) > 0:
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
+		ready.Status, ready.Reason = metav1.ConditionFalse, rulesv1alpha1.ReasonLeftOut
+		n := len(res.Dropped)
+		ready.Message = fmt.Sprintf("bundle %s is published without %s, which the previous bundle published: %s no longer %s with the packs published "+
+			"(%s status says why), so what %s enforced no longer holds, and that may be looser (a configuration may raise rules to enforce); "+
+			"restore what %s, or change or delete %s",
+			ref.Digest, strings.Join(res.Dropped, ", "), plural(n, "it", "they"), plural(n, "loads or applies", "load or apply"),
+			plural(n, "its", "their"), plural(n, "it", "they"), plural(n, "it names", "they name"), plural(n, "it", "them"))
 	case len(unmet) > 0:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
 		ready.Status, ready.Reason = metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityNarrowed

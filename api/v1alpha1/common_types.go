@@ -48,6 +48,14 @@ const (
 	// the Capability's bundle name; it is left alone and nothing is published
 	// until it is removed.
 	ReasonBundleNameTaken = "BundleNameTaken"
+	// ReasonLeftOut: on a Capability, the bundle is published without a pack or
+	// configuration the previous bundle published that still exists, and no change
+	// could be held back for it (a pack a configuration names was deleted, say).
+	// What it enforced no longer holds; the message names each one.
+	ReasonLeftOut = "LeftOut"
+	// ReasonDeleting: the resource is being deleted (finalizers hold it); it is
+	// left out of the bundle.
+	ReasonDeleting = "Deleting"
 	// ReasonPending: the controller has not reached a verdict yet.
 	ReasonPending = "Pending"
 )

@@ -67,8 +67,8 @@ type RulePackStatus struct {
 	// +optional
 	Portability *PortabilitySummary `json:"portability,omitempty"`
 
-	// Warnings from the last load that are not failures, for example a
-	// configuration left out because it names a rule this pack no longer has.
+	// Warnings from the last load that are not failures: the engine's load
+	// warnings about this pack's rules as published.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=50

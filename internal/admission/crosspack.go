@@ -155,9 +155,10 @@ func (p *packContext) involved(e *diag.Error) bool {
 // hold with the pack — its rules and the other published packs' — and warns about each
 // that would no longer apply because of the pack: it names a rule the pack dropped
 // ([OAR-CFG-4]), disables or downgrades a rule the pack makes mandatory ([OAR-CFG-5]),
-// or names a bare id the pack makes ambiguous ([OAR-CFG-8]). A published pack's update
-// would leave the configuration out; a pack not published yet would be held back
-// instead, since a newcomer never evicts what is published. Only the rules the
+// or names a bare id the pack makes ambiguous ([OAR-CFG-8]). The controller holds the
+// pack back instead, since nothing evicts a published configuration: a published pack's
+// update keeps its published generation serving, a pack not published yet is not
+// published. Only the rules the
 // configurations name take part, as identities: a configuration looks up no other.
 func (p *packContext) configurations(w *warnings) {
 	if len(p.n.configs) == 0 || p.anchor == "" {
@@ -185,7 +186,7 @@ func (p *packContext) configurations(w *warnings) {
 	if rs == nil {
 		return
 	}
-	consequence := "the controller would leave it out"
+	consequence := "the controller would hold this update back (Conflict), the published generation serving, until the pack or the configuration changes"
 	if p.n.own == nil {
 		consequence = "the controller would hold this pack back (Conflict) until the pack or the configuration changes"
 	}

@@ -128,9 +128,9 @@ func TestReferencesIntoOtherPacks(t *testing.T) {
 
 // TestPublishedConfigurations: a pack change that makes a published configuration stop
 // applying is admitted with a warning naming it and what the controller would do — a
-// rule made mandatory ([OAR-CFG-5]) by an update leaves the configuration out, a bare id
-// made ambiguous ([OAR-CFG-8]) by a new pack holds the pack back — and a configuration
-// it does not affect is not mentioned.
+// rule made mandatory ([OAR-CFG-5]) by an update holds the update back, a bare id made
+// ambiguous ([OAR-CFG-8]) by a new pack holds the pack back — and a configuration it
+// does not affect is not mentioned.
 func TestPublishedConfigurations(t *testing.T) {
 	base := pack(t, "base", rule("acme.base", "A"), rule("acme.base", "B"))
 	configs := []bundle.Config{
@@ -144,7 +144,7 @@ func TestPublishedConfigurations(t *testing.T) {
 	if !admitted || len(ws) != 1 {
 		t.Fatalf("admitted %v, warnings %q", admitted, ws)
 	}
-	hasWarning(t, ws, "[OAR-CFG-5]", `OperatorConfig "quiet" spec.config.disable[0]`, "leave it out")
+	hasWarning(t, ws, "[OAR-CFG-5]", `OperatorConfig "quiet" spec.config.disable[0]`, "hold this update back")
 	ws, admitted = verdict(t, func() (admission.Warnings, error) {
 		return v.ValidateCreate(ctx, pack(t, "twin", rule("acme.twin", "B")))
 	})

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -106,6 +107,12 @@ type Result struct {
 	// ("RulePack \"x\""); Bundle is then Current.
 	Narrowing diag.List
 	Held      []string
+	// Dropped names the packs and configurations Current publishes, still given (the
+	// same objects), of which Bundle publishes no generation ("OperatorConfig \"x\""),
+	// when no change could be held back for them (a pack a configuration names was
+	// deleted, say). What they enforced no longer holds, and that may be looser: a
+	// configuration may have raised a rule to enforce ([OAR-CFG-3]).
+	Dropped []string
 }
 
 // Assemble decides the bundle for one Capability, deterministically from the cluster
@@ -123,7 +130,10 @@ type Result struct {
 //     ConfigMapLimit is held back the same way (BundleTooLarge). A pack whose
 //     reference names a rule of a pack left out is left out.
 //  3. Configurations are taken by (order, name) against the packs taken: the current
-//     generation if it applies, else the last published one, else left out.
+//     generation if it applies, else the last published one, else left out. A
+//     published configuration is an incumbent: a newcomer or an incumbent's edit that
+//     would leave it out is refused instead (Conflict naming it), and the packs are
+//     decided again. One left out all the same is named in Dropped.
 //  4. The result is loaded as a whole with Load before it is returned; a bundle that
 //     does not load is never returned.
 //
@@ -150,7 +160,13 @@ func Assemble(in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return holdNarrowing(in, res)
+	if res, err = holdNarrowing(in, res); err != nil {
+		return nil, err
+	}
+	for _, d := range leftOut(in, res) {
+		res.Dropped = append(res.Dropped, d.String())
+	}
+	return res, nil
 }
 
 // incumbents are the packs and configurations Current publishes, by name, but for those
@@ -488,13 +504,21 @@ func (a *assembler) run(res *Result) (*Result, error) {
 
 // publish runs rule 3 against the packs taken and loads the result once more as a
 // whole (rule 4). A published configuration is an incumbent too: when a newcomer pack
-// is what leaves it out, the newcomer is refused instead and the packs decided again.
+// or an incumbent's edit is what leaves it out, that pack generation is refused instead
+// (the incumbent keeps its last published one) and the packs decided again.
 func (a *assembler) publish(res *Result, taken []pick, rs *engine.RuleSet) (*Result, error) {
 	cfgs := a.configs(rs, taken)
-	for newcomer, cfg := a.configEvictor(taken, cfgs); newcomer != nil; newcomer, cfg = a.configEvictor(taken, cfgs) {
-		newcomer.o.fail = &failure{reason: ReasonConflict, with: cfg.name, sticky: true, message: fmt.Sprintf(
-			"generation %d would leave out configuration %q, published before it (%s): a newcomer never evicts what is published; "+
-				"change the pack or the configuration", newcomer.o.gen, cfg.name, cfg.opts[0].fail.message)}
+	for evictor, cfg := a.configEvictor(taken, cfgs); evictor != nil; evictor, cfg = a.configEvictor(taken, cfgs) {
+		o, why := evictor.o, cfg.opts[0].fail.message
+		if evictor.s.incumbent {
+			o.fail = &failure{reason: ReasonConflict, with: cfg.name, sticky: true, message: fmt.Sprintf(
+				"generation %d would leave out configuration %q, which is published (%s): an edit never evicts what is published; "+
+					"change the configuration first, or together with the pack", o.gen, cfg.name, why)}
+		} else {
+			o.fail = &failure{reason: ReasonConflict, with: cfg.name, sticky: true, message: fmt.Sprintf(
+				"generation %d would leave out configuration %q, published before it (%s): a newcomer never evicts what is published; "+
+					"change the pack or the configuration", o.gen, cfg.name, why)}
+		}
 		var err error
 		if taken, rs, err = a.packs(nil); err != nil {
 			return nil, err
@@ -620,11 +644,15 @@ func (a *assembler) canonicalLen(packs []*option, cfgs []*cfgOption) int {
 	return n
 }
 
-// tooLarge reports whether a bundle of these packs and configurations would not fit.
-// Sizes are only compressed when the JSON could exceed the limit even compressed.
+// tooLarge reports whether a bundle of these packs and configurations would not fit, or
+// would be more JSON than Decode reads (MaxDecodedSize). Sizes are only compressed when
+// the JSON could exceed the limit even compressed.
 func (a *assembler) tooLarge(picks []pick, cfgs []*cfgOption) *TooLargeError {
 	packs := opts(publication(picks))
-	plain := a.canonicalLen(packs, cfgs) + len(digestPrefix) + 64
+	plain := a.storedLen(packs, cfgs)
+	if plain > MaxDecodedSize {
+		return &TooLargeError{Plain: plain, Limit: MaxDecodedSize}
+	}
 	if plainSizeBound(plain) <= ConfigMapLimit {
 		return nil
 	}
@@ -637,6 +665,19 @@ func (a *assembler) tooLarge(picks []pick, cfgs []*cfgOption) *TooLargeError {
 		return &TooLargeError{Plain: len(full), Encoded: n, Limit: ConfigMapLimit}
 	}
 	return nil
+}
+
+// storedLen is the exact length of the stored JSON of these parts: the canonical JSON
+// with the digest filled in.
+func (a *assembler) storedLen(packs []*option, cfgs []*cfgOption) int {
+	n := a.canonicalLen(packs, cfgs) + len(digestPrefix) + 2*sha256.Size
+	if len(packs) > 0 {
+		n-- // canonicalLen counts a comma after every part; the last has none
+	}
+	if len(cfgs) > 0 {
+		n--
+	}
+	return n
 }
 
 // finish seals the result and tells every resource what happened to it.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
 
@@ -50,6 +51,15 @@ func wantLoads(t *testing.T, res *Result) {
 	if _, err := Load(b); err != nil {
 		t.Fatalf("the decoded bundle does not load: %v", err)
 	}
+}
+
+// decision evaluates a tool call at the test capability's pre-invoke anchor against the
+// result's bundle.
+func decision(t *testing.T, res *Result) string {
+	t.Helper()
+	occ := &engine.Occurrence{Anchor: "gw.pre_call", SessionID: "s",
+		Facts: map[string]any{"tool": "shell"}, ToolCall: &engine.ToolCall{Name: "shell", Arguments: map[string]any{}}}
+	return res.Loaded.Program.Evaluate(engine.NewMemoryRuntime(), occ).Decision
 }
 
 func TestAssemble(t *testing.T) {
@@ -366,7 +376,9 @@ func TestAssemble(t *testing.T) {
 			wantLoads(t, res)
 		},
 	}, {
-		name: "[OAR-CFG-4] a pack update removing a rule a published configuration names is published and the configuration left out",
+		// Found in review: the configuration was left out and whatever else it said went
+		// with it. A published configuration is an incumbent: the edit is held back.
+		name: "[OAR-CFG-4] a pack update removing a rule a published configuration names is held back and the configuration stays",
 		input: func(t *testing.T) Input {
 			in := Input{Capability: capability(t),
 				Packs: []PackInput{pack("p", 1, 1, rule(t, "p.sec", "KEEP"), rule(t, "p.sec", "GONE"))},
@@ -377,15 +389,92 @@ func TestAssemble(t *testing.T) {
 			return in
 		},
 		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "p@1")
+			got := res.Packs["p"]
+			wantOutcome(t, got, false, 1, ReasonConflict)
+			if got.ConflictsWith != "quiet" || !strings.Contains(got.Message, `configuration "quiet"`) || !strings.Contains(got.Message, "OAR-CFG-4") {
+				t.Errorf("ConflictsWith %q, message %q; want configuration quiet and OAR-CFG-4 named", got.ConflictsWith, got.Message)
+			}
+			wantOutcome(t, res.Configs["quiet"], true, 1, "")
+			if got := publishedConfigs(res.Bundle); !slices.Equal(got, []string{"quiet@1"}) {
+				t.Errorf("configurations %v, want quiet@1", got)
+			}
+			if len(res.Dropped) != 0 {
+				t.Errorf("Dropped %v, want none", res.Dropped)
+			}
+			wantLoads(t, res)
+		},
+	}, {
+		// Found in review: the newcomer case above, done by an incumbent's edit. Vendor
+		// pack q's update ships a rule with the bare id X, which makes ops' "X" ambiguous
+		// ([OAR-CFG-8]); leaving ops out would drop a.sec/X from enforce back to its
+		// declared monitor ([OAR-CFG-3]).
+		name: "[OAR-CFG-3] [OAR-CFG-8] an incumbent's edit never leaves out a published configuration that raises enforcement",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t),
+				Packs: []PackInput{pack("p", 1, 1, rule(t, "a.sec", "X", `"effect":"block"`, `"enforcement":"monitor"`)),
+					pack("q", 1, 2, rule(t, "b.vendor", "Y"))},
+				Configs: []ConfigInput{{Name: "ops", Generation: 1, Document: config(t, `{"oar_config":"1.0","enforcement":{"X":"enforce"}}`)}}}
+			in.Current = assembled(t, in)
+			in.Packs[1] = pack("q", 2, 2, rule(t, "b.vendor", "Y"), rule(t, "b.vendor", "X"))
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "p@1", "q@1")
+			got := res.Packs["q"]
+			wantOutcome(t, got, false, 1, ReasonConflict)
+			if got.ConflictsWith != "ops" || !strings.Contains(got.Message, `configuration "ops"`) || !strings.Contains(got.Message, "OAR-CFG-8") {
+				t.Errorf("ConflictsWith %q, message %q; want configuration ops and OAR-CFG-8 named", got.ConflictsWith, got.Message)
+			}
+			wantOutcome(t, res.Configs["ops"], true, 1, "")
+			if d := decision(t, res); d != "block" {
+				t.Errorf("a.sec/X resolves to %q, want block: ops no longer raises it to enforce", d)
+			}
+			wantLoads(t, res)
+		},
+	}, {
+		// How a rule a configuration names is removed: the configuration and the pack
+		// change together (or the configuration first), and both are published.
+		name: "a pack update and the configuration change that stops naming its removed rule are published together",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t),
+				Packs: []PackInput{pack("p", 1, 1, rule(t, "p.sec", "KEEP"), rule(t, "p.sec", "GONE"))},
+				Configs: []ConfigInput{{Name: "quiet", Generation: 1, Order: 1,
+					Document: config(t, `{"oar_config":"1.0","enforcement":{"p.sec/GONE":"off","p.sec/KEEP":"monitor"}}`)}}}
+			in.Current = assembled(t, in)
+			in.Packs[0] = pack("p", 2, 1, rule(t, "p.sec", "KEEP"))
+			in.Configs[0].Generation = 2
+			in.Configs[0].Document = config(t, `{"oar_config":"1.0","enforcement":{"p.sec/KEEP":"monitor"}}`)
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
 			wantPublished(t, res, "p@2")
 			wantOutcome(t, res.Packs["p"], true, 2, "")
-			got := res.Configs["quiet"]
+			wantOutcome(t, res.Configs["quiet"], true, 2, "")
+		},
+	}, {
+		// No pack change to hold back: deleting a pack is allowed ([OAR-OPS-7]), and a
+		// published configuration naming its rule no longer applies ([OAR-CFG-4]). It
+		// is left out, and the result says so.
+		name: "a published configuration naming a rule of a deleted pack is left out and Dropped names it",
+		input: func(t *testing.T) Input {
+			in := Input{Capability: capability(t),
+				Packs: []PackInput{pack("p", 1, 1, rule(t, "p.sec", "R")), pack("gone", 1, 2, rule(t, "gone.sec", "G"))},
+				Configs: []ConfigInput{{Name: "ops", Generation: 1, Order: 1,
+					Document: config(t, `{"oar_config":"1.0","enforcement":{"p.sec/R":"monitor","gone.sec/G":"enforce"}}`)}}}
+			in.Current = assembled(t, in)
+			in.Packs = in.Packs[:1]
+			return in
+		},
+		check: func(t *testing.T, res *Result) {
+			wantPublished(t, res, "p@1")
+			got := res.Configs["ops"]
 			wantOutcome(t, got, false, 0, ReasonLoadFailed)
-			if !hasDiag(got.Errors, "OAR-CFG-4", "enforcement.p.sec/GONE") {
+			if !hasDiag(got.Errors, "OAR-CFG-4", "enforcement.gone.sec/G") {
 				t.Errorf("errors %v", got.Errors)
 			}
-			if len(res.Bundle.Configs) != 0 {
-				t.Errorf("configurations %v published", publishedConfigs(res.Bundle))
+			if want := []string{`OperatorConfig "ops"`}; !slices.Equal(res.Dropped, want) {
+				t.Errorf("Dropped %v, want %v", res.Dropped, want)
 			}
 		},
 	}, {
@@ -628,5 +717,77 @@ func TestEncodeRefusesTooLargeWithSizes(t *testing.T) {
 	}
 	if msg := err.Error(); !strings.Contains(msg, fmt.Sprint(tl.Encoded)) || !strings.Contains(msg, fmt.Sprint(ConfigMapLimit)) {
 		t.Errorf("error %q does not report the sizes", msg)
+	}
+}
+
+// Found in review: only the compressed size was checked, so repetitive packs could make
+// a bundle that fits in a ConfigMap compressed but that Decode, and so the sidecar,
+// refuses to decompress. The packs that would push it over MaxDecodedSize are held back.
+func TestAssembleBundleOverDecodedSizeIsHeldBack(t *testing.T) {
+	text := strings.Repeat("a", 9<<20) // compresses about a thousandfold
+	var packs []PackInput
+	for i := range 8 {
+		packs = append(packs, pack(fmt.Sprintf("p%d", i), 1, i, withCopy(rule(t, fmt.Sprintf("p%d.sec", i), "R"), text)))
+	}
+	res := mustAssemble(t, Input{Capability: capability(t), Packs: packs})
+	wantPublished(t, res, "p0@1", "p1@1", "p2@1", "p3@1", "p4@1", "p5@1", "p6@1")
+	got := res.Packs["p7"]
+	wantOutcome(t, got, false, 0, ReasonBundleTooLarge)
+	if !strings.Contains(got.Message, fmt.Sprint(MaxDecodedSize)) {
+		t.Errorf("message %q does not state the decompressed limit", got.Message)
+	}
+	wantLoads(t, res)
+}
+
+// withCopy sets rule r's copy text, without encoding it as JSON first.
+func withCopy(r any, text string) any {
+	r.(map[string]any)["copy"] = map[string]any{"what": text}
+	return r
+}
+
+func TestEncodeRefusesOverDecodedSize(t *testing.T) {
+	text := strings.Repeat("a", MaxDecodedSize)
+	b := &Bundle{Capability: capability(t), Packs: []Pack{{Name: "p", Generation: 1, Rules: []any{withCopy(rule(t, "p.sec", "P"), text)}}}}
+	_, err := Encode(b)
+	var tl *TooLargeError
+	if !errors.Is(err, ErrTooLarge) || !errors.As(err, &tl) || tl.Limit != MaxDecodedSize || tl.Plain <= MaxDecodedSize {
+		t.Fatalf("Encode: %v, want ErrTooLarge over MaxDecodedSize", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, fmt.Sprint(tl.Plain)) || !strings.Contains(msg, fmt.Sprint(MaxDecodedSize)) {
+		t.Errorf("error %q does not report the sizes", msg)
+	}
+}
+
+// storedLen decides the MaxDecodedSize check without building the JSON: it must be
+// the exact length of what is stored.
+func TestStoredLenIsExact(t *testing.T) {
+	in := conflicted(t)
+	c, errs := engine.LoadCapability(in.Capability)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	a := newAssembler(in, c)
+	if err := a.encodeParts(); err != nil {
+		t.Fatal(err)
+	}
+	for np := range 3 {
+		for nc := range 3 {
+			var packs []*option
+			for _, s := range a.slots[:np] {
+				packs = append(packs, s.opts[0])
+			}
+			var cfgs []*cfgOption
+			for _, s := range a.cfgs[:nc] {
+				cfgs = append(cfgs, s.opts[0])
+			}
+			canon := a.canonical(packs, cfgs)
+			full, err := withDigest(canon, digestOf(canon))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := a.storedLen(packs, cfgs); got != len(full) {
+				t.Errorf("%d packs, %d configurations: storedLen %d, stored JSON %d bytes", np, nc, got, len(full))
+			}
+		}
 	}
 }

@@ -77,17 +77,30 @@ const (
 	digestPrefix = "sha256:"
 )
 
-// ErrTooLarge is matched (errors.Is) by every error reporting a bundle over ConfigMapLimit.
+// ErrTooLarge is matched (errors.Is) by every error reporting a bundle over ConfigMapLimit
+// stored, or over MaxDecodedSize decompressed.
 var ErrTooLarge = errors.New("bundle too large for a ConfigMap")
 
-// TooLargeError reports the sizes of a bundle that does not fit in a ConfigMap.
+// TooLargeError reports the sizes of a bundle that does not fit in a ConfigMap, or that
+// Decode would refuse to decompress.
 type TooLargeError struct {
-	// Plain is the size of the bundle JSON; Encoded the size stored (compressed).
-	Plain, Encoded, Limit int
+	// Plain is the size of the bundle JSON; Encoded the size stored (compressed), 0 when
+	// Plain alone is over its limit.
+	Plain, Encoded int
+	// Limit is the limit exceeded: ConfigMapLimit for Encoded, MaxDecodedSize for Plain.
+	Limit int
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("bundle too large for a ConfigMap: %d bytes of JSON compress to %d bytes, over the limit of %d", e.Plain, e.Encoded, e.Limit)
+	return "bundle too large for a ConfigMap: " + e.sizes()
+}
+
+// sizes says which size is over which limit.
+func (e *TooLargeError) sizes() string {
+	if e.Encoded == 0 {
+		return fmt.Sprintf("%d bytes of JSON, over the %d bytes a bundle may decompress to", e.Plain, e.Limit)
+	}
+	return fmt.Sprintf("%d bytes of JSON compress to %d bytes, over the ConfigMap limit of %d", e.Plain, e.Encoded, e.Limit)
 }
 
 // Is makes errors.Is(err, ErrTooLarge) true.
@@ -151,7 +164,8 @@ type Encoded struct {
 
 // Encode lays b out for a ConfigMap: the JSON in data when it is at most PlainLimit
 // bytes, gzip (best compression) in binaryData otherwise. A bundle over ConfigMapLimit
-// is refused with a *TooLargeError. An unsealed bundle is encoded with its computed
+// stored, or over MaxDecodedSize of JSON (which Decode would refuse), is refused with a
+// *TooLargeError. An unsealed bundle is encoded with its computed
 // digest; a sealed one whose digest no longer matches its content is refused.
 func Encode(b *Bundle) (Encoded, error) {
 	canon, err := canonical(b)
@@ -173,6 +187,9 @@ func encodeCanonical(canon []byte, digest string, z *compressor) (Encoded, error
 	}
 	if len(full) <= PlainLimit {
 		return Encoded{Data: map[string]string{KeyPlain: string(full)}, Digest: digest, Size: len(full)}, nil
+	}
+	if len(full) > MaxDecodedSize {
+		return Encoded{}, &TooLargeError{Plain: len(full), Limit: MaxDecodedSize}
 	}
 	gz := z.compress(full)
 	if len(gz) > ConfigMapLimit {

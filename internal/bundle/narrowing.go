@@ -79,8 +79,8 @@ func CapabilityMember(e *diag.Error) string {
 // keep, the new document is held back like an invalid one. Current keeps serving, the
 // result says why (Narrowing, and each resource's outcome), and nothing new is
 // published until the document is restored or the packs load against it. Resources
-// left out for other reasons (deleted, or a configuration an incumbent's edit no longer
-// applies to) do not hold anything back.
+// left out for other reasons (deleted, or a configuration naming a rule of a deleted
+// pack) do not hold anything back.
 func holdNarrowing(in Input, res *Result) (*Result, error) {
 	if in.Current == nil {
 		return res, nil

@@ -447,9 +447,7 @@ func describeOwn(l diag.List) string {
 // classify explains why option o of slot s did not load or fit with the set of v.
 func (a *assembler) classify(v *verdict, s *slot, o *option) *failure {
 	if v.tooLarge != nil {
-		return &failure{reason: ReasonBundleTooLarge, message: fmt.Sprintf(
-			"generation %d would make the bundle %d bytes of JSON (%d compressed), over the ConfigMap limit of %d bytes",
-			o.gen, v.tooLarge.Plain, v.tooLarge.Encoded, v.tooLarge.Limit)}
+		return &failure{reason: ReasonBundleTooLarge, message: fmt.Sprintf("generation %d would make the bundle too large: %s", o.gen, v.tooLarge.sizes())}
 	}
 	owners := v.owners()
 	var errs diag.List
@@ -610,9 +608,7 @@ func (a *assembler) configs(rs *engine.RuleSet, packs []pick) []*cfgOption {
 				continue
 			}
 			if tl := a.tooLarge(packs, append(taken, o)); tl != nil {
-				o.fail = &failure{reason: ReasonBundleTooLarge, message: fmt.Sprintf(
-					"generation %d would make the bundle %d bytes of JSON (%d compressed), over the ConfigMap limit of %d bytes",
-					o.gen, tl.Plain, tl.Encoded, tl.Limit)}
+				o.fail = &failure{reason: ReasonBundleTooLarge, message: fmt.Sprintf("generation %d would make the bundle too large: %s", o.gen, tl.sizes())}
 				continue
 			}
 			s.chosen = o
@@ -632,9 +628,12 @@ func cfgDocs(cfgs []*cfgOption) []any {
 }
 
 // configEvictor finds a published configuration that rule 3 left out (cfgs are the
-// ones taken) and a newcomer pack among taken without which it would be taken: applied
-// after the configurations taken before it and within the size limit. It returns nil
-// when there is none; a configuration left out by an incumbent's edit stays left out.
+// ones taken) and a pack change among taken without which it would be taken: applied
+// after the configurations taken before it and within the size limit. The change is a
+// newcomer (left out instead) or an incumbent's edit (its last published generation
+// instead): a published configuration is an incumbent too, and neither evicts one.
+// Newcomers are tried first. It returns nil when there is none: the configuration is
+// then left out, for what no pack change undoes (a pack it names was deleted).
 func (a *assembler) configEvictor(taken []pick, cfgs []*cfgOption) (*pick, *cfgSlot) {
 	if a.in.Current == nil {
 		return nil, nil
@@ -651,10 +650,10 @@ func (a *assembler) configEvictor(taken []pick, cfgs []*cfgOption) (*pick, *cfgS
 			}
 		}
 		for i := len(taken) - 1; i >= 0; i-- {
-			if taken[i].s.incumbent {
+			rest, ok := undo(taken, i)
+			if !ok {
 				continue
 			}
-			rest := slices.Delete(slices.Clone(taken), i, i+1)
 			var docs []any
 			for _, p := range rest {
 				docs = append(docs, p.o.rules...)
@@ -675,6 +674,23 @@ func (a *assembler) configEvictor(taken []pick, cfgs []*cfgOption) (*pick, *cfgS
 		}
 	}
 	return nil, nil
+}
+
+// undo returns taken without the change pick i brings: a newcomer left out, an
+// incumbent's current generation replaced by its last published one. It says false
+// when pick i changes nothing published (an unchanged incumbent, one already serving
+// its last published generation) or that generation does not load on its own.
+func undo(taken []pick, i int) ([]pick, bool) {
+	p := taken[i]
+	if !p.s.incumbent {
+		return slices.Delete(slices.Clone(taken), i, i+1), true
+	}
+	if p.o != p.s.opts[0] || len(p.s.opts) < 2 || p.s.opts[1].fail != nil && p.s.opts[1].fail.sticky {
+		return nil, false
+	}
+	rest := slices.Clone(taken)
+	rest[i] = pick{p.s, p.s.opts[1]}
+	return rest, true
 }
 
 // cfgIndex is the position of the configuration slot holding o.
