@@ -145,7 +145,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.storeTimeout, "session-store-timeout", redisstore.DefaultTimeout, "bound on each call to the Redis session store; past it, rules needing session state follow their on_error")
 	fs.IntVar(&o.storeCache, "session-store-cache", redisstore.DefaultCacheSessions, "sessions whose last known state this replica keeps, so that an occurrence of a session that stays on it costs one round trip (its commit, which checks the version) instead of two; 0 keeps none")
 	fs.IntVar(&o.storeRetries, "session-store-retries", sidecar.DefaultSessionRetries, "times an occurrence is read and evaluated again when another replica changed its session meanwhile; past them, its rules needing session state follow their on_error")
-	fs.Int64Var(&o.maxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest POST /v1/evaluate body, in `bytes`")
+	fs.Int64Var(&o.maxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest POST /v1/evaluate body, in `bytes`, at most 64 MiB")
 	fs.IntVar(&o.eventBuffer, "event-buffer", events.DefaultBuffer, "records buffered per /v1/events subscriber before a slow one is dropped")
 	fs.StringVar(&o.decisionLog, "decision-log", "", "write one JSON line per evaluated occurrence (its facts, tool call, recent activity, decision, traced rules and bundle digest) to stdout, next to the publish_event records, or append them to a `FILE`; empty: no decision log. oarctl replay reads it")
 	content := fs.String("decision-log-content", string(decisionlog.ContentOmit), "how much of an occurrence's content a decision log line keeps: omit (its length only), hash (its length and SHA-256, which can confirm a guessed text) or full (the text; needed to replay content rules and transforms)")
@@ -211,6 +211,11 @@ func (o options) check() error {
 		if !p.ok {
 			errs = append(errs, p.name+" must be positive")
 		}
+	}
+	if o.maxBodyBytes > decisionlog.MaxLineBytes {
+		// A body holds at most as many code points as bytes, and a decision line records
+		// its content's length, which the log's reader bounds by a line's size.
+		errs = append(errs, fmt.Sprintf("--max-body-bytes %d is more than the %d an occurrence may have", o.maxBodyBytes, decisionlog.MaxLineBytes))
 	}
 	if o.sessionStore != "memory" && !strings.HasPrefix(o.sessionStore, "redis://") && !strings.HasPrefix(o.sessionStore, "rediss://") {
 		errs = append(errs, fmt.Sprintf("--session-store %q is neither memory nor a redis:// or rediss:// URL", o.sessionStore))

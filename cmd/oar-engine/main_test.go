@@ -49,6 +49,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--session-store", "redis://u:pw@127.0.0.1:1"}, "carries a password: give it in a file"},
 		{[]string{"--session-store-retries", "0"}, "--session-store-retries must be positive"},
 		{[]string{"--session-store-cache", "-1"}, "--session-store-cache must not be negative"},
+		{[]string{"--max-body-bytes", "67108865"}, "--max-body-bytes 67108865 is more than the 67108864 an occurrence may have"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, "flag provided but not defined"},
 	}

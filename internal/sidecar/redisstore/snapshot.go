@@ -19,9 +19,12 @@ type counts struct {
 // engine.FallibleActivity for that session only; an evaluation uses it from one
 // goroutine.
 type Snapshot struct {
-	session       string
-	version       string
-	counters      map[string]counts
+	session  string
+	version  string
+	counters map[string]counts
+	// removed holds, with its value as read, each counter the session held that the
+	// occurrence set back to zero (Restore): Commit removes it, as the memory store does.
+	removed       map[string]engine.Counts
 	window        []string
 	windowChanged bool
 	// read is the window as read, window the window as the occurrence leaves it.
@@ -98,8 +101,9 @@ func (s *Snapshot) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, e
 	return c.now, nil
 }
 
-// Restore implements engine.CounterStore: a counter the occurrence added and sets back
-// to zero is dropped, so Commit writes nothing for it.
+// Restore implements engine.CounterStore. A counter set back to zero is removed, as the
+// memory store removes it, so both bound a session's counters alike: Commit writes
+// nothing for one the occurrence added and removes one the session held.
 func (s *Snapshot) Restore(k engine.CounterKey, c engine.Counts) error {
 	if err := s.check(k); err != nil {
 		return err
@@ -107,8 +111,14 @@ func (s *Snapshot) Restore(k engine.CounterKey, c engine.Counts) error {
 	f := field(k)
 	now, ok := s.counters[f]
 	switch {
-	case ok && now.added && c == engine.Counts{}:
+	case ok && c == engine.Counts{}:
 		delete(s.counters, f)
+		if !now.added {
+			if s.removed == nil {
+				s.removed = map[string]engine.Counts{}
+			}
+			s.removed[f] = now.base
+		}
 	case ok:
 		now.now = c
 		s.counters[f] = now
@@ -181,6 +191,11 @@ func (s *Snapshot) changes() (expect string, fields []any, window bool) {
 			fields = append(fields, f, formatCounts(c.now))
 		}
 	}
+	for f := range s.removed {
+		if _, ok := s.counters[f]; !ok {
+			fields = append(fields, f, "")
+		}
+	}
 	return s.version, fields, s.windowChanged
 }
 
@@ -197,6 +212,9 @@ func (s *Snapshot) Correction() *Snapshot {
 		if !n.added {
 			c.counters[f] = counts{base: n.base, now: n.base}
 		}
+	}
+	for f, base := range s.removed {
+		c.counters[f] = counts{base: base, now: base}
 	}
 	return c
 }

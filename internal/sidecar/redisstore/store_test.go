@@ -12,6 +12,7 @@ import (
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
+	"github.com/oar-operator/oar-operator/internal/sidecar/session"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -120,6 +121,39 @@ func TestRestore(t *testing.T) {
 	}
 	if err := again.Restore(scoped, engine.Counts{Fire: 2}); err == nil {
 		t.Error("a counter the snapshot does not hold was restored to a value")
+	}
+}
+
+// TestRestoreToZeroBoundsLikeMemory: a counter the session held, set back to zero by a
+// take-back, is removed as the memory store removes it, so the per-session bound then
+// admits the same next counter in both modes.
+func TestRestoreToZeroBoundsLikeMemory(t *testing.T) {
+	other := engine.CounterKey{Rule: "acme.ops/OTHER", Session: "s1"}
+	mem := session.New(session.Options{MaxCounters: 1})
+	_, _ = mem.Apply(plain, engine.ActionResetCounter) // an earlier occurrence leaves it at zero
+	_, _ = mem.Apply(plain, engine.ActionResetCounter) // this one resets it again...
+	_ = mem.Restore(plain, engine.Counts{})            // ...and takes that back
+	_, memErr := mem.Apply(other, engine.ActionIncrementCounter)
+
+	s := newStore(t, Options{MaxCounters: 1})
+	snap := load(t, s, "s1")
+	_, _ = snap.Apply(plain, engine.ActionResetCounter)
+	commit(t, s, snap)
+	snap = load(t, s, "s1")
+	_, _ = snap.Apply(plain, engine.ActionResetCounter)
+	if err := snap.Restore(plain, engine.Counts{}); err != nil {
+		t.Fatal(err)
+	}
+	if !commit(t, s, snap) {
+		t.Fatal("the commit conflicted")
+	}
+	next := load(t, s, "s1")
+	_, redisErr := next.Apply(other, engine.ActionIncrementCounter)
+	if memErr != nil || redisErr != nil {
+		t.Errorf("the next counter: memory %v, Redis %v; want both admitted", memErr, redisErr)
+	}
+	if corr := snap.Correction(); len(corr.counters) != 1 {
+		t.Errorf("a correction of the take-back reads %d counters; want the one the session held", len(corr.counters))
 	}
 }
 
