@@ -149,6 +149,12 @@ type evalState struct {
 	// findings holds what the detector of the rule being evaluated reported; finding
 	// points here while that rule is evaluated.
 	findings Findings
+	// unobserved is in force (s.finding points at it) while the copy of a detector rule
+	// whose detector produced nothing is rendered for its on_error block: its detector's
+	// observations are unavailable, failing with unobservedErr rather than reading as
+	// their zero values ([OAR-COPY-11]).
+	unobserved    Findings
+	unobservedErr error
 	// ctrs holds every counter read or written at this occurrence: its value before any
 	// side-effect of the occurrence (the snapshot of [OAR-FIRE-6]) and its value after.
 	// ruleCtrs finds a rule's counters in it; the session is the occurrence's, so a rule's
@@ -287,6 +293,7 @@ func (s *evalState) reset(p *Program, rt *Runtime, occ *Occurrence, buf *Decisio
 
 func (s *evalState) release() {
 	s.p, s.rt, s.occ, s.buf, s.cur, s.finding, s.window, s.windowErr = nil, nil, nil, nil, nil, nil, nil, nil
+	s.unobservedErr = nil
 	s.findings = Findings{}
 	clear(s.ctrs)
 	s.ctrs, s.nChanged = reuseSlice(s.ctrs, 1<<10), 0
@@ -435,6 +442,11 @@ func (s *evalState) run() *Decision {
 			if r.OnError == Substitute {
 				by = rules[r.OnErrorRule]
 				s.cur, s.finding = by, nil
+				if by.Detector != "" {
+					// The substituted rule's detector did not run at this occurrence.
+					s.unobservedErr = &ProviderError{Clause: "OAR-OPS-3", Fact: by.Detector, Err: errors.New("the detector did not run: its rule stands in for another's on_error")}
+					s.finding = &s.unobserved
+				}
 			}
 			blocking = contribution{rule: by, copy: s.renderCopyOrOmit(by)}
 			block = &blocking
@@ -717,11 +729,11 @@ func (s *evalState) evalRule(r *Rule, selErr error) (bool, copySpan, *transform.
 	if r.Detector != "" {
 		det := s.rt.Detectors[r.Detector]
 		if det == nil {
-			return false, copySpan{}, nil, &ProviderError{Clause: "OAR-OPS-3", Fact: r.Detector, Err: errors.New("detector is unreachable: no implementation is registered")}
+			return false, copySpan{}, nil, s.detectorFailed(r, errors.New("detector is unreachable: no implementation is registered"))
 		}
 		f, err := det.Detect(s.occ)
 		if err != nil {
-			return false, copySpan{}, nil, &ProviderError{Clause: "OAR-OPS-3", Fact: r.Detector, Err: err}
+			return false, copySpan{}, nil, s.detectorFailed(r, err)
 		}
 		s.findings = f
 		s.finding = &s.findings
@@ -747,6 +759,15 @@ func (s *evalState) evalRule(r *Rule, selErr error) (bool, copySpan, *transform.
 		return false, copySpan{}, nil, err
 	}
 	return true, out, tr, nil
+}
+
+// detectorFailed is the failure of r's detector, whose observations are then
+// unavailable to r until the next rule is evaluated, so a copy of r's on_error block
+// that binds one is omitted ([OAR-COPY-11]).
+func (s *evalState) detectorFailed(r *Rule, err error) error {
+	pe := &ProviderError{Clause: "OAR-OPS-3", Fact: r.Detector, Err: err}
+	s.unobservedErr, s.finding = pe, &s.unobserved
+	return pe
 }
 
 // checkCopy reports whether r's copy will render, reading every fact its templates
@@ -1025,6 +1046,9 @@ func (s *evalState) Fact(id int) (types.Value, error) {
 	}
 	info := s.p.cap.symbol(id)
 	if f := s.finding; f != nil {
+		if f == &s.unobserved && info.Detector {
+			return types.Value{}, s.unobservedErr
+		}
 		if raw, ok := f.Facts[info.Name]; ok {
 			return s.convert(info, raw)
 		}
@@ -1230,6 +1254,9 @@ func convert(info *symbolInfo, raw any) (types.Value, error) {
 func (s *evalState) Call(id int, arg types.Value) (types.Value, error) {
 	info := s.p.cap.symbol(id)
 	if f := s.finding; f != nil {
+		if f == &s.unobserved && info.Detector {
+			return types.Value{}, s.unobservedErr
+		}
 		if raw, ok := f.Facts[info.Name]; ok {
 			return s.convert(info, raw)
 		}
