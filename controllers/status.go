@@ -318,11 +318,15 @@ func capabilityStatus(c *rulesv1alpha1.Capability, res *bundle.Result, ref *rule
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
 		ready.Status, ready.Reason = metav1.ConditionFalse, rulesv1alpha1.ReasonLeftOut
 		n := len(res.Dropped)
-		ready.Message = fmt.Sprintf("bundle %s is published without %s, which the previous bundle published: %s no longer %s with the packs published "+
+		names := make([]string, n)
+		for i, d := range res.Dropped {
+			names[i] = d.String()
+		}
+		ready.Message = fmt.Sprintf("bundle %s is published without %s, which an earlier bundle published: %s no longer %s with the packs published "+
 			"(%s status says why), so what %s enforced no longer holds, and that may be looser (a configuration may raise rules to enforce); "+
-			"restore what %s, or change or delete %s",
-			ref.Digest, strings.Join(res.Dropped, ", "), plural(n, "it", "they"), plural(n, "loads or applies", "load or apply"),
-			plural(n, "its", "their"), plural(n, "it", "they"), plural(n, "it names", "they name"), plural(n, "it", "them"))
+			"this lasts until %s published again: restore what %s, or change or delete %s",
+			ref.Digest, strings.Join(names, ", "), plural(n, "it", "they"), plural(n, "loads or applies", "load or apply"),
+			plural(n, "its", "their"), plural(n, "it", "they"), plural(n, "it is", "they are"), plural(n, "it names", "they name"), plural(n, "it", "them"))
 	case len(unmet) > 0:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
 		ready.Status, ready.Reason = metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityNarrowed
