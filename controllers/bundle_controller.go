@@ -90,7 +90,7 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	onCM := r.intactBundle(ctx, cm)
 	last, ok := r.last.get(req.NamespacedName)
 	if !ok {
-		last = publication{onCM, identitiesOf(cm)}
+		last = publication{onCM, identitiesOf(cm), leftOutOf(cm)}
 		if onCM == nil {
 			last.ids = nil
 		}
@@ -101,11 +101,12 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	markNewIdentities(last.ids, &in, livePacks, liveConfigs)
+	in.LeftOut = stillLeftOut(last.leftOut, livePacks, liveConfigs)
 	res, err := bundle.Assemble(in)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("assemble bundle: %w", err)
 	}
-	ids := identitiesFor(res, last.ids, livePacks, liveConfigs)
+	next := publication{res.Bundle, identitiesFor(res, last.ids, livePacks, liveConfigs), leftOutIdentities(res.Dropped, livePacks, liveConfigs)}
 
 	published := cm
 	switch {
@@ -117,17 +118,17 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		published = nil
 		nothingServes(res)
 	case res.Bundle != nil && (!holds(cm, onCM, res.Bundle.Digest) || !metav1.IsControlledBy(cm, capability) || !ownedBy(cm, capability.Name) ||
-		cm.Annotations[resource.PublishedUIDsAnnotation] != ids.Encode()):
-		if published, err = r.writeBundle(ctx, capability, cm, res, ids); err != nil {
+		cm.Annotations[resource.PublishedUIDsAnnotation] != next.ids.Encode() || cm.Annotations[resource.LeftOutUIDsAnnotation] != leftOutValue(next.leftOut)):
+		if published, err = r.writeBundle(ctx, capability, cm, res, next); err != nil {
 			return ctrl.Result{}, err
 		}
 		if current != nil && current != onCM && !holds(cm, onCM, current.Digest) {
 			r.Recorder.Eventf(capability, published, corev1.EventTypeWarning, "BundleRestored", "Publish",
 				"ConfigMap %s no longer held bundle %s (deleted or overwritten); the bundle is published again from the operator's copy", published.Name, current.Digest)
 		}
-		r.last.set(req.NamespacedName, res.Bundle, ids)
+		r.last.set(req.NamespacedName, next)
 	case res.Bundle != nil:
-		r.last.set(req.NamespacedName, res.Bundle, ids)
+		r.last.set(req.NamespacedName, next)
 	}
 	if r.changes.deferStatus(req.NamespacedName, seen, time.Now()) {
 		logger.V(1).Info("more changes are queued; their reconcile writes the statuses")
@@ -261,9 +262,9 @@ func (r *BundleReconciler) refuseForeignConfigMap(ctx context.Context, key types
 }
 
 // writeBundle creates or updates the bundle ConfigMap, owned by the Capability, with
-// the identities of what it publishes.
+// the identities of what it publishes and of what it is published without (next).
 func (r *BundleReconciler) writeBundle(ctx context.Context, capability *rulesv1alpha1.Capability, cm *corev1.ConfigMap,
-	res *bundle.Result, ids *resource.PublishedUIDs) (*corev1.ConfigMap, error) {
+	res *bundle.Result, next publication) (*corev1.ConfigMap, error) {
 	if cm == nil {
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: capability.Namespace, Name: resource.BundleName(capability.Name)}}
 	}
@@ -276,7 +277,12 @@ func (r *BundleReconciler) writeBundle(ctx context.Context, capability *rulesv1a
 		cm.Annotations = map[string]string{}
 	}
 	cm.Annotations[resource.DigestAnnotation] = res.Bundle.Digest
-	cm.Annotations[resource.PublishedUIDsAnnotation] = ids.Encode()
+	cm.Annotations[resource.PublishedUIDsAnnotation] = next.ids.Encode()
+	if v := leftOutValue(next.leftOut); v != "" {
+		cm.Annotations[resource.LeftOutUIDsAnnotation] = v
+	} else {
+		delete(cm.Annotations, resource.LeftOutUIDsAnnotation)
+	}
 	cm.Data = res.Encoded.Data
 	cm.BinaryData = res.Encoded.BinaryData
 	if err := controllerutil.SetControllerReference(capability, cm, r.Scheme); err != nil {

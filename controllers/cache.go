@@ -64,10 +64,12 @@ type lastPublished struct {
 	m  map[types.NamespacedName]publication
 }
 
-// publication is a bundle and whose generations it holds.
+// publication is a bundle, whose generations it holds, and what it is published
+// without that an earlier bundle published (resource.LeftOutUIDsAnnotation).
 type publication struct {
-	bundle *bundle.Bundle
-	ids    *resource.PublishedUIDs
+	bundle  *bundle.Bundle
+	ids     *resource.PublishedUIDs
+	leftOut *resource.PublishedUIDs
 }
 
 func (l *lastPublished) get(key types.NamespacedName) (publication, bool) {
@@ -77,13 +79,13 @@ func (l *lastPublished) get(key types.NamespacedName) (publication, bool) {
 	return p, ok
 }
 
-func (l *lastPublished) set(key types.NamespacedName, b *bundle.Bundle, ids *resource.PublishedUIDs) {
+func (l *lastPublished) set(key types.NamespacedName, p publication) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
 		l.m = map[types.NamespacedName]publication{}
 	}
-	l.m[key] = publication{b, ids}
+	l.m[key] = p
 }
 
 func (l *lastPublished) forget(key types.NamespacedName) {

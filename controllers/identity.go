@@ -70,3 +70,66 @@ func identitiesFor(res *bundle.Result, prev *resource.PublishedUIDs, packs []*ru
 	}
 	return ids
 }
+
+// leftOutOf reads the resource.LeftOutUIDsAnnotation of cm; nil when there is none (a
+// bundle written before it was recorded: nothing is known to be left out).
+func leftOutOf(cm *corev1.ConfigMap) *resource.PublishedUIDs {
+	if cm == nil {
+		return nil
+	}
+	return resource.LeftOutUIDsOf(cm.Annotations)
+}
+
+// leftOutValue is the annotation's value for what a bundle is published without; ""
+// when nothing is, and the annotation is then left off.
+func leftOutValue(ids *resource.PublishedUIDs) string {
+	if ids.Empty() {
+		return ""
+	}
+	return ids.Encode()
+}
+
+// stillLeftOut is bundle.Input.LeftOut: what the record names that is still the same
+// object, not being deleted. A left-out object deleted, or replaced by another under
+// its name, is resolved: it leaves the record.
+func stillLeftOut(rec *resource.PublishedUIDs, packs []*rulesv1alpha1.RulePack, configs []*rulesv1alpha1.OperatorConfig) []bundle.Ref {
+	if rec.Empty() {
+		return nil
+	}
+	var out []bundle.Ref
+	for _, p := range packs {
+		if uid, ok := rec.Packs[p.Name]; ok && uid == p.UID {
+			out = append(out, bundle.Ref{Name: p.Name})
+		}
+	}
+	for _, c := range configs {
+		if uid, ok := rec.Configs[c.Name]; ok && uid == c.UID {
+			out = append(out, bundle.Ref{Name: c.Name, Config: true})
+		}
+	}
+	return out
+}
+
+// leftOutIdentities records the objects dropped names (bundle.Result.Dropped, all of
+// them given, so live); nil when it names none.
+func leftOutIdentities(dropped []bundle.Ref, packs []*rulesv1alpha1.RulePack, configs []*rulesv1alpha1.OperatorConfig) *resource.PublishedUIDs {
+	if len(dropped) == 0 {
+		return nil
+	}
+	packUIDs, configUIDs := map[string]types.UID{}, map[string]types.UID{}
+	for _, p := range packs {
+		packUIDs[p.Name] = p.UID
+	}
+	for _, c := range configs {
+		configUIDs[c.Name] = c.UID
+	}
+	ids := &resource.PublishedUIDs{Packs: map[string]types.UID{}, Configs: map[string]types.UID{}}
+	for _, d := range dropped {
+		if d.Config {
+			ids.Configs[d.Name] = configUIDs[d.Name]
+		} else {
+			ids.Packs[d.Name] = packUIDs[d.Name]
+		}
+	}
+	return ids
+}

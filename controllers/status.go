@@ -30,13 +30,14 @@ const statusWriters = 16
 func (r *BundleReconciler) updateStatuses(ctx context.Context, key types.NamespacedName, capability *rulesv1alpha1.Capability,
 	packs []rulesv1alpha1.RulePack, configs []rulesv1alpha1.OperatorConfig, res *bundle.Result, cm *corev1.ConfigMap) error {
 	ref := bundleRef(cm)
+	serving := servingOf(res, cm)
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(statusWriters)
 	for i := range packs {
 		p := &packs[i]
 		o, ok := res.Packs[p.Name]
 		if !p.DeletionTimestamp.IsZero() {
-			o, ok = deleting("rule pack"), true
+			o, ok = deleting("rule pack", serving.pack(p.Name, p.UID)), true
 		}
 		if !ok {
 			continue
@@ -58,7 +59,7 @@ func (r *BundleReconciler) updateStatuses(ctx context.Context, key types.Namespa
 		c := &configs[i]
 		o, ok := res.Configs[c.Name]
 		if !c.DeletionTimestamp.IsZero() {
-			o, ok = deleting("configuration"), true
+			o, ok = deleting("configuration", serving.config(c.Name, c.UID)), true
 		}
 		if !ok {
 			continue
@@ -128,10 +129,60 @@ func readyOf(status any) *metav1.Condition {
 	return meta.FindStatusCondition(conds, rulesv1alpha1.ConditionReady)
 }
 
-// deleting is the outcome of a resource being deleted: assembly leaves it out (input).
-func deleting(what string) bundle.Outcome {
-	return bundle.Outcome{Reason: rulesv1alpha1.ReasonDeleting,
+// serving is the bundle ConfigMap cm serves, res.Bundle, and whose generations it
+// holds.
+type serving struct {
+	bundle *bundle.Bundle
+	ids    *resource.PublishedUIDs
+}
+
+// servingOf is what serves after a reconcile that left res and cm (nil when no bundle
+// serves).
+func servingOf(res *bundle.Result, cm *corev1.ConfigMap) serving {
+	if cm == nil || res.Bundle == nil {
+		return serving{}
+	}
+	return serving{res.Bundle, identitiesOf(cm)}
+}
+
+// pack is the generation of the RulePack name, object uid, the bundle serves; 0 when
+// none, or when the generation under its name is another object's.
+func (s serving) pack(name string, uid types.UID) int64 {
+	if s.bundle == nil || s.ids.NewPack(name, uid) {
+		return 0
+	}
+	for _, p := range s.bundle.Packs {
+		if p.Name == name {
+			return p.Generation
+		}
+	}
+	return 0
+}
+
+// config is pack for an OperatorConfig.
+func (s serving) config(name string, uid types.UID) int64 {
+	if s.bundle == nil || s.ids.NewConfig(name, uid) {
+		return 0
+	}
+	for _, c := range s.bundle.Configs {
+		if c.Name == name {
+			return c.Generation
+		}
+	}
+	return 0
+}
+
+// deleting is the outcome of a resource being deleted: assembly leaves it out (input),
+// but a bundle held back (a narrowed or invalid capability) still serves served, its
+// generation, until the hold clears and the next bundle is published without it.
+func deleting(what string, served int64) bundle.Outcome {
+	o := bundle.Outcome{Reason: rulesv1alpha1.ReasonDeleting, PublishedGeneration: served,
 		Message: fmt.Sprintf("the %s is being deleted, so it is left out of the bundle; its finalizers hold it until they are removed", what)}
+	if served > 0 {
+		o.Message = fmt.Sprintf("the %s is being deleted; the bundle serving is held back (the Capability's status says why) and still holds it, "+
+			"so it leaves the bundle once the hold clears; its finalizers hold it until they are removed", what)
+	}
+	return o
 }
 
 // setConditions turns an assembly outcome into Ready and Accepted. Accepted answers
@@ -318,11 +369,15 @@ func capabilityStatus(c *rulesv1alpha1.Capability, res *bundle.Result, ref *rule
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
 		ready.Status, ready.Reason = metav1.ConditionFalse, rulesv1alpha1.ReasonLeftOut
 		n := len(res.Dropped)
-		ready.Message = fmt.Sprintf("bundle %s is published without %s, which the previous bundle published: %s no longer %s with the packs published "+
+		names := make([]string, n)
+		for i, d := range res.Dropped {
+			names[i] = d.String()
+		}
+		ready.Message = fmt.Sprintf("bundle %s is published without %s, which an earlier bundle published: %s no longer %s with the packs published "+
 			"(%s status says why), so what %s enforced no longer holds, and that may be looser (a configuration may raise rules to enforce); "+
-			"restore what %s, or change or delete %s",
-			ref.Digest, strings.Join(res.Dropped, ", "), plural(n, "it", "they"), plural(n, "loads or applies", "load or apply"),
-			plural(n, "its", "their"), plural(n, "it", "they"), plural(n, "it names", "they name"), plural(n, "it", "them"))
+			"this lasts until %s published again: restore what %s, or change or delete %s",
+			ref.Digest, strings.Join(names, ", "), plural(n, "it", "they"), plural(n, "loads or applies", "load or apply"),
+			plural(n, "its", "their"), plural(n, "it", "they"), plural(n, "it is", "they are"), plural(n, "it names", "they name"), plural(n, "it", "them"))
 	case len(unmet) > 0:
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, rulesv1alpha1.ReasonLoaded, "the capability document is valid"
 		ready.Status, ready.Reason = metav1.ConditionFalse, rulesv1alpha1.ReasonCapabilityNarrowed

@@ -49,12 +49,14 @@ const (
 	// until it is removed.
 	ReasonBundleNameTaken = "BundleNameTaken"
 	// ReasonLeftOut: on a Capability, the bundle is published without a pack or
-	// configuration the previous bundle published that still exists, and no change
+	// configuration an earlier bundle published that still exists, and no change
 	// could be held back for it (a pack a configuration names was deleted, say).
-	// What it enforced no longer holds; the message names each one.
+	// What it enforced no longer holds; the message names each one. It lasts,
+	// across reconciles and restarts, until each is published again or deleted.
 	ReasonLeftOut = "LeftOut"
 	// ReasonDeleting: the resource is being deleted (finalizers hold it); it is
-	// left out of the bundle.
+	// left out of the next bundle. While the Capability is held back, the bundle
+	// serving may still hold it: its published generation says so.
 	ReasonDeleting = "Deleting"
 	// ReasonPending: the controller has not reached a verdict yet.
 	ReasonPending = "Pending"

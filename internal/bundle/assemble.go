@@ -63,6 +63,11 @@ type Input struct {
 	Configs    []ConfigInput
 	// Current is the bundle currently published, nil if none.
 	Current *Bundle
+	// LeftOut names what an earlier result left out (its Dropped) and that is still
+	// given, the same objects: Current, published since, no longer holds them, but what
+	// they enforced is still not in force. Each stays in Dropped until a generation of
+	// it is published again; the caller forgets one that is deleted.
+	LeftOut []Ref
 }
 
 // Outcome says what assembly did with one pack or configuration.
@@ -108,11 +113,12 @@ type Result struct {
 	Narrowing diag.List
 	Held      []string
 	// Dropped names the packs and configurations Current publishes, still given (the
-	// same objects), of which Bundle publishes no generation ("OperatorConfig \"x\""),
-	// when no change could be held back for them (a pack a configuration names was
-	// deleted, say). What they enforced no longer holds, and that may be looser: a
-	// configuration may have raised a rule to enforce ([OAR-CFG-3]).
-	Dropped []string
+	// same objects), of which Bundle publishes no generation, when no change could be
+	// held back for them (a pack a configuration names was deleted, say), and those of
+	// Input.LeftOut still left out. What they enforced no longer holds, and that may be
+	// looser: a configuration may have raised a rule to enforce ([OAR-CFG-3]). Packs
+	// come first, each kind by name.
+	Dropped []Ref
 }
 
 // Assemble decides the bundle for one Capability, deterministically from the cluster
@@ -133,7 +139,8 @@ type Result struct {
 //     generation if it applies, else the last published one, else left out. A
 //     published configuration is an incumbent: a newcomer or an incumbent's edit that
 //     would leave it out is refused instead (Conflict naming it), and the packs are
-//     decided again. One left out all the same is named in Dropped.
+//     decided again. One left out all the same is named in Dropped, and so is one
+//     Input.LeftOut names until it is published again.
 //  4. The result is loaded as a whole with Load before it is returned; a bundle that
 //     does not load is never returned.
 //
@@ -145,6 +152,16 @@ func Assemble(in Input) (*Result, error) {
 	if err := checkNames(in); err != nil {
 		return nil, err
 	}
+	res, err := assemble(in)
+	if err != nil {
+		return nil, err
+	}
+	res.Dropped = dropped(in, res)
+	return res, nil
+}
+
+// assemble is Assemble but for Dropped.
+func assemble(in Input) (*Result, error) {
 	res := &Result{Packs: map[string]Outcome{}, Configs: map[string]Outcome{}}
 	if in.Capability == nil {
 		return keepCurrent(in, res, ReasonCapabilityMissing,
@@ -160,13 +177,7 @@ func Assemble(in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if res, err = holdNarrowing(in, res); err != nil {
-		return nil, err
-	}
-	for _, d := range leftOut(in, res) {
-		res.Dropped = append(res.Dropped, d.String())
-	}
-	return res, nil
+	return holdNarrowing(in, res)
 }
 
 // incumbents are the packs and configurations Current publishes, by name, but for those

@@ -473,7 +473,7 @@ func TestAssemble(t *testing.T) {
 			if !hasDiag(got.Errors, "OAR-CFG-4", "enforcement.gone.sec/G") {
 				t.Errorf("errors %v", got.Errors)
 			}
-			if want := []string{`OperatorConfig "ops"`}; !slices.Equal(res.Dropped, want) {
+			if want := []Ref{{Name: "ops", Config: true}}; !slices.Equal(res.Dropped, want) {
 				t.Errorf("Dropped %v, want %v", res.Dropped, want)
 			}
 		},

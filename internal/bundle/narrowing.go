@@ -104,9 +104,9 @@ func holdNarrowing(in Input, res *Result) (*Result, error) {
 	}
 	var caused []string
 	for _, d := range dropped {
-		o, ok := prev.Packs[d.name]
-		if d.config {
-			o, ok = prev.Configs[d.name]
+		o, ok := prev.Packs[d.Name]
+		if d.Config {
+			o, ok = prev.Configs[d.Name]
 		}
 		if ok && o.PublishedGeneration > 0 {
 			caused = append(caused, d.String())
@@ -135,13 +135,13 @@ func holdNarrowing(in Input, res *Result) (*Result, error) {
 		if !slices.Contains(caused, d.String()) {
 			continue
 		}
-		errs := own[d.name]
-		if le != nil && (le.Stage == StageConfigs) != d.config {
+		errs := own[d.Name]
+		if le != nil && (le.Stage == StageConfigs) != d.Config {
 			errs = nil
 		}
-		o := held.Packs[d.name]
-		if d.config {
-			o = held.Configs[d.name]
+		o := held.Packs[d.Name]
+		if d.Config {
+			o = held.Configs[d.Name]
 		}
 		o.Errors = errs
 		o.Message = fmt.Sprintf("the capability's new document would make the published generation %d stop loading", o.PublishedGeneration)
@@ -149,43 +149,68 @@ func holdNarrowing(in Input, res *Result) (*Result, error) {
 			o.Message += fmt.Sprintf(" (%s)", describe(errs))
 		}
 		o.Message += ", so the capability's change is held back"
-		if d.config {
-			held.Configs[d.name] = o
+		if d.Config {
+			held.Configs[d.Name] = o
 		} else {
-			held.Packs[d.name] = o
+			held.Packs[d.Name] = o
 		}
 	}
 	return held, nil
 }
 
-// resource names a pack or configuration.
-type resource struct {
-	name   string
-	config bool
+// Ref names a pack (a RulePack) or a configuration (an OperatorConfig) of a Capability.
+type Ref struct {
+	Name   string
+	Config bool
 }
 
-func (r resource) String() string {
-	if r.config {
-		return fmt.Sprintf("OperatorConfig %q", r.name)
+func (r Ref) String() string {
+	if r.Config {
+		return fmt.Sprintf("OperatorConfig %q", r.Name)
 	}
-	return fmt.Sprintf("RulePack %q", r.name)
+	return fmt.Sprintf("RulePack %q", r.Name)
 }
 
 // leftOut lists the packs and configurations Current publishes that are still given
 // (the same objects) and of which res publishes no generation.
-func leftOut(in Input, res *Result) []resource {
-	var out []resource
+func leftOut(in Input, res *Result) []Ref {
+	var out []Ref
 	packs, configs := in.incumbents()
 	for _, name := range sortedNames(packs) {
 		if o, ok := res.Packs[name]; ok && o.PublishedGeneration == 0 {
-			out = append(out, resource{name: name})
+			out = append(out, Ref{Name: name})
 		}
 	}
 	for _, name := range sortedNames(configs) {
 		if o, ok := res.Configs[name]; ok && o.PublishedGeneration == 0 {
-			out = append(out, resource{name: name, config: true})
+			out = append(out, Ref{Name: name, Config: true})
 		}
 	}
+	return out
+}
+
+// dropped is Result.Dropped: what leftOut lists, and what in.LeftOut names that is
+// still given and of which res publishes no generation, packs first, each by name.
+func dropped(in Input, res *Result) []Ref {
+	out := leftOut(in, res)
+	for _, r := range in.LeftOut {
+		o, ok := res.Packs[r.Name]
+		if r.Config {
+			o, ok = res.Configs[r.Name]
+		}
+		if ok && o.PublishedGeneration == 0 && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(x, y Ref) int {
+		if x.Config != y.Config {
+			if y.Config {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(x.Name, y.Name)
+	})
 	return out
 }
 

@@ -21,7 +21,18 @@ type PublishedUIDs struct {
 // there is none or it does not decode (a bundle written before identities were
 // recorded: every object keeps its name's incumbency).
 func PublishedUIDsOf(annotations map[string]string) *PublishedUIDs {
-	raw, ok := annotations[PublishedUIDsAnnotation]
+	return uidsOf(annotations, PublishedUIDsAnnotation)
+}
+
+// LeftOutUIDsOf reads LeftOutUIDsAnnotation among a bundle ConfigMap's annotations, in
+// the PublishedUIDs form; nil when there is none or it does not decode (nothing is
+// known to be left out).
+func LeftOutUIDsOf(annotations map[string]string) *PublishedUIDs {
+	return uidsOf(annotations, LeftOutUIDsAnnotation)
+}
+
+func uidsOf(annotations map[string]string, key string) *PublishedUIDs {
+	raw, ok := annotations[key]
 	if !ok {
 		return nil
 	}
@@ -30,6 +41,11 @@ func PublishedUIDsOf(annotations map[string]string) *PublishedUIDs {
 		return nil
 	}
 	return ids
+}
+
+// Empty reports whether ids names nothing.
+func (ids *PublishedUIDs) Empty() bool {
+	return ids == nil || len(ids.Packs) == 0 && len(ids.Configs) == 0
 }
 
 // Encode is the annotation's value.

@@ -27,6 +27,12 @@ const (
 	// which object each published pack and configuration generation belongs to, so a
 	// resource deleted and created again under its name is a newcomer, not an incumbent.
 	PublishedUIDsAnnotation = "rules.oar.dev/published-uids"
+	// LeftOutUIDsAnnotation records, in the same JSON, the packs and configurations an
+	// earlier bundle published that this one is published without and that still exist
+	// (bundle.Result.Dropped): what they enforced is not in force, and the Capability
+	// says so (LeftOut) across reconciles and restarts until each is published again or
+	// deleted. Absent when there is none, and on a bundle written before it was recorded.
+	LeftOutUIDsAnnotation = "rules.oar.dev/left-out-uids"
 	// CapabilityLabel names the Capability a bundle belongs to.
 	CapabilityLabel = "rules.oar.dev/capability"
 	// ManagedByLabel marks objects this operator writes.
