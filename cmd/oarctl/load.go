@@ -191,6 +191,12 @@ func (l *loader) reportAll(docs []document, errs diag.List, emit func(origin, *d
 		d := docs[0]
 		if e.Index >= 0 && e.Index < len(docs) {
 			d = docs[e.Index]
+			if q, ok := engine.QualifiedID(d.value); ok && e.Rule == "" && d.kind == ruleDoc {
+				// The loader stopped before it read the id; name the rule as the webhook does.
+				named := *e
+				named.Rule = q
+				e = &named
+			}
 		}
 		emit(d.at, e)
 	}
@@ -254,9 +260,16 @@ func (l *loader) readFiles(files []string, want docKind) []document {
 
 // readCapability reads the file --capability names, which holds one capability document.
 func (l *loader) readCapability(file string) *document {
+	failed := l.failed
+	l.failed = false
 	docs := l.readFile(file, capabilityDoc)
+	reported := l.failed
+	l.failed = l.failed || failed
 	switch len(docs) {
 	case 0:
+		if !reported {
+			l.errorf(file, "holds no capability document; --capability names a file holding exactly one")
+		}
 		return nil
 	case 1:
 		return &docs[0]
@@ -302,8 +315,9 @@ func (l *loader) program(capDoc *document, rules, configs []document) *engine.Pr
 }
 
 // skipped says which documents a failure upstream left unchecked, so a short report is
-// never mistaken for a clean one.
+// never mistaken for a clean one; a run that left documents unchecked fails.
 func (l *loader) skipped(rules, configs int, why string) {
+	l.failed = true
 	var parts []string
 	if rules > 0 {
 		parts = append(parts, fmt.Sprintf("%d rule documents", rules))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -71,6 +72,8 @@ func requiredMembers(obj client.Object, v map[string]any) field.ErrorList {
 	var errs field.ErrorList
 	if obj.GetName() == "" {
 		errs = append(errs, field.Required(field.NewPath("metadata", "name"), "name or generateName is required; oarctl validate needs the name"))
+	} else {
+		errs = append(errs, apivalidation.ValidateObjectMetaAccessor(obj, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
 	}
 	if _, isCapability := obj.(*rulesv1alpha1.Capability); isCapability {
 		return errs
@@ -82,6 +85,7 @@ func requiredMembers(obj client.Object, v map[string]any) field.ErrorList {
 	ref := field.NewPath("spec", "capabilityRef")
 	refObj, hasRef := spec["capabilityRef"].(map[string]any)
 	name, hasName := refObj["name"]
+	hasName = hasName && name != nil // the API server prunes a null, which then is missing
 	switch {
 	case !hasRef:
 		errs = append(errs, field.Required(ref, ""))
@@ -90,7 +94,7 @@ func requiredMembers(obj client.Object, v map[string]any) field.ErrorList {
 	case name == "":
 		errs = append(errs, field.Invalid(ref.Child("name"), "", "spec.capabilityRef.name in body should be at least 1 chars long"))
 	}
-	if _, hasConfig := spec["config"]; !hasConfig {
+	if config, hasConfig := spec["config"]; !hasConfig || config == nil {
 		if _, isConfig := obj.(*rulesv1alpha1.OperatorConfig); isConfig {
 			errs = append(errs, field.Required(field.NewPath("spec", "config"), ""))
 		}

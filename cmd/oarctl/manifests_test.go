@@ -146,6 +146,11 @@ func TestValidateManifestSets(t *testing.T) {
 				manifests + `schema.yaml: [1].spec.capabilityRef: Required value`,
 				manifests + `schema.yaml: [2]: the API server would refuse it before admission: OperatorConfig.rules.oar.dev "" is invalid`,
 				manifests + `schema.yaml: [2].metadata.name: Required value: name or generateName is required; oarctl validate needs the name`,
+				manifests + `schema.yaml: [3]: the API server would refuse it before admission: Capability.rules.oar.dev "Bad_Name" is invalid`,
+				manifests + `schema.yaml: [3].metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain…`,
+				manifests + `schema.yaml: [4].metadata.labels: Invalid value: "bad key!": name part must consist of…`,
+				manifests + `schema.yaml: [5].spec.capabilityRef.name: Required value`,
+				manifests + `schema.yaml: [6].spec.config: Required value`,
 			},
 		},
 		{

@@ -104,7 +104,22 @@ func TestValidateRefuses(t *testing.T) {
 		{
 			name: "an unquoted oar: 1.0 in YAML",
 			args: []string{"--capability", sampleCapability, "testdata/validate/unquoted.yaml"},
-			want: []string{`testdata/validate/unquoted.yaml: [0].oar: [OAR-DOC-3] oar must be a string of the form <major>.<minor> — an unquoted number in YAML is read as a number, quote the version, for example oar: "1.0"`},
+			// The loader stops before reading the id; the rule is named all the same, as the
+			// webhook names it.
+			want: []string{`testdata/validate/unquoted.yaml: [0].oar: [OAR-DOC-3] oar must be a string of the form <major>.<minor> — an unquoted number in YAML is read as a number, quote the version, for example oar: "1.0" (rule UNQUOTED_VERSION)`},
+		},
+		{
+			name: "--capability naming a file with no capability document",
+			args: []string{"--capability", "testdata/validate/emptypack.yaml", "testdata/validate/badrule"},
+			want: []string{
+				`testdata/validate/emptypack.yaml: holds no capability document; --capability names a file holding exactly one`,
+				`oarctl: 3 rule documents not checked: the capability named by --capability could not be read`,
+			},
+		},
+		{
+			name: "a JSON empty array holds no document",
+			args: []string{"testdata/validate/emptyarray.json"},
+			want: []string{`testdata/validate/emptyarray.json: no document found`},
 		},
 		{
 			name: "a document that is no OAR document",

@@ -296,7 +296,11 @@ func DecodeDocuments(data []byte) ([]any, error) {
 	if trimmed[0] == '{' || trimmed[0] == '[' {
 		v, err := DecodeJSON(trimmed)
 		if err == nil {
-			return members(v), nil
+			if docs := members(v); len(docs) > 0 {
+				return docs, nil
+			}
+			// As for a YAML stream of no documents: an empty array holds nothing to check.
+			return nil, errors.New("no document found")
 		}
 		var dup *DuplicateKeyError
 		if errors.As(err, &dup) || !looksLikeYAMLFlow(trimmed) {
