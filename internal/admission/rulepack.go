@@ -71,7 +71,7 @@ func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RuleP
 		return w.list(), nil
 	}
 	pc.cap, pc.capSum, pc.anchor = c, spec, stubAnchor(c)
-	if errs := pc.load(); len(errs) > 0 {
+	if errs := pc.load(&w); len(errs) > 0 {
 		return w.list(), invalid(rulePackKind, p.Name, ruleErrors(errs, rules))
 	}
 	pc.duplicates(&w)
@@ -157,8 +157,9 @@ func newPackContext(rules []any, qids []string, n *neighbours) *packContext {
 // load loads the pack against the Capability next to a stub for every rule of another
 // pack it references, so that such a reference resolves: what the loader refuses then is
 // the pack's own — a rule it rejects, a duplicate or a cycle within the pack, a reference
-// no pack defines. What the loader says is kept in loads.
-func (p *packContext) load() diag.List {
+// no pack defines. What the loader says is kept in loads; the warnings it loads the
+// pack's own rules with are added to w, as the controller puts them in status.
+func (p *packContext) load(w *warnings) diag.List {
 	p.refs = make([][]reference, len(p.rules))
 	spread(len(p.rules), func(i int, _ *engine.SharedJSON) { p.refs[i] = references(p.rules[i], p.cap) })
 	elsewhere := map[string]bool{}
@@ -174,16 +175,30 @@ func (p *packContext) load() diag.List {
 		names = stubNames(elsewhere, p.ours)
 	}
 	key := loadKey(p.capSum, p.sums, names)
-	if errs, ok := loads.get(key); ok {
-		return errs
+	res, ok := loads.get(key)
+	if !ok {
+		docs := slices.Clip(p.rules)
+		for _, q := range names {
+			docs = append(docs, stub(q, p.anchor))
+		}
+		res.warnings, res.errs = engine.CheckRulesKept(p.cap, docs, conditionStore{p.capSum})
+		if len(res.errs)+len(res.warnings) <= keptDiagnosticsMax {
+			loads.put(key, res)
+		}
 	}
-	docs := slices.Clip(p.rules)
-	for _, q := range names {
-		docs = append(docs, stub(q, p.anchor))
+	p.loadWarnings(res.warnings, w)
+	return res.errs
+}
+
+// loadWarnings adds to w each load warning about one of the pack's own rules — not a
+// stand-in's — naming clause, rule and field.
+func (p *packContext) loadWarnings(l diag.List, w *warnings) {
+	for _, e := range l {
+		if e.Index < 0 || e.Index >= len(p.rules) {
+			continue
+		}
+		cp := *e
+		cp.Clause, cp.Rule = "", ruleName(e, p.rules)
+		w.add(e.Clause, rulePath(e.Index, e.Field), "%s", detail(&cp))
 	}
-	errs := engine.CheckRulesKept(p.cap, docs, conditionStore{p.capSum})
-	if len(errs) <= keptDiagnosticsMax {
-		loads.put(key, errs)
-	}
-	return errs
 }
