@@ -49,36 +49,56 @@ func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RuleP
 	if len(errs) > 0 {
 		return nil, invalid(rulePackKind, p.Name, ruleErrors(errs, rules))
 	}
-	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.CapabilityRef.Name}
-	capability, err := v.Cluster.Capability(ctx, key)
+	w, errs, err := v.check(ctx, v.Cluster, p, rules, qids, sums)
+	if r, ok := v.Cluster.(refresher); ok && err == nil && len(errs) > 0 {
+		// A pack whose rule this one references may be a moment old, not in the cache
+		// yet (a GitOps sync applies both at once); the controller, which reads it,
+		// resolves the reference.
+		w, errs, err = v.check(ctx, r.Fresh(), p, rules, qids, sums)
+	}
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	n, err := loadNeighbours(ctx, v.Cluster, key, p.Name, p.UID)
+	if len(errs) > 0 {
+		return w.list(), invalid(rulePackKind, p.Name, ruleErrors(errs, rules))
+	}
+	return w.list(), nil
+}
+
+// check judges the pack p, whose decoded rules are rules, against what cl holds of its
+// Capability and the packs next to it: the diagnostics that refuse it, or the warnings
+// it is admitted with.
+func (v *RulePackValidator) check(ctx context.Context, cl Cluster, p *rulesv1alpha1.RulePack, rules []any, qids []string, sums [][sha256.Size]byte) (warnings, diag.List, error) {
+	var w warnings
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.CapabilityRef.Name}
+	capability, err := cl.Capability(ctx, key)
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		return w, nil, err
+	}
+	n, err := loadNeighbours(ctx, cl, key, p.Name, p.UID)
+	if err != nil {
+		return w, nil, err
 	}
 	pc := newPackContext(rules, qids, n)
 	pc.sums = sums
-	var w warnings
 	c, spec, clause, why := capabilityFor(key.Name, capability)
 	if c == nil {
 		w.add(clause, "spec.capabilityRef.name", "%s: only %s were checked; the rest is checked once the Capability loads, and the controller reports it in status", why, shapeChecks)
 		if errs := shapeErrors(rules); len(errs) > 0 {
-			return w.list(), invalid(rulePackKind, p.Name, ruleErrors(errs, rules))
+			return w, errs, nil
 		}
 		pc.duplicates(&w)
-		return w.list(), nil
+		return w, nil, nil
 	}
 	pc.cap, pc.capSum, pc.anchor = c, spec, stubAnchor(c)
 	if errs := pc.load(&w); len(errs) > 0 {
-		return w.list(), invalid(rulePackKind, p.Name, ruleErrors(errs, rules))
+		return w, errs, nil
 	}
 	pc.duplicates(&w)
 	pc.dependencies(&w)
 	pc.conflicts(&w)
 	pc.configurations(&w)
-	return w.list(), nil
+	return w, nil, nil
 }
 
 // capabilityFor loads the Capability named name, and returns the SHA-256 of the spec
