@@ -31,12 +31,52 @@ func (v *RulePackValidator) ValidateCreate(ctx context.Context, p *rulesv1alpha1
 	return v.validate(ctx, p)
 }
 
-// ValidateUpdate implements admission.Validator: an unchanged spec is admitted as is.
+// ValidateUpdate implements admission.Validator: an unchanged spec is admitted as is. A
+// pack moved to another Capability is also warned about for what the bundle of the
+// Capability it leaves will leave out without it.
 func (v *RulePackValidator) ValidateUpdate(ctx context.Context, old, p *rulesv1alpha1.RulePack) (admission.Warnings, error) {
 	if apiequality.Semantic.DeepEqual(old.Spec, p.Spec) {
 		return nil, nil
 	}
-	return v.validate(ctx, p)
+	if old.Spec.CapabilityRef.Name == p.Spec.CapabilityRef.Name {
+		return v.validate(ctx, p)
+	}
+	ws, err := v.validate(ctx, p)
+	if err != nil {
+		return ws, err
+	}
+	var w warnings
+	if err := leaving(ctx, v.Cluster, old, p.Spec.CapabilityRef.Name, &w); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return append(w, ws...).list(), nil
+}
+
+// leaving warns about what the bundle of the Capability old names leaves out once the
+// pack old, published there, is moved to the Capability to: each published pack that
+// would stop loading without its rules, each published configuration that would no
+// longer apply. The controller cannot hold the move back there — the pack is no longer
+// bound to that Capability — so it leaves them out of that bundle.
+func leaving(ctx context.Context, cl Cluster, old *rulesv1alpha1.RulePack, to string, w *warnings) error {
+	key := types.NamespacedName{Namespace: old.Namespace, Name: old.Spec.CapabilityRef.Name}
+	capability, err := cl.Capability(ctx, key)
+	if err != nil {
+		return err
+	}
+	c, spec, _, _ := capabilityFor(key.Name, capability)
+	if c == nil {
+		return nil
+	}
+	n, err := loadNeighbours(ctx, cl, key, old.Name, old.UID)
+	if err != nil || n.own == nil {
+		return err
+	}
+	pc := newPackContext(nil, nil, n)
+	pc.cap, pc.capSum, pc.anchor = c, spec, stubAnchor(c)
+	pc.moving = fmt.Sprintf("moving this pack to Capability %q takes its rules out of Capability %q's bundle", to, key.Name)
+	pc.conflicts(w)
+	pc.configurations(w)
+	return nil
 }
 
 // ValidateDelete implements admission.Validator; deletes are not sent to this webhook.
@@ -157,6 +197,9 @@ type packContext struct {
 	anchor string
 	// capSum is the SHA-256 of the spec cap was loaded from.
 	capSum [sha256.Size]byte
+	// moving, when set, says where the pack moves to: the context is then the
+	// Capability it leaves, which it no longer has rules in.
+	moving string
 }
 
 // newPackContext is the context of the pack whose rules, with the qualified
