@@ -33,6 +33,9 @@ var _ admission.Validator[*rulesv1alpha1.Capability] = &CapabilityValidator{}
 // ValidateCreate implements admission.Validator: packs already naming the Capability
 // that do not load against it are warned about (nothing was enforced for it yet).
 func (v *CapabilityValidator) ValidateCreate(ctx context.Context, c *rulesv1alpha1.Capability) (admission.Warnings, error) {
+	if errs := capabilityNameErrors("metadata.name", c.Name); len(errs) > 0 {
+		return nil, invalid(capabilityKind, c.Name, errs)
+	}
 	capability, err := loadCapabilityDocument(c)
 	if err != nil {
 		return nil, err

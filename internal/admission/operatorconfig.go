@@ -50,6 +50,9 @@ func (v *OperatorConfigValidator) ValidateDelete(context.Context, *rulesv1alpha1
 }
 
 func (v *OperatorConfigValidator) validate(ctx context.Context, oc *rulesv1alpha1.OperatorConfig) (admission.Warnings, error) {
+	if errs := capabilityNameErrors("spec.capabilityRef.name", oc.Spec.CapabilityRef.Name); len(errs) > 0 {
+		return nil, invalid(operatorConfigKind, oc.Name, errs)
+	}
 	doc, err := resource.ConfigDocument(oc)
 	if err != nil {
 		e := diag.New("OAR-CFG-1", "", "the configuration is not a JSON document: %v", err)

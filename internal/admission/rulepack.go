@@ -85,6 +85,9 @@ func (v *RulePackValidator) ValidateDelete(context.Context, *rulesv1alpha1.RuleP
 }
 
 func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RulePack) (admission.Warnings, error) {
+	if errs := capabilityNameErrors("spec.capabilityRef.name", p.Spec.CapabilityRef.Name); len(errs) > 0 {
+		return nil, invalid(rulePackKind, p.Name, errs)
+	}
 	rules, qids, sums, errs := decodeRules(p.Spec.Rules)
 	if len(errs) > 0 {
 		return nil, invalid(rulePackKind, p.Name, ruleErrors(errs, rules))
