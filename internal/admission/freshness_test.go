@@ -50,7 +50,12 @@ func TestRulePackReferencingAPackTheCacheHasNotSeenEnvtest(t *testing.T) {
 	ctx := context.Background()
 	gateway := capabilityObject(ns, "gateway", gatewaySpec())
 	mustCreate(t, gateway)
-	a := rulePack(t, ns, "a", "gateway", 0, []map[string]any{rule("acme.a", "BASE")})
+	base := rulePack(t, ns, "base", "gateway", 0, []map[string]any{rule("acme.base", "A")})
+	mustCreate(t, base)
+	published(t, ns, "gateway", []*rulesv1alpha1.RulePack{base})
+	// a stands for a pack the controller has not published yet — here for good: it
+	// duplicates a published rule (Conflict) — so that only the packs listed hold it.
+	a := rulePack(t, ns, "a", "gateway", 0, []map[string]any{rule("acme.base", "A"), rule("acme.a", "BASE")})
 	mustCreate(t, a)
 	seen(t, gateway)
 	seen(t, a)
