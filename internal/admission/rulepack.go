@@ -137,6 +137,13 @@ func (v *RulePackValidator) check(ctx context.Context, cl Cluster, p *rulesv1alp
 	if errs := pc.load(&w); len(errs) > 0 {
 		return w, errs, nil
 	}
+	raw := 0
+	for _, r := range p.Spec.Rules {
+		raw += len(r.Raw)
+	}
+	if errs := pc.size(p.Name, p.Generation, raw, c.Document(), &w); len(errs) > 0 {
+		return w, errs, nil
+	}
 	pc.duplicates(&w)
 	pc.dependencies(&w)
 	pc.conflicts(&w)
