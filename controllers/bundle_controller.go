@@ -83,7 +83,7 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get bundle configmap: %w", err)
 	}
-	if cm != nil && !ownedBy(cm, req.Name) && (capability == nil || !metav1.IsControlledBy(cm, capability)) {
+	if cm != nil && !resource.OperatorBundle(cm, req.Name, capability) {
 		return ctrl.Result{}, r.refuseForeignConfigMap(ctx, req.NamespacedName, capability, packs.Items, configs.Items, cm)
 	}
 
@@ -221,7 +221,7 @@ func (r *BundleReconciler) input(key types.NamespacedName, capability *rulesv1al
 
 // ownedBy reports whether cm is the bundle this operator wrote for the named Capability.
 func ownedBy(cm *corev1.ConfigMap, capability string) bool {
-	return cm.Labels[resource.ManagedByLabel] == resource.ManagedBy && cm.Labels[resource.CapabilityLabel] == capability
+	return resource.LabelledBundle(cm, capability)
 }
 
 // refuseForeignConfigMap leaves a ConfigMap the operator did not write alone and says

@@ -148,6 +148,7 @@ type CapabilityStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=oarcap,categories=oar
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a Capability name must be at most 63 characters: its bundle ConfigMap carries the name as a label value"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Host",type=string,JSONPath=`.spec.host`
 // +kubebuilder:printcolumn:name="Rules",type=integer,JSONPath=`.status.ruleCount`

@@ -82,9 +82,11 @@ const (
 type CapabilityReference struct {
 	// Name of the Capability in this namespace. The document is loaded against
 	// that capability: its anchors, profiles, host facts and detectors decide
-	// what loads.
+	// what loads. At most 63 characters: the Capability's bundle ConfigMap carries
+	// the name as a label value.
 	// +required
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 }
 

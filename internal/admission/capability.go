@@ -33,6 +33,9 @@ var _ admission.Validator[*rulesv1alpha1.Capability] = &CapabilityValidator{}
 // ValidateCreate implements admission.Validator: packs already naming the Capability
 // that do not load against it are warned about (nothing was enforced for it yet).
 func (v *CapabilityValidator) ValidateCreate(ctx context.Context, c *rulesv1alpha1.Capability) (admission.Warnings, error) {
+	if errs := capabilityNameErrors("metadata.name", c.Name); len(errs) > 0 {
+		return nil, invalid(capabilityKind, c.Name, errs)
+	}
 	capability, err := loadCapabilityDocument(c)
 	if err != nil {
 		return nil, err
@@ -60,7 +63,11 @@ func (v *CapabilityValidator) ValidateUpdate(ctx context.Context, old, c *rulesv
 		return nil, apierrors.NewInternalError(err)
 	}
 	if published != nil {
-		trial := &bundle.Bundle{Capability: capability.Document(), Packs: published.Packs, Configs: published.Configs}
+		trial, err := v.stillPublished(ctx, key, published, uids)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		trial.Capability = capability.Document()
 		var le *bundle.LoadError
 		if _, err := bundle.Load(trial); errors.As(err, &le) {
 			return nil, invalid(capabilityKind, c.Name, breakage(le))
@@ -76,6 +83,50 @@ func (v *CapabilityValidator) ValidateUpdate(ctx context.Context, old, c *rulesv
 // ValidateDelete implements admission.Validator; deletes are not sent to this webhook.
 func (v *CapabilityValidator) ValidateDelete(context.Context, *rulesv1alpha1.Capability) (admission.Warnings, error) {
 	return nil, nil
+}
+
+// stillPublished is what of the bundle published for the Capability key its next
+// bundle can keep, whatever the capability document: the packs whose objects still
+// exist (the same object, per uids, not one created again under the name), and the
+// packs and configurations that still load with them under the published document. The
+// controller leaves the rest out because they are gone, not because of a new document,
+// so they take no part in judging one.
+func (v *CapabilityValidator) stillPublished(ctx context.Context, key types.NamespacedName, published *bundle.Bundle, uids *resource.PublishedUIDs) (*bundle.Bundle, error) {
+	live, err := v.Cluster.RulePacks(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	present := make(map[string]bool, len(live))
+	for _, p := range live {
+		present[p.Name] = !uids.NewPack(p.Name, p.UID)
+	}
+	kept := &bundle.Bundle{Capability: published.Capability, Configs: published.Configs}
+	for _, p := range published.Packs {
+		if present[p.Name] {
+			kept.Packs = append(kept.Packs, p)
+		}
+	}
+	if len(kept.Packs) == len(published.Packs) {
+		return &bundle.Bundle{Packs: published.Packs, Configs: published.Configs}, nil
+	}
+	// Without the packs gone, what no longer loads under the published document is left
+	// out, one round of owners at a time, until the rest loads.
+	for range len(published.Packs) + len(published.Configs) {
+		var le *bundle.LoadError
+		if _, err := bundle.Load(kept); !errors.As(err, &le) {
+			break
+		}
+		failing := map[string]bool{}
+		for _, o := range le.Owners {
+			failing[o] = true
+		}
+		if le.Stage == bundle.StageConfigs {
+			kept.Configs = slices.DeleteFunc(slices.Clone(kept.Configs), func(c bundle.Config) bool { return failing[c.Name] })
+		} else {
+			kept.Packs = slices.DeleteFunc(slices.Clone(kept.Packs), func(p bundle.Pack) bool { return failing[p.Name] })
+		}
+	}
+	return &bundle.Bundle{Packs: kept.Packs, Configs: kept.Configs}, nil
 }
 
 // loadCapabilityDocument loads the Capability's document, refusing an invalid one with

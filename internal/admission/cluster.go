@@ -130,10 +130,10 @@ func (c *ClientCluster) RulePacks(ctx context.Context, capability types.Namespac
 	return packs, nil
 }
 
-// Bundle implements Cluster. A ConfigMap the controller did not label as this
-// Capability's bundle, or one that does not decode, holds no bundle: the controller
-// publishes nothing over a foreign ConfigMap and replaces an unreadable one. The
-// identities are its resource.PublishedUIDsAnnotation, read as the controller does.
+// Bundle implements Cluster. A ConfigMap the controller treats as foreign
+// (resource.OperatorBundle), or one that does not decode, holds no bundle: the
+// controller publishes nothing over a foreign ConfigMap and replaces an unreadable one.
+// The identities are its resource.PublishedUIDsAnnotation, read as the controller does.
 func (c *ClientCluster) Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, *resource.PublishedUIDs, error) {
 	cm := &corev1.ConfigMap{}
 	key := types.NamespacedName{Namespace: capability.Namespace, Name: resource.BundleName(capability.Name)}
@@ -141,9 +141,21 @@ func (c *ClientCluster) Bundle(ctx context.Context, capability types.NamespacedN
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, nil, fmt.Errorf("get bundle configmap %s: %w", key, err)
 	}
+	owned := false
+	if err == nil {
+		owned = resource.LabelledBundle(cm, capability.Name)
+		if !owned {
+			// Only a ConfigMap without the operator's labels needs the Capability.
+			capabilityObj, err := c.Capability(ctx, capability)
+			if err != nil {
+				return nil, nil, err
+			}
+			owned = resource.OperatorBundle(cm, capability.Name, capabilityObj)
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err != nil || cm.Labels[resource.CapabilityLabel] != capability.Name {
+	if !owned {
 		delete(c.bundles, capability)
 		return nil, nil, nil
 	}

@@ -103,8 +103,12 @@ func (p *packContext) conflicts(w *warnings) {
 				w.add(e.Clause, rulePath(at.index, e.Field), "%s (with RulePack %q); the controller does not publish the two packs together", e.Message, other)
 			}
 		case p.involved(e):
+			consequence := "this change would make that published pack stop loading"
+			if p.moving != "" {
+				consequence = p.moving + ", and the controller leaves that pack out of it"
+			}
 			w.add(e.Clause, fmt.Sprintf("RulePack %q %s", at.pack, rulePath(at.index, e.Field)),
-				"%s (rule %s); this change would make that published pack stop loading", e.Message, e.Rule)
+				"%s (rule %s); %s", e.Message, e.Rule, consequence)
 		}
 	}
 }
@@ -186,15 +190,18 @@ func (p *packContext) configurations(w *warnings) {
 	if rs == nil {
 		return
 	}
-	consequence := "the controller would hold this update back (Conflict), the published generation serving, until the pack or the configuration changes"
-	if p.n.own == nil {
-		consequence = "the controller would hold this pack back (Conflict) until the pack or the configuration changes"
+	consequence := "this change would make that published configuration no longer apply, and the controller would hold this update back (Conflict), the published generation serving, until the pack or the configuration changes"
+	switch {
+	case p.moving != "":
+		consequence = p.moving + ", and the controller leaves that published configuration out of it"
+	case p.n.own == nil:
+		consequence = "this change would make that published configuration no longer apply, and the controller would hold this pack back (Conflict) until the pack or the configuration changes"
 	}
 	_, errs := engine.Configure(rs, configs)
 	for _, e := range errs {
 		if e.Index >= 0 && e.Index < len(p.n.configs) && p.concerns(e) {
 			w.add(e.Clause, fmt.Sprintf("OperatorConfig %q %s", p.n.configs[e.Index].Name, diag.JoinPath("spec.config", e.Field)),
-				"%s; this change would make that published configuration no longer apply, and %s", e.Message, consequence)
+				"%s; %s", e.Message, consequence)
 		}
 	}
 }

@@ -25,8 +25,14 @@ const (
 // that depends on: the Capability's spec, each rule's JSON and the stand-ins loaded
 // next to the rules. A pack applied with --dry-run=server and then for real, or
 // validated again while its neighbours are unchanged, is loaded once. The diagnostics
-// are shared: nothing modifies them (ruleErrors copies each).
-var loads = generations[[sha256.Size]byte, diag.List]{size: loadsPerGeneration}
+// are shared: nothing modifies them (ruleErrors and loadWarnings copy each).
+var loads = generations[[sha256.Size]byte, loadResult]{size: loadsPerGeneration}
+
+// loadResult is what the loader said of a pack: why it refuses it, or the warnings it
+// loads it with ([OAR-SEL-6]).
+type loadResult struct {
+	errs, warnings diag.List
+}
 
 // loadKey is the SHA-256 of a load's inputs: the Capability's spec (whose SHA-256 is
 // capability; the stand-ins' anchor derives from it), the rules' JSON (by their

@@ -41,7 +41,7 @@ func TestValidationReusesLoadOnlyForTheSameInputs(t *testing.T) {
 	for key := range loads.current {
 		e := diag.New("OAR-DOC-2", "id", "planted")
 		e.Index = 0
-		loads.current[key] = diag.List{e}
+		loads.current[key] = loadResult{errs: diag.List{e}}
 	}
 	if got := verdict(); !strings.Contains(got, "planted") {
 		t.Errorf("the same pack was loaded again: %s", got)

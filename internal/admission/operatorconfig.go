@@ -50,6 +50,9 @@ func (v *OperatorConfigValidator) ValidateDelete(context.Context, *rulesv1alpha1
 }
 
 func (v *OperatorConfigValidator) validate(ctx context.Context, oc *rulesv1alpha1.OperatorConfig) (admission.Warnings, error) {
+	if errs := capabilityNameErrors("spec.capabilityRef.name", oc.Spec.CapabilityRef.Name); len(errs) > 0 {
+		return nil, invalid(operatorConfigKind, oc.Name, errs)
+	}
 	doc, err := resource.ConfigDocument(oc)
 	if err != nil {
 		e := diag.New("OAR-CFG-1", "", "the configuration is not a JSON document: %v", err)
@@ -85,8 +88,85 @@ func (v *OperatorConfigValidator) check(ctx context.Context, cl Cluster, key typ
 		return w, shapeOnly(doc), nil
 	}
 	_, errs := engine.Configure(rs, []any{doc})
-	errs, err = waiting(ctx, cl, key, errs, &w)
+	broken, err := withPending(ctx, cl, key, doc, errs, &w)
+	if err != nil {
+		return w, nil, err
+	}
+	errs, err = waiting(ctx, cl, key, errs, broken, &w)
 	return w, errs, err
+}
+
+// withPending applies doc to the published rules with the rules it names of the packs
+// bound to the Capability key but not published yet, and warns about each
+// [OAR-CFG-5] (a mandatory rule disabled or downgraded) and [OAR-CFG-8] (a bare id made
+// ambiguous) that only those rules cause, errs being what the published rules alone
+// refuse: the configuration applies now, and stops applying once the controller
+// publishes that pack. It returns the fields it warned about.
+func withPending(ctx context.Context, cl Cluster, key types.NamespacedName, doc any, errs diag.List, w *warnings) (map[string]bool, error) {
+	names := named([]any{doc})
+	n, err := loadNeighbours(ctx, cl, key, "", "")
+	if err != nil {
+		return nil, err
+	}
+	packs := map[string]bool{}
+	for q, pack := range n.owner {
+		if _, published := n.publishedOwner[q]; !published && namedBy(q, names) {
+			packs[pack] = true
+		}
+	}
+	if len(packs) == 0 {
+		return nil, nil
+	}
+	b, _, err := cl.Bundle(ctx, key)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	bound, err := cl.RulePacks(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	var extra []any
+	for i := range bound {
+		if !packs[bound[i].Name] {
+			continue
+		}
+		rules, qids, _, _ := decodeRules(bound[i].Spec.Rules)
+		for j, q := range qids {
+			if q != "" && n.owner[q] == bound[i].Name && namedBy(q, names) {
+				extra = append(extra, rules[j])
+			}
+		}
+	}
+	rs, loadErrs := identities(b, names, extra...)
+	if len(loadErrs) > 0 {
+		return nil, nil
+	}
+	var broken map[string]bool
+	refused := map[string]bool{}
+	for _, e := range errs {
+		refused[e.Clause+" "+e.Field] = true
+	}
+	_, all := engine.Configure(rs, []any{doc})
+	for _, e := range all {
+		if e.Clause != "OAR-CFG-5" && e.Clause != "OAR-CFG-8" || refused[e.Clause+" "+e.Field] {
+			continue
+		}
+		pack, qid := pending(n, e.Rule)
+		for _, q := range e.Related {
+			if pack == "" {
+				pack, qid = pending(n, q)
+			}
+		}
+		if pack == "" {
+			continue
+		}
+		if broken == nil {
+			broken = map[string]bool{}
+		}
+		broken[e.Field] = true
+		w.add(e.Clause, diag.JoinPath("spec.config", e.Field), "%s, with rule %s of RulePack %q, which is not published yet: once the controller publishes that pack this configuration no longer applies, and the controller refuses this configuration, or holds that pack back (Conflict) if this configuration is published first", e.Message, qid, pack)
+	}
+	return broken, nil
 }
 
 func hasClause(l diag.List, clause string) bool {
@@ -113,8 +193,10 @@ func shapeOnly(doc any) diag.List {
 
 // waiting turns each [OAR-CFG-4] about a rule of a pack bound to the Capability but not
 // published yet into a warning — a GitOps sync may apply the configuration before the
-// controller publishes the pack — and returns the rest.
-func waiting(ctx context.Context, cl Cluster, key types.NamespacedName, errs diag.List, w *warnings) (diag.List, error) {
+// controller publishes the pack — and returns the rest. The fields in broken were
+// warned about already (withPending): the pack, once published, does not let the
+// configuration apply.
+func waiting(ctx context.Context, cl Cluster, key types.NamespacedName, errs diag.List, broken map[string]bool, w *warnings) (diag.List, error) {
 	var rest diag.List
 	var n *neighbours
 	for _, e := range errs {
@@ -126,6 +208,9 @@ func waiting(ctx context.Context, cl Cluster, key types.NamespacedName, errs dia
 				}
 			}
 			if pack, qid := pending(n, e.Rule); pack != "" {
+				if broken[e.Field] {
+					continue
+				}
 				w.add(e.Clause, diag.JoinPath("spec.config", e.Field), "rule %s is in RulePack %q, which is not published yet; the controller applies this configuration once it is", qid, pack)
 				continue
 			}
@@ -155,8 +240,8 @@ func publishedRules(ctx context.Context, cl Cluster, key types.NamespacedName, n
 }
 
 // identities loads, against the published capability, the identities of the published
-// rules names may mean.
-func identities(b *bundle.Bundle, names map[string]bool) (*engine.RuleSet, diag.List) {
+// rules names may mean, and of the rules extra.
+func identities(b *bundle.Bundle, names map[string]bool, extra ...any) (*engine.RuleSet, diag.List) {
 	c, errs := engine.LoadCapability(b.Capability)
 	if len(errs) > 0 {
 		return nil, errs
@@ -169,6 +254,9 @@ func identities(b *bundle.Bundle, names map[string]bool) (*engine.RuleSet, diag.
 				docs = append(docs, identity(r, anchor))
 			}
 		}
+	}
+	for _, r := range extra {
+		docs = append(docs, identity(r, anchor))
 	}
 	return engine.LoadRules(c, docs)
 }

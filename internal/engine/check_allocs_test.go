@@ -18,7 +18,7 @@ func TestCheckKeptAllocatesFewTimesARule(t *testing.T) {
 		docs[i] = benchRule(i, fmt.Sprintf("tool_%d", i))
 	}
 	store := &mapStore{refs: map[string][]types.Symbol{}}
-	if errs := CheckRulesKept(c, docs, store); len(errs) > 0 {
+	if _, errs := CheckRulesKept(c, docs, store); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	allocs := testing.AllocsPerRun(10, func() { CheckRulesKept(c, docs, store) })

@@ -226,6 +226,19 @@ func TestSEL6_EmptyClauseWarns(t *testing.T) {
 	}
 }
 
+// A set only checked warns as a set loaded does: admission says what the loader says.
+func TestSEL6_CheckedSetWarnsAsLoaded(t *testing.T) {
+	docs := mustDocs(t,
+		`{"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","selector":{"tool":[]},"requires":{"profiles":["tool"]}}`)
+	warnings, errs := CheckRulesKept(mustCap(t, testCapability), docs, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if !hasDiag(warnings, "OAR-SEL-6", "selector.tool", "A") {
+		t.Errorf("want an OAR-SEL-6 warning from the check, got %v", warnings)
+	}
+}
+
 // TestProgramIsSafeForConcurrentUse evaluates one program from many goroutines, each
 // its own session; run with -race.
 func TestProgramIsSafeForConcurrentUse(t *testing.T) {

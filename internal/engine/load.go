@@ -61,7 +61,8 @@ func LoadRules(c *Capability, docs []any) (*RuleSet, diag.List) {
 // same diagnostics, without building the conditions' evaluators: for a caller that only
 // asks whether the set loads.
 func CheckRules(c *Capability, docs []any) diag.List {
-	return CheckRulesKept(c, docs, nil)
+	_, errs := CheckRulesKept(c, docs, nil)
+	return errs
 }
 
 // ConditionStore keeps, from one check of a rule set to the next, what checking a
@@ -76,10 +77,14 @@ type ConditionStore interface {
 }
 
 // CheckRulesKept is CheckRules taking the conditions kept in store, when not nil, and
-// keeping there those it checks.
-func CheckRulesKept(c *Capability, docs []any, store ConditionStore) diag.List {
-	_, errs := loadRules(c, docs, true, store)
-	return errs
+// keeping there those it checks. When the set loads, it also returns the load warnings
+// LoadRules would give (RuleSet.Warnings), so a checker says what the loader says.
+func CheckRulesKept(c *Capability, docs []any, store ConditionStore) (warnings, errs diag.List) {
+	rs, errs := loadRules(c, docs, true, store)
+	if rs == nil {
+		return nil, errs
+	}
+	return rs.Warnings, nil
 }
 
 // loadRules is LoadRules; checkOnly leaves every rule's condition unbuilt, so the set it
