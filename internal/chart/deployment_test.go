@@ -149,7 +149,8 @@ func TestDeploymentValues(t *testing.T) {
 }
 
 // TestPodDisruptionBudget keeps one manager up through drains when there are several,
-// selecting exactly the manager's pods, and renders none for a single replica.
+// selecting exactly the manager's pods, lets an unready manager be evicted (a pair that
+// crash-loops must not block a drain), and renders none for a single replica.
 func TestPodDisruptionBudget(t *testing.T) {
 	r := mustRender(t, "oar-system", valueSets[0])
 	var pdb policyv1.PodDisruptionBudget
@@ -158,6 +159,9 @@ func TestPodDisruptionBudget(t *testing.T) {
 	if pdb.Spec.MinAvailable == nil || *pdb.Spec.MinAvailable != intstr.FromInt32(1) ||
 		!reflect.DeepEqual(pdb.Spec.Selector.MatchLabels, dep.Spec.Selector.MatchLabels) {
 		t.Errorf("PDB %+v; want minAvailable 1 over the manager's pods", pdb.Spec)
+	}
+	if p := pdb.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
+		t.Errorf("unhealthyPodEvictionPolicy %v; want AlwaysAllow", p)
 	}
 	for _, values := range []string{"replicaCount: 1", "podDisruptionBudget: {enabled: false}"} {
 		r, err := render(t, "oar-system", values)
