@@ -444,8 +444,7 @@ func (s *evalState) run() *Decision {
 				s.cur, s.finding = by, nil
 				if by.Detector != "" {
 					// The substituted rule's detector did not run at this occurrence.
-					s.unobservedErr = &ProviderError{Clause: "OAR-OPS-3", Fact: by.Detector, Err: errors.New("the detector did not run: its rule stands in for another's on_error")}
-					s.finding = &s.unobserved
+					_ = s.detectorFailed(by, errors.New("the detector did not run: its rule stands in for another's on_error"))
 				}
 			}
 			blocking = contribution{rule: by, copy: s.renderCopyOrOmit(by)}
@@ -761,9 +760,9 @@ func (s *evalState) evalRule(r *Rule, selErr error) (bool, copySpan, *transform.
 	return true, out, tr, nil
 }
 
-// detectorFailed is the failure of r's detector, whose observations are then
-// unavailable to r until the next rule is evaluated, so a copy of r's on_error block
-// that binds one is omitted ([OAR-COPY-11]).
+// detectorFailed is the failure of r's detector (one that failed, or did not run),
+// whose observations are then unavailable to r until the next rule is evaluated, so a
+// copy of r's on_error block that binds one is omitted ([OAR-COPY-11]).
 func (s *evalState) detectorFailed(r *Rule, err error) error {
 	pe := &ProviderError{Clause: "OAR-OPS-3", Fact: r.Detector, Err: err}
 	s.unobservedErr, s.finding = pe, &s.unobserved
@@ -1046,14 +1045,8 @@ func (s *evalState) Fact(id int) (types.Value, error) {
 	}
 	info := s.p.cap.symbol(id)
 	if f := s.finding; f != nil {
-		if f == &s.unobserved && info.Detector {
-			return types.Value{}, s.unobservedErr
-		}
-		if raw, ok := f.Facts[info.Name]; ok {
-			return s.convert(info, raw)
-		}
-		if f.NoFindings && info.Detector {
-			return types.Zero(info.Type), nil
+		if v, found, err := s.found(f, info); found {
+			return v, err
 		}
 		if info.builtin == builtinToolFingerprint && (f.reports(factTool) || f.reports(factToolArgs)) {
 			// Over what this rule's detector observed, and not kept as the
@@ -1076,6 +1069,23 @@ func (s *evalState) Fact(id int) (types.Value, error) {
 		return types.IntValue(c.Breaker), nil
 	}
 	return s.occurrenceFact(info)
+}
+
+// found is what the detector findings f in force say of the fact or function info, for
+// Fact and Call alike: unavailable when the rule's detector produced none
+// ([OAR-COPY-11]), the value the findings report, or the zero of a detector observation
+// they report none of. found is false when they say nothing of it.
+func (s *evalState) found(f *Findings, info *symbolInfo) (v types.Value, found bool, err error) {
+	switch raw, ok := f.Facts[info.Name]; {
+	case f == &s.unobserved && info.Detector:
+		return types.Value{}, true, s.unobservedErr
+	case ok:
+		v, err = s.convert(info, raw)
+		return v, true, err
+	case f.NoFindings && info.Detector:
+		return types.Zero(info.Type), true, nil
+	}
+	return types.Value{}, false, nil
 }
 
 // occurrenceFact produces a fact shared by every rule at the occurrence, once.
@@ -1254,14 +1264,8 @@ func convert(info *symbolInfo, raw any) (types.Value, error) {
 func (s *evalState) Call(id int, arg types.Value) (types.Value, error) {
 	info := s.p.cap.symbol(id)
 	if f := s.finding; f != nil {
-		if f == &s.unobserved && info.Detector {
-			return types.Value{}, s.unobservedErr
-		}
-		if raw, ok := f.Facts[info.Name]; ok {
-			return s.convert(info, raw)
-		}
-		if f.NoFindings && info.Detector {
-			return types.Zero(info.Type), nil
+		if v, found, err := s.found(f, info); found {
+			return v, err
 		}
 	}
 	// Whether the host supplied the function's result is looked up once.
