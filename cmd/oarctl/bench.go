@@ -53,9 +53,10 @@ type recorded struct {
 }
 
 // runBench evaluates the recorded occurrences in order, cycling until n evaluations,
-// against one runtime — one session store, each occurrence in its own session_id — each
-// into one reused decision buffer, as the engine sidecar does, and reports throughput,
-// latency percentiles and allocations per evaluation.
+// each pass over them against a fresh runtime — so every pass is the recorded workload,
+// its sessions starting from no state, as --shape describes it — each into one reused
+// decision buffer, as the engine sidecar does, and reports throughput, latency
+// percentiles and allocations per evaluation.
 func runBench(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("bench", stderr)
 	var pf programFlags
@@ -94,7 +95,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if *shape {
 		fmt.Fprintln(stdout, workloadShape(p, occs))
 	}
-	res := measure(p, occs, *n, *byAnchor)
+	res := measure(p, occs, *n, *byAnchor, benchRuntime)
 	if *asJSON {
 		if err := json.NewEncoder(stdout).Encode(res); err != nil {
 			fmt.Fprintf(stderr, "oarctl bench: %v\n", err)
@@ -140,13 +141,21 @@ func (l *loader) readOccurrences(file string) []recorded {
 
 // measure runs min(warmup, n) unmeasured evaluations, then n measured ones, timing each
 // and counting heap allocations over the whole measured loop; byAnchor splits the
-// latencies by anchor too, once the loop is over.
-func measure(p *engine.Program, occs []recorded, n int, byAnchor bool) benchResult {
-	rt := engine.NewMemoryRuntime()
-	rt.Events = discardEvents{}
+// latencies by anchor too, once the loop is over. newRuntime gives the runtime of the
+// warmup and of each measured pass over occs: were one runtime kept across passes, the
+// recorded sessions would go on counting, and rules whose conditions read fire_count
+// would stop firing after the first pass, measuring a workload the recording is not.
+// The runtimes are made before the measured loop; the session state each pass builds
+// is allocated inside it, as a sidecar allocates its new sessions' state.
+func measure(p *engine.Program, occs []recorded, n int, byAnchor bool, newRuntime func() *engine.Runtime) benchResult {
 	buf := &engine.DecisionBuffer{}
+	rt := newRuntime()
 	for i := range min(warmup, n) {
 		p.EvaluateInto(rt, occs[i%len(occs)].occ, buf)
+	}
+	passes := make([]*engine.Runtime, (n+len(occs)-1)/len(occs))
+	for i := range passes {
+		passes[i] = newRuntime()
 	}
 	latencies := make([]time.Duration, n)
 	var before, after runtime.MemStats
@@ -155,7 +164,7 @@ func measure(p *engine.Program, occs []recorded, n int, byAnchor bool) benchResu
 	cpu0, cpuOK := cputime.Process()
 	start := time.Now()
 	for i := range n {
-		occ := occs[i%len(occs)].occ
+		occ, rt := occs[i%len(occs)].occ, passes[i/len(occs)]
 		t0 := time.Now()
 		p.EvaluateInto(rt, occ, buf)
 		latencies[i] = time.Since(t0)
@@ -210,6 +219,13 @@ func splitByAnchor(occs []recorded, latencies []time.Duration) []anchorLatency {
 type discardEvents struct{}
 
 func (discardEvents) Publish(engine.Event) error { return nil }
+
+// benchRuntime is a memory runtime whose events go nowhere.
+func benchRuntime() *engine.Runtime {
+	rt := engine.NewMemoryRuntime()
+	rt.Events = discardEvents{}
+	return rt
+}
 
 // percentile is the nearest-rank percentile of sorted latencies.
 func percentile(sorted []time.Duration, q float64) time.Duration {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
 )
 
 func benchArgs(occurrences string, extra ...string) []string {
@@ -220,5 +222,56 @@ func TestBenchShape(t *testing.T) {
 	}
 	if strings.Contains(stdout, " 0.0 rules reached") {
 		t.Errorf("no rule reached: %q", stdout)
+	}
+}
+
+// countingEvents counts the events published to it.
+type countingEvents struct{ n *int }
+
+func (c countingEvents) Publish(engine.Event) error { *c.n++; return nil }
+
+// TestMeasureRunsEachPassFromNoState: every pass over the recorded occurrences starts
+// from no session state, so a rule that fires only on a session's first occurrence
+// fires once per pass, as it does in the workload --shape describes; kept across
+// passes, the session would have counted past the rule after the first.
+func TestMeasureRunsEachPassFromNoState(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"rules.yaml": `oar: "1.0"
+namespace: bench.passes
+id: FIRST_CALL
+kind: policy
+anchor: tool.pre_invoke
+requires: {profiles: [tool]}
+when: fire_count < 1
+effect: warn
+on_fire: [increment_counter, publish_event]
+`,
+		"occurrences.jsonl": `{"anchor": "tool.pre_invoke", "session_id": "s1", "tool_call": {"name": "read", "arguments": {}}}` + "\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var diags strings.Builder
+	l := &loader{w: &diags}
+	pf := programFlags{capability: "testdata/bench/capability.yaml", rules: fileList{filepath.Join(dir, "rules.yaml")}}
+	p := pf.load(l)
+	occs := l.readOccurrences(filepath.Join(dir, "occurrences.jsonl"))
+	if p == nil || l.failed || len(occs) != 1 {
+		t.Fatalf("the test's documents do not load (%d occurrences):\n%s", len(occs), diags.String())
+	}
+	var events, runtimes int
+	measure(p, occs, 5, false, func() *engine.Runtime {
+		runtimes++
+		rt := engine.NewMemoryRuntime()
+		rt.Events = countingEvents{&events}
+		return rt
+	})
+	// The warmup's runtime and one per measured pass; the rule fires on the warmup's
+	// first evaluation and on each pass's only one.
+	if runtimes != 6 || events != 6 {
+		t.Errorf("%d runtimes and %d events, want 6 and 6 (one runtime for the warmup and one per pass of the one occurrence, each firing once)", runtimes, events)
 	}
 }
