@@ -70,7 +70,7 @@ func (v *CapabilityValidator) ValidateUpdate(ctx context.Context, old, c *rulesv
 		trial.Capability = capability.Document()
 		var le *bundle.LoadError
 		if _, err := bundle.Load(trial); errors.As(err, &le) {
-			return nil, invalid(capabilityKind, c.Name, breakage(le))
+			return nil, invalid(capabilityKind, c.Name, breakage(le, published.Capability, capability))
 		}
 	}
 	var w warnings
@@ -147,12 +147,14 @@ func loadCapabilityDocument(c *rulesv1alpha1.Capability) (*engine.Capability, er
 	return capability, nil
 }
 
-// breakage renders why what is published would stop loading, in the words the
-// controller uses when the update reaches it without this webhook (bundle.Breakage),
-// each at the member of the capability it most likely concerns.
-func breakage(le *bundle.LoadError) field.ErrorList {
+// breakage renders why what is published under the document before would stop loading
+// under capability, in the words the controller uses when the update reaches it without
+// this webhook (bundle.Breakage), each at the member of the capability whose narrowing
+// broke it.
+func breakage(le *bundle.LoadError, before map[string]any, capability *engine.Capability) field.ErrorList {
+	published, _ := engine.LoadCapability(before) // nil when invalid: Breakage then goes by clause alone
 	causes := make(field.ErrorList, len(le.Errors))
-	for i, e := range bundle.Breakage(le) {
+	for i, e := range bundle.Breakage(le, published, capability) {
 		causes[i] = fieldError(e.Field, e)
 	}
 	return causes

@@ -95,3 +95,66 @@ func TestCapabilityCreateWarnsAboutPacks(t *testing.T) {
 	}
 	t.Logf("warning: %s", hasWarning(t, warned.take(), "[OAR-FACT-19]", `RulePack "early" spec.rules[0].requires.profiles[1]`, "acme.security/READ_OUTSIDE_SCOPE"))
 }
+
+// TestCapabilityNarrowingNamesTheMember: an update refused because published rules
+// would stop loading names, for each problem, the member of the Capability whose
+// narrowing causes it, as precisely as the published and the new document tell — not
+// spec: the host fact's list or its entry whose type changed, the profile list for a
+// profile's function ([OAR-FACT-3]), the entry declaring a core anchor unsupported
+// ([OAR-PROF-4]).
+func TestCapabilityNarrowingNamesTheMember(t *testing.T) {
+	needEnv(t)
+	ns := namespace(t)
+	ctx := context.Background()
+	capability := capabilityObject(ns, "gateway", gatewaySpec())
+	mustCreate(t, capability)
+	packs := []*rulesv1alpha1.RulePack{
+		rulePack(t, ns, "tiers", "gateway", 0, []map[string]any{with(rule("acme.tiers", "GOLD"),
+			"requires", map[string]any{"profiles": []any{"tool"}, "facts": []any{"acme.gateway.tenant_tier"}},
+			"when", `acme.gateway.tenant_tier == "gold"`, "copy", map[string]any{"what": "Tier {{ acme.gateway.tenant_tier }}."})}),
+		rulePack(t, ns, "files", "gateway", 0, []map[string]any{rule("acme.files", "READ_OUTSIDE_SCOPE")}),
+		rulePack(t, ns, "output", "gateway", 0, []map[string]any{with(rule("acme.output", "SEEN"),
+			"anchor", "model.output", "selector", nil, "requires", nil, "when", "true", "copy", map[string]any{"what": "An output."})}),
+	}
+	for _, p := range packs {
+		mustCreate(t, p)
+	}
+	published(t, ns, "gateway", packs)
+
+	for _, c := range []struct {
+		name   string
+		narrow func(*rulesv1alpha1.CapabilitySpec)
+		want   [][2]string // clause, field
+	}{
+		{"a host fact removed", func(s *rulesv1alpha1.CapabilitySpec) { s.HostFacts = s.HostFacts[:1] },
+			[][2]string{{"OAR-FACT-3", "spec.host_facts"}, {"OAR-COPY-2", "spec.host_facts"}, {"OAR-FACT-19", "spec.host_facts"}}},
+		{"a host fact's type changed", func(s *rulesv1alpha1.CapabilitySpec) { s.HostFacts[1].Type = "int" },
+			[][2]string{{"OAR-EXPR-11", "spec.host_facts[1].type"}}},
+		{"the profile of a function removed", func(s *rulesv1alpha1.CapabilitySpec) {
+			s.Profiles = slices.DeleteFunc(s.Profiles, func(p string) bool { return p == "filesystem" })
+		}, [][2]string{{"OAR-FACT-3", "spec.profiles"}, {"OAR-FACT-19", "spec.profiles"}}},
+		{"a core anchor declared unsupported", func(s *rulesv1alpha1.CapabilitySpec) {
+			delete(s.Anchors.Core, "model.output")
+			s.Anchors.Unsupported = append(s.Anchors.Unsupported, "model.output")
+		}, [][2]string{{"OAR-PROF-4", "spec.anchors.unsupported[4]"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			current := &rulesv1alpha1.Capability{}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(capability), current); err != nil {
+				t.Fatal(err)
+			}
+			c.narrow(&current.Spec)
+			err := k8s.Update(ctx, current, client.DryRunAll)
+			cs := causes(t, err)
+			for _, w := range c.want {
+				hasCause(t, cs, w[1], w[0], "")
+			}
+			for _, cause := range cs {
+				if cause.Field == "spec" {
+					t.Errorf("a cause names no member: %s", cause.Message)
+				}
+			}
+			t.Logf("kubectl: %v", err)
+		})
+	}
+}

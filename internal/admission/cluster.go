@@ -25,6 +25,9 @@ type Cluster interface {
 	Capability(ctx context.Context, key types.NamespacedName) (*rulesv1alpha1.Capability, error)
 	// RulePacks returns the RulePacks naming the Capability key, except those being deleted.
 	RulePacks(ctx context.Context, capability types.NamespacedName) ([]rulesv1alpha1.RulePack, error)
+	// OperatorConfigs returns the OperatorConfigs naming the Capability key, except those
+	// being deleted.
+	OperatorConfigs(ctx context.Context, capability types.NamespacedName) ([]rulesv1alpha1.OperatorConfig, error)
 	// Bundle returns the bundle published for the Capability key, or nil when there is none
 	// (or the ConfigMap does not hold one the controller wrote), and the objects its packs
 	// and configurations belong to (resource.PublishedUIDs), nil when not recorded.
@@ -128,6 +131,21 @@ func (c *ClientCluster) RulePacks(ctx context.Context, capability types.Namespac
 		}
 	}
 	return packs, nil
+}
+
+// OperatorConfigs implements Cluster.
+func (c *ClientCluster) OperatorConfigs(ctx context.Context, capability types.NamespacedName) ([]rulesv1alpha1.OperatorConfig, error) {
+	var list rulesv1alpha1.OperatorConfigList
+	if err := c.Reader.List(ctx, &list, client.InNamespace(capability.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list operator configs in %s: %w", capability.Namespace, err)
+	}
+	configs := list.Items[:0]
+	for _, oc := range list.Items {
+		if oc.Spec.CapabilityRef.Name == capability.Name && oc.DeletionTimestamp.IsZero() {
+			configs = append(configs, oc)
+		}
+	}
+	return configs, nil
 }
 
 // Bundle implements Cluster. A ConfigMap the controller treats as foreign

@@ -20,6 +20,7 @@ import (
 type memoryCluster struct {
 	capabilities []*rulesv1alpha1.Capability
 	packs        []rulesv1alpha1.RulePack
+	configs      []rulesv1alpha1.OperatorConfig
 	bundles      map[types.NamespacedName]*bundle.Bundle
 	// uids are the identities recorded with each bundle, none when absent.
 	uids map[types.NamespacedName]*resource.PublishedUIDs
@@ -39,6 +40,16 @@ func (m *memoryCluster) RulePacks(_ context.Context, key types.NamespacedName) (
 	for _, p := range m.packs {
 		if p.Namespace == key.Namespace && p.Spec.CapabilityRef.Name == key.Name {
 			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (m *memoryCluster) OperatorConfigs(_ context.Context, key types.NamespacedName) ([]rulesv1alpha1.OperatorConfig, error) {
+	var out []rulesv1alpha1.OperatorConfig
+	for _, c := range m.configs {
+		if c.Namespace == key.Namespace && c.Spec.CapabilityRef.Name == key.Name {
+			out = append(out, c)
 		}
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -165,5 +166,85 @@ func TestClientClusterReadsPublishedUIDs(t *testing.T) {
 	eventually(t, "the identity of the new x", publishedUID)
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(x), x); err != nil || x.Generation != 1 {
 		t.Fatalf("the new x: generation %d, %v", x.Generation, err)
+	}
+}
+
+// TestRecreatedConfigurationIsANewcomer: a configuration is told apart by object like a
+// pack. The bundle publishes OperatorConfig "quiet" (acme.base/B disabled) of the object
+// uid-of-quiet; when that object was deleted and another created under its name, the
+// controller has not published since, and the published document is nobody's: an
+// update of RulePack "base" that drops acme.base/B would not leave out a published
+// configuration, and the controller would not hold it back for one (the new "quiet" is
+// a newcomer, DESIGN.md "Bundles" rule 3), so the webhook does not warn that it would.
+// The same update, with "quiet" still the published object, is warned about.
+func TestRecreatedConfigurationIsANewcomer(t *testing.T) {
+	ctx := context.Background()
+	quiet := bundle.Config{Name: "quiet", Generation: 1, Document: map[string]any{"oar_config": "1.0", "disable": []any{"acme.base/B"}}}
+	base := pack(t, "base", rule("acme.base", "B"))
+	base.UID = "uid-of-base"
+	edited := base.DeepCopy()
+	edited.Generation = 2
+	edited.Spec.Rules = rawRules(t, []map[string]any{rule("acme.base", "C")})
+	update := func(live types.UID) []string {
+		cl := clusterOf(t, []*rulesv1alpha1.RulePack{base}, nil, quiet)
+		cl.uids = map[types.NamespacedName]*resource.PublishedUIDs{{Namespace: "ns", Name: "gateway"}: {
+			Packs: map[string]types.UID{"base": base.UID}, Configs: map[string]types.UID{"quiet": "uid-of-quiet"}}}
+		cfg := operatorConfig(t, "ns", "quiet", "gateway", map[string]any{"oar_config": "1.0", "enforcement": map[string]any{"acme.base/C": "monitor"}})
+		cfg.UID = live
+		cl.configs = []rulesv1alpha1.OperatorConfig{*cfg}
+		ws, admitted := verdict(t, func() (admission.Warnings, error) {
+			return (&RulePackValidator{Cluster: cl}).ValidateUpdate(ctx, base, edited)
+		})
+		if !admitted {
+			t.Fatalf("refused, warnings %q", ws)
+		}
+		return ws
+	}
+
+	hasWarning(t, update("uid-of-quiet"), "[OAR-CFG-4]", `OperatorConfig "quiet" spec.config.disable[0]`, "hold this update back")
+	for _, w := range update("uid-of-the-new-quiet") {
+		if strings.Contains(w, `OperatorConfig "quiet"`) {
+			t.Errorf("warned about the deleted quiet's published document as if it were the live one's: %s", w)
+		}
+	}
+}
+
+// TestClientClusterListsLiveConfigurations: the configurations the webhook tells apart
+// from the published ones are those naming the Capability that are not being deleted
+// (a finalizer holding one): a configuration being deleted is left out of the next
+// bundle whatever it names, as the controller assembles.
+func TestClientClusterListsLiveConfigurations(t *testing.T) {
+	needEnv(t)
+	ns := namespace(t)
+	ctx := context.Background()
+	doc := map[string]any{"oar_config": "1.0"}
+	live := operatorConfig(t, ns, "live", "gateway", doc)
+	mustCreate(t, live)
+	mustCreate(t, operatorConfig(t, ns, "elsewhere", "other", doc))
+	held := operatorConfig(t, ns, "held", "gateway", doc)
+	held.Finalizers = []string{"example.com/hold"}
+	mustCreate(t, held)
+	t.Cleanup(func() {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(held), held); err == nil {
+			held.Finalizers = nil
+			if err := k8s.Update(ctx, held); err != nil {
+				t.Errorf("release %s: %v", held.Name, err)
+			}
+		}
+	})
+	if err := k8s.Delete(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := (&ClientCluster{Reader: k8s}).OperatorConfigs(ctx, types.NamespacedName{Namespace: ns, Name: "gateway"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != "live" || got[0].UID != live.UID {
+		names := make([]string, len(got))
+		for i := range got {
+			names[i] = got[i].Name
+		}
+		t.Errorf("configurations %v; want only live", names)
 	}
 }

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -28,7 +29,8 @@ type neighbours struct {
 	publishedOwner map[string]string
 	// own is the pack's own published generation, nil when it has none.
 	own *bundle.Pack
-	// configs are the published configurations, in the order they apply.
+	// configs are the published configurations, in the order they apply, each while its
+	// name is held by the object it was published for (publishedConfigs).
 	configs []bundle.Config
 }
 
@@ -53,7 +55,11 @@ func loadNeighbours(ctx context.Context, cl Cluster, capability types.Namespaced
 		return nil, err
 	}
 	v := viewOf(capability, b, self, newIdentities(uids, packs, self, selfUID))
-	n := &neighbours{owner: v.publishedOwner, publishedOwner: v.publishedOwner, published: v.published, own: v.own, configs: v.configs}
+	configs, err := publishedConfigs(ctx, cl, capability, v.configs, uids)
+	if err != nil {
+		return nil, err
+	}
+	n := &neighbours{owner: v.publishedOwner, publishedOwner: v.publishedOwner, published: v.published, own: v.own, configs: configs}
 	sort.Slice(packs, func(i, j int) bool { return packs[i].Name < packs[j].Name })
 	cloned := false
 	for i := range packs {
@@ -105,6 +111,31 @@ func newIdentities(uids *resource.PublishedUIDs, packs []rulesv1alpha1.RulePack,
 		}
 	}
 	return names
+}
+
+// publishedConfigs returns the configurations of published, the bundle's, but those
+// whose name another object than the one they were published for holds now, per uids:
+// incumbency goes by identity for configurations as for packs (newIdentities), so such a
+// configuration is a newcomer, and the published document is nobody's. published is
+// returned as is when there is none.
+func publishedConfigs(ctx context.Context, cl Cluster, capability types.NamespacedName, published []bundle.Config, uids *resource.PublishedUIDs) ([]bundle.Config, error) {
+	if len(published) == 0 || uids == nil || len(uids.Configs) == 0 {
+		return published, nil
+	}
+	live, err := cl.OperatorConfigs(ctx, capability)
+	if err != nil {
+		return nil, err
+	}
+	renewed := map[string]bool{}
+	for i := range live {
+		if uids.NewConfig(live[i].Name, live[i].UID) {
+			renewed[live[i].Name] = true
+		}
+	}
+	if len(renewed) == 0 {
+		return published, nil
+	}
+	return slices.DeleteFunc(slices.Clone(published), func(c bundle.Config) bool { return renewed[c.Name] }), nil
 }
 
 // bundleView is what the neighbours of a pack read of a bundle: its other packs'

@@ -61,6 +61,15 @@ func (s *setCluster) RulePacks(_ context.Context, capability types.NamespacedNam
 	return out, nil
 }
 
+// OperatorConfigs implements Cluster.
+func (s *setCluster) OperatorConfigs(_ context.Context, capability types.NamespacedName) ([]rulesv1alpha1.OperatorConfig, error) {
+	var out []rulesv1alpha1.OperatorConfig
+	for _, c := range s.boundConfigs(capability) {
+		out = append(out, *c)
+	}
+	return out, nil
+}
+
 // Bundle implements Cluster: the bundle the controller would publish for the
 // Capability, assembled on first use. No identities are recorded: the bundle is
 // assembled from the set's own objects, so each of its packs is the set's pack of that
@@ -92,10 +101,8 @@ func (s *setCluster) assemble(ctx context.Context, key types.NamespacedName) (*b
 	for _, p := range s.boundPacks(key) {
 		in.Packs = append(in.Packs, resource.AssemblyPack(p))
 	}
-	for _, c := range s.configs {
-		if c.Namespace == key.Namespace && c.Spec.CapabilityRef.Name == key.Name && client.Object(c) != s.absent {
-			in.Configs = append(in.Configs, resource.AssemblyConfig(c))
-		}
+	for _, c := range s.boundConfigs(key) {
+		in.Configs = append(in.Configs, resource.AssemblyConfig(c))
 	}
 	res, err := bundle.Assemble(in)
 	if err != nil {
@@ -110,6 +117,18 @@ func (s *setCluster) boundPacks(capability types.NamespacedName) []*rulesv1alpha
 	for _, p := range s.packs {
 		if p.Namespace == capability.Namespace && p.Spec.CapabilityRef.Name == capability.Name && client.Object(p) != s.absent {
 			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// boundConfigs returns the configurations of the set naming the Capability, other than
+// absent.
+func (s *setCluster) boundConfigs(capability types.NamespacedName) []*rulesv1alpha1.OperatorConfig {
+	var out []*rulesv1alpha1.OperatorConfig
+	for _, c := range s.configs {
+		if c.Namespace == capability.Namespace && c.Spec.CapabilityRef.Name == capability.Name && client.Object(c) != s.absent {
+			out = append(out, c)
 		}
 	}
 	return out

@@ -177,7 +177,7 @@ func assemble(in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return holdNarrowing(in, res)
+	return holdNarrowing(in, c, res)
 }
 
 // incumbents are the packs and configurations Current publishes, by name, but for those

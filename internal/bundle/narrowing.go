@@ -25,17 +25,20 @@ func RulePath(i int, field string) string {
 	return diag.JoinPath(fmt.Sprintf("spec.rules[%d]", i), field)
 }
 
-// Breakage says why what a bundle publishes would stop loading under another capability
-// document, le being the load of that bundle with the new document: one diagnostic per
-// problem, whose message names the published pack or configuration and the place in
-// it, and whose Field is the member of the Capability resource it concerns
-// (CapabilityMember; Index is -1). The Capability webhook refuses an update with these
-// words, and the controller holds the update back with the same words.
-func Breakage(le *LoadError) diag.List {
+// Breakage says why what a bundle published under the capability document before
+// would stop loading under another one, after, le being the load of that bundle with
+// after: one diagnostic per problem, whose message names the published pack or
+// configuration and the place in it, and whose Field is the member of the Capability
+// resource whose narrowing broke it, as precisely as the two documents tell — the
+// profile list, the host fact's entry, the anchor's entry (narrowed.member; Index is
+// -1). The Capability webhook refuses an update with these words, and the controller
+// holds the update back with the same words.
+func Breakage(le *LoadError, before, after *engine.Capability) diag.List {
+	n := narrowedBetween(before, after)
 	out := make(diag.List, len(le.Errors))
 	for i, e := range le.Errors {
 		cp := *e
-		cp.Field, cp.Index = CapabilityMember(e), -1
+		cp.Field, cp.Index = n.member(e), -1
 		switch le.Stage {
 		case StageRules:
 			cp.Message = fmt.Sprintf("published RulePack %q would stop loading at %s: %s", le.Owners[i], RulePath(e.Index, e.Field), e.Message)
@@ -49,7 +52,9 @@ func Breakage(le *LoadError) diag.List {
 
 // CapabilityMember is the member of a capability document that decides a rule
 // diagnostic's clause, or "spec" when no one member does (the rule's own fault), as a
-// path into the Capability resource.
+// path into the Capability resource. Without the document a rule loaded under, an
+// unknown identifier ([OAR-FACT-3]) is the rule's own fault: Breakage, which has it,
+// tells which member stopped declaring it.
 func CapabilityMember(e *diag.Error) string {
 	switch e.Clause {
 	case "OAR-PROF-4":
@@ -80,8 +85,8 @@ func CapabilityMember(e *diag.Error) string {
 // result says why (Narrowing, and each resource's outcome), and nothing new is
 // published until the document is restored or the packs load against it. Resources
 // left out for other reasons (deleted, or a configuration naming a rule of a deleted
-// pack) do not hold anything back.
-func holdNarrowing(in Input, res *Result) (*Result, error) {
+// pack) do not hold anything back. c is the new document, loaded.
+func holdNarrowing(in Input, c *engine.Capability, res *Result) (*Result, error) {
 	if in.Current == nil {
 		return res, nil
 	}
@@ -119,7 +124,7 @@ func holdNarrowing(in Input, res *Result) (*Result, error) {
 	var le *LoadError
 	own := map[string]diag.List{}
 	if _, le = load(&Bundle{Capability: in.Capability, Packs: prev.Bundle.Packs, Configs: prev.Bundle.Configs}); le != nil {
-		breakage = Breakage(le)
+		breakage = Breakage(le, prevCap, c)
 		for i, e := range le.Errors {
 			own[le.Owners[i]] = append(own[le.Owners[i]], e)
 		}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
 )
 
 // narrowCapability is the test capability without the tool profile.
@@ -122,5 +124,74 @@ func TestNewIdentityIsANewcomer(t *testing.T) {
 	res = mustAssemble(t, Input{Packs: []PackInput{recreated}, Current: current})
 	if o := res.Packs["tools"]; o.PublishedGeneration != 0 {
 		t.Errorf("with the Capability missing, the new object claims the deleted one's generation: %+v", o)
+	}
+}
+
+// TestBreakageNamesTheNarrowedMember: what a published rule stops loading for under a
+// narrower capability is named at the member of the Capability that no longer provides
+// it, as precisely as the two documents tell: the entry of a host fact whose type
+// changed, the entry declaring a core anchor unsupported, the list a fact, a profile or a
+// host anchor left — whether the rule names it in requires, a condition ([OAR-FACT-3]),
+// a type-checked comparison, a selector, a counter scope or copy ([OAR-COPY-2]).
+func TestBreakageNamesTheNarrowedMember(t *testing.T) {
+	withoutTier := func(c map[string]any) { c["host_facts"] = []any{} }
+	tierAnInt := func(c map[string]any) {
+		c["host_facts"] = []any{map[string]any{"name": "oar.test.other", "type": "string"}, map[string]any{"name": "oar.test.tier", "type": "int"}}
+	}
+	withoutTool := func(c map[string]any) { c["profiles"] = []any{"session", "content"} }
+	tier := `"requires":{"facts":["oar.test.tier"]}`
+	for _, c := range []struct {
+		clause string
+		rule   any
+		narrow func(map[string]any)
+		field  string
+	}{
+		{"OAR-FACT-3", rule(t, "acme", "A", tier, `"when":"oar.test.tier == \"gold\""`), withoutTier, "spec.host_facts"},
+		{"OAR-FACT-3", rule(t, "acme", "A", `"requires":{"profiles":["tool"]}`, `"when":"tool == \"oar.test.tier\""`), withoutTool, "spec.profiles"},
+		{"OAR-EXPR-11", rule(t, "acme", "A", tier, `"when":"oar.test.tier == \"gold\""`), tierAnInt, "spec.host_facts[1].type"},
+		{"OAR-FIRE-10", rule(t, "acme", "A", tier, `"counter_scope":"oar.test.tier"`), tierAnInt, "spec.host_facts[1].type"},
+		{"OAR-COPY-2", rule(t, "acme", "A", tier, `"copy":{"what":"tool tier {{ oar.test.tier }}"}`), withoutTier, "spec.host_facts"},
+		{"OAR-SEL-3", rule(t, "acme", "A", `"requires":{"profiles":["tool"]}`, `"selector":{"tool":["read"]}`), withoutTool, "spec.profiles"},
+		{"OAR-FACT-19", rule(t, "acme", "A", `"requires":{"facts":["tool_args"]}`), withoutTool, "spec.profiles"},
+		{"OAR-FACT-19", rule(t, "acme", "A", tier), withoutTier, "spec.host_facts"},
+		{"OAR-PROF-4", rule(t, "acme", "A", `"anchor":"model.output"`), func(c map[string]any) {
+			anchors := c["anchors"].(map[string]any)
+			delete(anchors["core"].(map[string]any), "model.output")
+			anchors["unsupported"] = append(anchors["unsupported"].([]any), "model.output")
+		}, "spec.anchors.unsupported[6]"},
+		{"OAR-DOC-12", rule(t, "acme", "A", `"anchor":"gw.render"`), func(c map[string]any) { c["anchors"].(map[string]any)["host"] = []any{} }, "spec.anchors.host"},
+		{"OAR-FACT-13", rule(t, "acme", "A", `"requires":{"profiles":["session"]}`, `"flow":["a","b","c"]`), func(c map[string]any) { c["activity_window"] = 2 }, "spec.activity_window"},
+	} {
+		t.Run(c.clause+" "+c.field, func(t *testing.T) {
+			narrow := capability(t)
+			c.narrow(narrow)
+			before, errs := engine.LoadCapability(capability(t))
+			after, moreErrs := engine.LoadCapability(narrow)
+			if len(errs)+len(moreErrs) > 0 {
+				t.Fatalf("the test's capabilities do not load: %v %v", errs, moreErrs)
+			}
+			published := &Bundle{Capability: capability(t), Packs: []Pack{{Name: "p", Generation: 1, Rules: []any{c.rule}}}}
+			if _, le := load(published); le != nil {
+				t.Fatalf("the rule does not load before the narrowing: %v", le)
+			}
+			published.Capability = narrow
+			_, le := load(published)
+			if le == nil {
+				t.Fatal("the rule still loads after the narrowing")
+			}
+			got := Breakage(le, before, after)
+			if !hasDiag(got, c.clause, c.field) {
+				t.Errorf("breakage %v; want [%s] at %s", got, c.clause, c.field)
+			}
+		})
+	}
+
+	// The controller holds the narrowing back with the same words.
+	current := mustAssemble(t, Input{Capability: capability(t), Packs: []PackInput{pack("tiers", 1, 0, rule(t, "acme", "A", tier, `"when":"oar.test.tier == \"gold\""`))}}).Bundle
+	narrow := capability(t)
+	withoutTier(narrow)
+	res := mustAssemble(t, Input{Capability: narrow, Packs: []PackInput{pack("tiers", 1, 0, rule(t, "acme", "A", tier, `"when":"oar.test.tier == \"gold\""`))}, Current: current})
+	if !hasDiag(res.Narrowing, "OAR-FACT-3", "spec.host_facts") || !hasDiag(res.Narrowing, "OAR-FACT-19", "spec.host_facts") {
+		t.Errorf("narrowing %v; want [OAR-FACT-3] and [OAR-FACT-19] at spec.host_facts", res.Narrowing)
 	}
 }
