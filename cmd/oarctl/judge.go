@@ -74,7 +74,7 @@ func (l *loader) judge(ms []manifest) string {
 	for i, v := range verdicts {
 		at := ms[i].at
 		for _, w := range v.Warnings {
-			fmt.Fprintf(l.w, "%s: warning: %s: %s\n", at.file, at.path, w)
+			l.warning(at.file, w.Kind, at.path+": "+w.Text)
 		}
 		if len(v.Warnings) > 0 {
 			warned++

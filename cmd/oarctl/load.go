@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/oar-operator/oar-operator/internal/admission"
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 	"github.com/oar-operator/oar-operator/internal/engine/types"
@@ -150,6 +151,10 @@ func memberNames(obj map[string]any) string {
 type loader struct {
 	w      io.Writer
 	failed bool
+	// strict fails the run on a warning that says what was written will not be served
+	// as written, and unserved counts those warnings.
+	strict   bool
+	unserved int
 }
 
 // errorf reports a problem with a file as a whole, on one line.
@@ -179,9 +184,22 @@ func (l *loader) report(at origin, e *diag.Error) {
 	fmt.Fprintf(l.w, "%s: %s\n", at.file, e.Format(at.path))
 }
 
-// warn prints one warning about the document at; a warning does not fail the load.
+// warn prints one load warning about the document at: the loader's advice about a rule
+// it loads as written.
 func (l *loader) warn(at origin, e *diag.Error) {
-	fmt.Fprintf(l.w, "%s: warning: %s\n", at.file, e.Format(at.path))
+	l.warning(at.file, admission.LoadAdvice, e.Format(at.path))
+}
+
+// warning prints one warning about file, of kind. A warning does not fail the run, but
+// under strict one of a kind that is not served does, and says so.
+func (l *loader) warning(file string, kind admission.WarningKind, text string) {
+	label := "warning"
+	if l.strict && kind.Unserved() {
+		l.failed = true
+		l.unserved++
+		label = fmt.Sprintf("warning (not served: %s)", kind)
+	}
+	fmt.Fprintf(l.w, "%s: %s: %s\n", file, label, text)
 }
 
 // reportAll prints each diagnostic of a load against the document its Index names

@@ -17,7 +17,7 @@ func TestUsage(t *testing.T) {
 		stderr string // a substring stderr must contain, or "" for empty stderr
 	}{
 		{"no command", nil, exitUsage, "", "Usage:"},
-		{"help", []string{"help"}, exitOK, "oarctl validate [--capability FILE]", ""},
+		{"help", []string{"help"}, exitOK, "oarctl validate [--strict] [--capability FILE]", ""},
 		{"-h", []string{"-h"}, exitOK, "Commands:", ""},
 		{"unknown command", []string{"lint"}, exitUsage, "", `unknown command "lint"`},
 		{"help for a command", []string{"help", "bench"}, exitOK, "-occurrences FILE", ""},

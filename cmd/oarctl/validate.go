@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/oar-operator/oar-operator/internal/admission"
 )
 
-const validateSynopsis = "oarctl validate [--capability FILE] [--config FILE]... [--namespace NAME] PATH..."
+const validateSynopsis = "oarctl validate [--strict] [--capability FILE] [--config FILE]... [--namespace NAME] PATH..."
 
 // validateAbout is what `oarctl validate -h` says before the flags.
 const validateAbout = `Plain OAR documents (rules, a capability, configurations) load with the engine's
@@ -34,7 +36,13 @@ which are refused themselves. Refusing an update that would shrink what is alrea
 published takes the live cluster: kubectl apply --dry-run=server. Where the webhook
 lists 20 problems and counts the rest, every one is listed.
 
-Exit status 1 when a document does not load, or a manifest would be refused.`
+The webhook admits what it only warns about, and the controller decides: most
+warnings say that the controller will not serve what was written (a pack left out or
+held back, a configuration that does not apply), the rest are advice. With --strict,
+a warning of the first sort fails the run (see the flag for the list).
+
+Exit status 1 when a document does not load, or a manifest would be refused, or with
+--strict when a warning says what was written will not be served as written.`
 
 // runValidate checks plain OAR documents with the engine's loader and gives every
 // manifest the admission webhook's verdict. It prints one line per diagnostic, refusal
@@ -46,6 +54,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	var configFiles fileList
 	flags.Var(&configFiles, "config", "a configuration document `FILE`, applied before those found among the PATHs (repeatable; applied in order)")
 	namespace := flags.String("namespace", "default", "the namespace of manifests that name none, as `NAME` (kubectl apply's current namespace)")
+	strict := flags.Bool("strict", false, strictUsage())
 	paths, code, ok := parseFlags(flags, validateSynopsis, args, stdout, stderr)
 	if !ok {
 		return code
@@ -54,7 +63,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, validateSynopsis, "validate needs at least one PATH (a file or a directory)")
 	}
 
-	l := &loader{w: stderr}
+	l := &loader{w: stderr, strict: *strict}
 	seen := fileSet{}
 	var explicit *document
 	if *capFile != "" && seen.first(*capFile) {
@@ -85,11 +94,31 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	if len(in.manifests) > 0 {
 		summaries = append(summaries, l.judge(l.unique(in.manifests)))
 	}
+	if l.unserved > 0 {
+		l.fail("--strict: what was written will not be served as written (%s marked \"not served\")", plural(l.unserved, "warning"))
+	}
 	if l.failed {
 		return exitFail
 	}
 	fmt.Fprintln(stdout, "ok: "+strings.Join(summaries, "; "))
 	return exitOK
+}
+
+// strictUsage is the help of --strict: the kinds of warning it fails on and those it
+// does not, from the one list admission keeps.
+func strictUsage() string {
+	var unserved, advice strings.Builder
+	for _, k := range admission.WarningKinds() {
+		line := fmt.Sprintf("\n  %s: %s", k, k.Summary())
+		if k.Unserved() {
+			unserved.WriteString(line)
+		} else {
+			advice.WriteString(line)
+		}
+	}
+	return "fail (exit 1) on a warning that means the controller will not serve what was written as written,\n" +
+		"printed as \"warning (not served: KIND)\"; give the Capability's manifest with the others. The kinds:" +
+		unserved.String() + "\nAdvice never fails:" + advice.String()
 }
 
 // documents loads the plain documents: the rules against the capability explicit names

@@ -33,6 +33,12 @@ var _ admission.Validator[*rulesv1alpha1.Capability] = &CapabilityValidator{}
 // ValidateCreate implements admission.Validator: packs already naming the Capability
 // that do not load against it are warned about (nothing was enforced for it yet).
 func (v *CapabilityValidator) ValidateCreate(ctx context.Context, c *rulesv1alpha1.Capability) (admission.Warnings, error) {
+	w, err := v.create(ctx, c)
+	return w.response(), err
+}
+
+// create is ValidateCreate with every warning and its kind.
+func (v *CapabilityValidator) create(ctx context.Context, c *rulesv1alpha1.Capability) (warnings, error) {
 	if errs := capabilityNameErrors("metadata.name", c.Name); len(errs) > 0 {
 		return nil, invalid(capabilityKind, c.Name, errs)
 	}
@@ -44,7 +50,7 @@ func (v *CapabilityValidator) ValidateCreate(ctx context.Context, c *rulesv1alph
 	if err := v.warnUnsatisfied(ctx, c, capability, nil, nil, &w); err != nil {
 		return nil, err
 	}
-	return w.list(), nil
+	return w, nil
 }
 
 // ValidateUpdate implements admission.Validator: an unchanged spec is admitted as is; a
@@ -77,7 +83,7 @@ func (v *CapabilityValidator) ValidateUpdate(ctx context.Context, old, c *rulesv
 	if err := v.warnUnsatisfied(ctx, c, capability, published, uids, &w); err != nil {
 		return nil, err
 	}
-	return w.list(), nil
+	return w.response(), nil
 }
 
 // ValidateDelete implements admission.Validator; deletes are not sent to this webhook.
@@ -191,7 +197,7 @@ func (v *CapabilityValidator) warnUnsatisfied(ctx context.Context, c *rulesv1alp
 		docs := append(slices.Clip(rules[i]), stubs(defined, idSet(qids[i]), anchor)...)
 		if errs := engine.CheckRules(capability, docs); len(errs) > 0 {
 			e := errs[0]
-			w.add(e.Clause, fmt.Sprintf("RulePack %q %s", p.Name, rulePath(e.Index, e.Field)),
+			w.add(PackDoesNotLoad, e.Clause, fmt.Sprintf("RulePack %q %s", p.Name, rulePath(e.Index, e.Field)),
 				"%s (rule %s)%s; the pack does not load against this capability", e.Message, ruleName(e, rules[i]), more(len(errs)-1))
 		}
 	}

@@ -16,7 +16,7 @@ import (
 func (p *packContext) duplicates(w *warnings) {
 	for i, q := range p.qids {
 		if other, ok := p.n.owner[q]; ok {
-			w.add("OAR-DOC-9", rulePath(i, "id"), "rule %s is also defined by RulePack %q; a rule set holds one rule per qualified identifier, so the controller publishes only one of the two packs", q, other)
+			w.add(DuplicateRule, "OAR-DOC-9", rulePath(i, "id"), "rule %s is also defined by RulePack %q; a rule set holds one rule per qualified identifier, so the controller publishes only one of the two packs", q, other)
 		}
 	}
 }
@@ -33,7 +33,7 @@ func (p *packContext) dependencies(w *warnings) {
 				continue
 			}
 			if other, ok := p.n.owner[ref.target]; ok {
-				w.add(ref.clause, rulePath(i, ref.field), "rule %s references %s, which only RulePack %q defines, and it is not published; the controller publishes this pack once it is", p.qids[i], ref.target, other)
+				w.add(UnpublishedReference, ref.clause, rulePath(i, ref.field), "rule %s references %s, which only RulePack %q defines, and it is not published; the controller publishes this pack once it is", p.qids[i], ref.target, other)
 			}
 		}
 	}
@@ -100,14 +100,14 @@ func (p *packContext) conflicts(w *warnings) {
 		switch at := places[e.Index]; {
 		case at.pack == "":
 			if other := p.otherPack(e.Related); other != "" {
-				w.add(e.Clause, rulePath(at.index, e.Field), "%s (with RulePack %q); the controller does not publish the two packs together", e.Message, other)
+				w.add(PackConflict, e.Clause, rulePath(at.index, e.Field), "%s (with RulePack %q); the controller does not publish the two packs together", e.Message, other)
 			}
 		case p.involved(e):
 			consequence := "this change would make that published pack stop loading"
 			if p.moving != "" {
 				consequence = p.moving + ", and the controller leaves that pack out of it"
 			}
-			w.add(e.Clause, fmt.Sprintf("RulePack %q %s", at.pack, rulePath(at.index, e.Field)),
+			w.add(PackConflict, e.Clause, fmt.Sprintf("RulePack %q %s", at.pack, rulePath(at.index, e.Field)),
 				"%s (rule %s); %s", e.Message, e.Rule, consequence)
 		}
 	}
@@ -200,7 +200,7 @@ func (p *packContext) configurations(w *warnings) {
 	_, errs := engine.Configure(rs, configs)
 	for _, e := range errs {
 		if e.Index >= 0 && e.Index < len(p.n.configs) && p.concerns(e) {
-			w.add(e.Clause, fmt.Sprintf("OperatorConfig %q %s", p.n.configs[e.Index].Name, diag.JoinPath("spec.config", e.Field)),
+			w.add(ConfigurationConflict, e.Clause, fmt.Sprintf("OperatorConfig %q %s", p.n.configs[e.Index].Name, diag.JoinPath("spec.config", e.Field)),
 				"%s; %s", e.Message, consequence)
 		}
 	}

@@ -32,7 +32,9 @@
 // manager's cached client. Judge runs the same validators offline for `oarctl validate`:
 // each object of a set of manifests is judged as if created into a cluster holding the
 // others, read through a Cluster over the set whose published state is the bundle the
-// controller would assemble of it (set.go), and answered as kubectl would show it.
+// controller would assemble of it (set.go), and answered as kubectl would show it. Each
+// warning carries its WarningKind (warnings.go), the one list of which warnings mean the
+// controller will not serve what was written, which `oarctl validate --strict` fails on.
 //
 // Install registers the webhooks on every replica, once AddCertRotator —
 // github.com/open-policy-agent/cert-controller — has issued their serving certificate

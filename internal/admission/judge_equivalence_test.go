@@ -144,8 +144,8 @@ func TestJudgeEquivalence(t *testing.T) {
 // verdict differ.
 func compareVerdict(t *testing.T, what string, v Verdict, err error, warnings []string) {
 	t.Helper()
-	if !slices.Equal(warnings, v.Warnings) {
-		t.Errorf("%s: warnings\n webhook: %q\n Judge:   %q", what, warnings, v.Warnings)
+	if !slices.Equal(warnings, texts(v.Warnings)) {
+		t.Errorf("%s: warnings\n webhook: %q\n Judge:   %q", what, warnings, texts(v.Warnings))
 	}
 	if err == nil || v.Refusal == nil {
 		if (err == nil) != (v.Refusal == nil) {

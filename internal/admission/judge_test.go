@@ -29,7 +29,7 @@ func TestRelayed(t *testing.T) {
 			[]string{cutTo(long("a")), cutTo(long("b")), cutTo(long("c")), cutTo(long("d")), cutTo(long("é"))}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := relayed(c.in); !slices.Equal(got, c.want) {
+			if got := texts(relayed(advice(c.in))); !slices.Equal(got, c.want) {
 				t.Errorf("got %d warnings %.80q…, want %d", len(got), got, len(c.want))
 			}
 		})
@@ -39,7 +39,7 @@ func TestRelayed(t *testing.T) {
 	for i := range 20 {
 		many = append(many, fmt.Sprintf("%03d%s", i, long("x")))
 	}
-	got := relayed(many)
+	got := texts(relayed(advice(many)))
 	if len(got) != relayTotalRunes/relayItemRunes || got[0] != cutTo(many[0]) {
 		t.Errorf("20 long warnings: got %d, want the first %d cut", len(got), relayTotalRunes/relayItemRunes)
 	}
@@ -92,9 +92,9 @@ func TestJudgeSet(t *testing.T) {
 	if len(verdicts[0].Warnings) > 0 || verdicts[0].Refusal != nil {
 		t.Errorf("Capability: %+v", verdicts[0])
 	}
-	hasWarning(t, verdicts[1].Warnings, "[OAR-DOC-9]", `RulePack "b"`)
-	hasWarning(t, verdicts[2].Warnings, "[OAR-DOC-9]", `RulePack "a"`)
-	hasWarning(t, verdicts[3].Warnings, `Capability "gateway" does not exist`)
+	hasWarning(t, texts(verdicts[1].Warnings), "[OAR-DOC-9]", `RulePack "b"`)
+	hasWarning(t, texts(verdicts[2].Warnings), "[OAR-DOC-9]", `RulePack "a"`)
+	hasWarning(t, texts(verdicts[3].Warnings), `Capability "gateway" does not exist`)
 	for _, o := range objects {
 		if o.GetGeneration() != 0 {
 			t.Errorf("%s was modified", o.GetName())
@@ -116,4 +116,22 @@ func TestJudgeRefusesAnInvalidSet(t *testing.T) {
 	if _, err := Judge(ctx, []client.Object{&corev1.ConfigMap{}}); err == nil {
 		t.Error("a ConfigMap was judged")
 	}
+}
+
+// advice is each text as a warning of kind LoadAdvice.
+func advice(texts []string) []Warning {
+	out := make([]Warning, len(texts))
+	for i, s := range texts {
+		out[i] = Warning{Text: s, Kind: LoadAdvice}
+	}
+	return out
+}
+
+// texts is the text of each warning.
+func texts(ws []Warning) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.Text)
+	}
+	return out
 }

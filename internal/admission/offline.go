@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 )
@@ -27,9 +26,9 @@ type Verdict struct {
 	// Causes are every field error of a refusal, each once, in the order kubectl prints
 	// them: the causes Refusal lists, and those its last cause only counts.
 	Causes field.ErrorList
-	// Warnings are the warnings kubectl prints: the webhook's, as the API server relays
-	// them.
-	Warnings []string
+	// Warnings are the warnings kubectl prints — the webhook's, as the API server relays
+	// them — each with its kind.
+	Warnings []Warning
 }
 
 // webhooks names the webhook of each kind, as the configuration (webhook.go) does.
@@ -51,18 +50,18 @@ func Judge(ctx context.Context, objects []client.Object) ([]Verdict, error) {
 	out := make([]Verdict, len(created))
 	for i, obj := range created {
 		view := set.without(obj)
-		var ws admission.Warnings
+		var ws warnings
 		var kind schema.GroupKind
 		switch o := obj.(type) {
 		case *rulesv1alpha1.RulePack:
 			kind = rulePackKind
-			ws, err = (&RulePackValidator{Cluster: view}).ValidateCreate(ctx, o)
+			ws, err = (&RulePackValidator{Cluster: view}).validate(ctx, o)
 		case *rulesv1alpha1.Capability:
 			kind = capabilityKind
-			ws, err = (&CapabilityValidator{Cluster: view}).ValidateCreate(ctx, o)
+			ws, err = (&CapabilityValidator{Cluster: view}).create(ctx, o)
 		case *rulesv1alpha1.OperatorConfig:
 			kind = operatorConfigKind
-			ws, err = (&OperatorConfigValidator{Cluster: view}).ValidateCreate(ctx, o)
+			ws, err = (&OperatorConfigValidator{Cluster: view}).validate(ctx, o)
 		}
 		if out[i], err = shown(kind, ws, err); err != nil {
 			return nil, fmt.Errorf("%s %s/%s: %w", kind.Kind, obj.GetNamespace(), obj.GetName(), err)
@@ -102,10 +101,11 @@ func newSet(objects []client.Object) (*setCluster, []client.Object, error) {
 	return set, created, nil
 }
 
-// shown is what kubectl shows of a validator's answer. An error that is not an API
-// status — the webhook never answers one — is returned.
-func shown(kind schema.GroupKind, ws admission.Warnings, err error) (Verdict, error) {
-	v := Verdict{Webhook: webhooks[kind], Warnings: relayed(ws)}
+// shown is what kubectl shows of a validator's answer, whose warnings ws the webhook
+// answers as ws.response() does. An error that is not an API status — the webhook never
+// answers one — is returned.
+func shown(kind schema.GroupKind, ws warnings, err error) (Verdict, error) {
+	v := Verdict{Webhook: webhooks[kind], Warnings: relayed(ws.list())}
 	if err == nil {
 		return v, nil
 	}

@@ -33,7 +33,8 @@ var noRules, _ = engine.LoadRules(standIn, nil)
 
 // ValidateCreate implements admission.Validator.
 func (v *OperatorConfigValidator) ValidateCreate(ctx context.Context, oc *rulesv1alpha1.OperatorConfig) (admission.Warnings, error) {
-	return v.validate(ctx, oc)
+	w, err := v.validate(ctx, oc)
+	return w.response(), err
 }
 
 // ValidateUpdate implements admission.Validator: an unchanged spec is admitted as is.
@@ -41,7 +42,8 @@ func (v *OperatorConfigValidator) ValidateUpdate(ctx context.Context, old, oc *r
 	if apiequality.Semantic.DeepEqual(old.Spec, oc.Spec) {
 		return nil, nil
 	}
-	return v.validate(ctx, oc)
+	w, err := v.validate(ctx, oc)
+	return w.response(), err
 }
 
 // ValidateDelete implements admission.Validator; deletes are not sent to this webhook.
@@ -49,7 +51,8 @@ func (v *OperatorConfigValidator) ValidateDelete(context.Context, *rulesv1alpha1
 	return nil, nil
 }
 
-func (v *OperatorConfigValidator) validate(ctx context.Context, oc *rulesv1alpha1.OperatorConfig) (admission.Warnings, error) {
+// validate judges the configuration oc: the refusal, and every warning with its kind.
+func (v *OperatorConfigValidator) validate(ctx context.Context, oc *rulesv1alpha1.OperatorConfig) (warnings, error) {
 	if errs := capabilityNameErrors("spec.capabilityRef.name", oc.Spec.CapabilityRef.Name); len(errs) > 0 {
 		return nil, invalid(operatorConfigKind, oc.Name, errs)
 	}
@@ -69,9 +72,9 @@ func (v *OperatorConfigValidator) validate(ctx context.Context, oc *rulesv1alpha
 		return nil, apierrors.NewInternalError(err)
 	}
 	if len(errs) > 0 {
-		return w.list(), invalid(operatorConfigKind, oc.Name, configErrors(errs))
+		return w, invalid(operatorConfigKind, oc.Name, configErrors(errs))
 	}
-	return w.list(), nil
+	return w, nil
 }
 
 // check judges doc against what cl holds of the Capability key: its published rule set,
@@ -84,7 +87,7 @@ func (v *OperatorConfigValidator) check(ctx context.Context, cl Cluster, key typ
 		return w, nil, err
 	}
 	if rs == nil {
-		w.add("", "spec.capabilityRef.name", "%s: only the document's shape and version were checked ([OAR-CFG-1], [OAR-CFG-2], [OAR-CFG-3]); the rules it names are checked against the published rule set once there is one, and the controller reports them in status", why)
+		w.add(CapabilityUnavailable, "", "spec.capabilityRef.name", "%s: only the document's shape and version were checked ([OAR-CFG-1], [OAR-CFG-2], [OAR-CFG-3]); the rules it names are checked against the published rule set once there is one, and the controller reports them in status", why)
 		return w, shapeOnly(doc), nil
 	}
 	_, errs := engine.Configure(rs, []any{doc})
@@ -164,7 +167,7 @@ func withPending(ctx context.Context, cl Cluster, key types.NamespacedName, doc 
 			broken = map[string]bool{}
 		}
 		broken[e.Field] = true
-		w.add(e.Clause, diag.JoinPath("spec.config", e.Field), "%s, with rule %s of RulePack %q, which is not published yet: once the controller publishes that pack this configuration no longer applies, and the controller refuses this configuration, or holds that pack back (Conflict) if this configuration is published first", e.Message, qid, pack)
+		w.add(ConfigurationBreaks, e.Clause, diag.JoinPath("spec.config", e.Field), "%s, with rule %s of RulePack %q, which is not published yet: once the controller publishes that pack this configuration no longer applies, and the controller refuses this configuration, or holds that pack back (Conflict) if this configuration is published first", e.Message, qid, pack)
 	}
 	return broken, nil
 }
@@ -211,7 +214,7 @@ func waiting(ctx context.Context, cl Cluster, key types.NamespacedName, errs dia
 				if broken[e.Field] {
 					continue
 				}
-				w.add(e.Clause, diag.JoinPath("spec.config", e.Field), "rule %s is in RulePack %q, which is not published yet; the controller applies this configuration once it is", qid, pack)
+				w.add(RuleNotPublished, e.Clause, diag.JoinPath("spec.config", e.Field), "rule %s is in RulePack %q, which is not published yet; the controller applies this configuration once it is", qid, pack)
 				continue
 			}
 		}

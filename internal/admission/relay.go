@@ -20,31 +20,32 @@ const (
 // as are those a header cannot carry (invalid UTF-8, control characters); once their
 // text passes relayTotalRunes every warning is cut to relayItemRunes runes, and the
 // warnings that come after the cut ones have filled relayTotalRunes again are dropped.
-func relayed(ws []string) []string {
-	var out, ordered []string
+// A warning relayed keeps its kind.
+func relayed(ws []Warning) []Warning {
+	var out, ordered []Warning
 	recorded := map[string]bool{}
 	written, truncating := 0, false
-	for _, text := range ws {
-		if text == "" || recorded[text] || truncating && written >= relayTotalRunes {
+	for _, w := range ws {
+		if w.Text == "" || recorded[w.Text] || truncating && written >= relayTotalRunes {
 			continue
 		}
-		recorded[text] = true
-		ordered = append(ordered, text)
+		recorded[w.Text] = true
+		ordered = append(ordered, w)
 		if truncating {
-			text = cut(text)
+			w.Text = cut(w.Text)
 		}
-		if !headerSafe(text) {
+		if !headerSafe(w.Text) {
 			continue
 		}
-		if n := utf8.RuneCountInString(text); truncating || written+n <= relayTotalRunes {
+		if n := utf8.RuneCountInString(w.Text); truncating || written+n <= relayTotalRunes {
 			written += n
-			out = append(out, text)
+			out = append(out, w)
 			continue
 		}
 		truncating, written, out = true, 0, nil
 		for _, o := range ordered {
-			if o = cut(o); headerSafe(o) {
-				written += utf8.RuneCountInString(o)
+			if o.Text = cut(o.Text); headerSafe(o.Text) {
+				written += utf8.RuneCountInString(o.Text)
 				out = append(out, o)
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
@@ -96,29 +95,6 @@ type refusal struct {
 
 // Unwrap lets errors.As find the StatusError.
 func (r *refusal) Unwrap() error { return r.StatusError }
-
-// warnings collects the admission warnings of one response, one line each naming the
-// clause, the rule or field, and the other resource involved.
-type warnings []string
-
-func (w *warnings) add(clause, where, format string, args ...any) {
-	line := fmt.Sprintf(format, args...)
-	if where != "" {
-		line = where + ": " + line
-	}
-	if clause != "" {
-		line = "[" + clause + "] " + line
-	}
-	*w = append(*w, line)
-}
-
-// list returns at most maxWarnings lines and one counting the rest.
-func (w warnings) list() admission.Warnings {
-	if n := len(w) - maxWarnings; n > 0 {
-		return append(admission.Warnings(w[:maxWarnings:maxWarnings]), fmt.Sprintf("and %s not listed here", count(n, "more warning")))
-	}
-	return admission.Warnings(w)
-}
 
 // count is "1 noun" or "n nouns".
 func count(n int, noun string) string {

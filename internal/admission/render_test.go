@@ -51,14 +51,26 @@ func TestInvalidIsCapped(t *testing.T) {
 	}
 }
 
-// TestWarningsAreCapped: a response carries maxWarnings warnings and one counting the rest.
+// TestWarningsAreCapped: a response carries maxWarnings warnings and one counting the
+// rest, which is of an unserved kind when one of the rest is, so that `oarctl validate
+// --strict` counts what the line stands for.
 func TestWarningsAreCapped(t *testing.T) {
 	var w warnings
 	for i := range maxWarnings + 1 {
-		w.add("OAR-DOC-9", fmt.Sprintf("spec.rules[%d].id", i), "rule %d", i)
+		w.add(LoadAdvice, "OAR-SEL-6", fmt.Sprintf("spec.rules[%d].selector.tool", i), "rule %d", i)
 	}
-	got := w.list()
-	if len(got) != maxWarnings+1 || got[0] != "[OAR-DOC-9] spec.rules[0].id: rule 0" || got[maxWarnings] != "and 1 more warning not listed here" {
+	got := w.response()
+	if len(got) != maxWarnings+1 || got[0] != "[OAR-SEL-6] spec.rules[0].selector.tool: rule 0" || got[maxWarnings] != "and 1 more warning not listed here" {
 		t.Fatalf("got %q", got)
+	}
+	if rest := w.list()[maxWarnings]; rest.Kind.Unserved() {
+		t.Errorf("the rest are advice, the line counting them is %s", rest.Kind)
+	}
+	w.add(DuplicateRule, "OAR-DOC-9", "spec.rules[11].id", "rule 11")
+	if rest := w.list()[maxWarnings]; rest.Text != "and 2 more warnings not listed here" || rest.Kind != DuplicateRule {
+		t.Errorf("the rest hold a duplicate rule, the line counting them is %+v", rest)
+	}
+	if len(w) != maxWarnings+2 {
+		t.Errorf("list modified the warnings: %d of them", len(w))
 	}
 }

@@ -28,7 +28,8 @@ var _ admission.Validator[*rulesv1alpha1.RulePack] = &RulePackValidator{}
 
 // ValidateCreate implements admission.Validator.
 func (v *RulePackValidator) ValidateCreate(ctx context.Context, p *rulesv1alpha1.RulePack) (admission.Warnings, error) {
-	return v.validate(ctx, p)
+	w, err := v.validate(ctx, p)
+	return w.response(), err
 }
 
 // ValidateUpdate implements admission.Validator: an unchanged spec is admitted as is. A
@@ -38,18 +39,15 @@ func (v *RulePackValidator) ValidateUpdate(ctx context.Context, old, p *rulesv1a
 	if apiequality.Semantic.DeepEqual(old.Spec, p.Spec) {
 		return nil, nil
 	}
-	if old.Spec.CapabilityRef.Name == p.Spec.CapabilityRef.Name {
-		return v.validate(ctx, p)
-	}
 	ws, err := v.validate(ctx, p)
-	if err != nil {
-		return ws, err
+	if err != nil || old.Spec.CapabilityRef.Name == p.Spec.CapabilityRef.Name {
+		return ws.response(), err
 	}
 	var w warnings
 	if err := leaving(ctx, v.Cluster, old, p.Spec.CapabilityRef.Name, &w); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	return append(w, ws...).list(), nil
+	return append(w, ws...).response(), nil
 }
 
 // leaving warns about what the bundle of the Capability old names leaves out once the
@@ -84,7 +82,8 @@ func (v *RulePackValidator) ValidateDelete(context.Context, *rulesv1alpha1.RuleP
 	return nil, nil
 }
 
-func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RulePack) (admission.Warnings, error) {
+// validate judges the pack p: the refusal, and every warning with its kind.
+func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RulePack) (warnings, error) {
 	if errs := capabilityNameErrors("spec.capabilityRef.name", p.Spec.CapabilityRef.Name); len(errs) > 0 {
 		return nil, invalid(rulePackKind, p.Name, errs)
 	}
@@ -103,9 +102,9 @@ func (v *RulePackValidator) validate(ctx context.Context, p *rulesv1alpha1.RuleP
 		return nil, apierrors.NewInternalError(err)
 	}
 	if len(errs) > 0 {
-		return w.list(), invalid(rulePackKind, p.Name, ruleErrors(errs, rules))
+		return w, invalid(rulePackKind, p.Name, ruleErrors(errs, rules))
 	}
-	return w.list(), nil
+	return w, nil
 }
 
 // check judges the pack p, whose decoded rules are rules, against what cl holds of its
@@ -126,7 +125,7 @@ func (v *RulePackValidator) check(ctx context.Context, cl Cluster, p *rulesv1alp
 	pc.sums = sums
 	c, spec, clause, why := capabilityFor(key.Name, capability)
 	if c == nil {
-		w.add(clause, "spec.capabilityRef.name", "%s: only %s were checked; the rest is checked once the Capability loads, and the controller reports it in status", why, shapeChecks)
+		w.add(CapabilityUnavailable, clause, "spec.capabilityRef.name", "%s: only %s were checked; the rest is checked once the Capability loads, and the controller reports it in status", why, shapeChecks)
 		if errs := shapeErrors(rules); len(errs) > 0 {
 			return w, errs, nil
 		}
@@ -272,6 +271,6 @@ func (p *packContext) loadWarnings(l diag.List, w *warnings) {
 		}
 		cp := *e
 		cp.Clause, cp.Rule = "", ruleName(e, p.rules)
-		w.add(e.Clause, rulePath(e.Index, e.Field), "%s", detail(&cp))
+		w.add(LoadAdvice, e.Clause, rulePath(e.Index, e.Field), "%s", detail(&cp))
 	}
 }

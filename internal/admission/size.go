@@ -59,7 +59,7 @@ func (p *packContext) size(name string, generation int64, raw int, capability ma
 		if p.n.own != nil {
 			consequence = "the controller keeps the published generation serving (BundleTooLarge) until there is room"
 		}
-		w.add("", "spec.rules", "with the %s and %s published for its Capability, the bundle would be %s; %s", count(len(p.n.published), "pack"), count(len(p.n.configs), "configuration"), sizes(tle), consequence)
+		w.add(BundleTooLarge, "", "spec.rules", "with the %s and %s published for its Capability, the bundle would be %s; %s", count(len(p.n.published), "pack"), count(len(p.n.configs), "configuration"), sizes(tle), consequence)
 	}
 	return nil
 }
