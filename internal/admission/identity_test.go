@@ -226,8 +226,11 @@ func TestClientClusterListsLiveConfigurations(t *testing.T) {
 	mustCreate(t, held)
 	t.Cleanup(func() {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(held), held); err == nil {
+			// A merge patch, not an update: the manager's controllers write the object
+			// too, and a stale resourceVersion would leave it held.
+			release := client.MergeFrom(held.DeepCopy())
 			held.Finalizers = nil
-			if err := k8s.Update(ctx, held); err != nil {
+			if err := k8s.Patch(ctx, held, release); err != nil {
 				t.Errorf("release %s: %v", held.Name, err)
 			}
 		}
