@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -38,8 +39,11 @@ const capabilityRefField = ".spec.capabilityRef.name"
 // Capability is told so.
 type BundleReconciler struct {
 	client.Client
-	Scheme   *runtime.Scheme
-	Recorder recorder.EventRecorder
+	// APIReader reads past the cache (the manager's GetAPIReader), which holds only the
+	// ConfigMaps labelled as bundles (resource.CacheOptions): see bundleConfigMap.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  recorder.EventRecorder
 
 	decoded decodedPacks
 	changes changeCounter
@@ -75,16 +79,15 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 	r.written.retain(req.NamespacedName, uidsOf(capability, packs.Items, configs.Items))
 
-	cm := &corev1.ConfigMap{}
-	cmKey := types.NamespacedName{Namespace: req.Namespace, Name: resource.BundleName(req.Name)}
-	switch err := r.Get(ctx, cmKey, cm); {
-	case apierrors.IsNotFound(err):
-		cm = nil
-	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("get bundle configmap: %w", err)
+	cm, err := r.bundleConfigMap(ctx, types.NamespacedName{Namespace: req.Namespace, Name: resource.BundleName(req.Name)})
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if cm != nil && !resource.OperatorBundle(cm, req.Name, capability) {
-		return ctrl.Result{}, r.refuseForeignConfigMap(ctx, req.NamespacedName, capability, packs.Items, configs.Items, cm)
+		if err := r.refuseForeignConfigMap(ctx, req.NamespacedName, capability, packs.Items, configs.Items, cm); err != nil {
+			return ctrl.Result{}, err
+		}
+		return recheckForeign(capability, packs.Items, configs.Items), nil
 	}
 
 	onCM := r.intactBundle(ctx, cm)
@@ -138,6 +141,40 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.decoded.forget(req.NamespacedName)
 	}
 	return ctrl.Result{}, r.updateStatuses(ctx, req.NamespacedName, capability, packs.Items, configs.Items, res, published)
+}
+
+// bundleConfigMap reads the ConfigMap under a Capability's bundle name, nil when there
+// is none. The cache holds only ConfigMaps labelled as bundles, so when it has none the
+// API server is asked: a ConfigMap without those labels — someone else's, to be left
+// alone and reported (refuseForeignConfigMap), or the Capability's own bundle whose
+// labels were removed, to be healed — must not be taken for an absent one.
+func (r *BundleReconciler) bundleConfigMap(ctx context.Context, key types.NamespacedName) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{}
+	err := r.Get(ctx, key, cm)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, cm)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get bundle configmap %s: %w", key.Name, err)
+	}
+	return cm, nil
+}
+
+// foreignRecheck is how often the name of a refused bundle is read again. A ConfigMap
+// without the bundle labels is not in the cache, so its removal is no event.
+const foreignRecheck = 10 * time.Second
+
+// recheckForeign reconciles a name whose bundle ConfigMap is foreign again after
+// foreignRecheck while there is a Capability, pack or configuration to report to, so
+// removing that ConfigMap publishes the bundle.
+func recheckForeign(capability *rulesv1alpha1.Capability, packs []rulesv1alpha1.RulePack, configs []rulesv1alpha1.OperatorConfig) ctrl.Result {
+	if capability == nil && len(packs) == 0 && len(configs) == 0 {
+		return ctrl.Result{}
+	}
+	return ctrl.Result{RequeueAfter: foreignRecheck}
 }
 
 // uidsOf returns the UIDs of the objects one reconcile reports on.
@@ -230,8 +267,8 @@ func ownedBy(cm *corev1.ConfigMap, capability string) bool {
 // metrics read from them drop it too. Without a Capability its packs and configurations
 // say CapabilityMissing, as they would without the ConfigMap. A ConfigMap the Capability
 // controls is its own even when its labels were removed (the next write restores them).
-// Removing the foreign ConfigMap reconciles the Capability again (foreignBundleNames),
-// and the last bundle this manager published is published again.
+// Once the foreign ConfigMap is removed, the next reconcile (recheckForeign) publishes
+// the last bundle this manager published again.
 func (r *BundleReconciler) refuseForeignConfigMap(ctx context.Context, key types.NamespacedName, capability *rulesv1alpha1.Capability,
 	packs []rulesv1alpha1.RulePack, configs []rulesv1alpha1.OperatorConfig, cm *corev1.ConfigMap) error {
 	log.FromContext(ctx).Info("bundle ConfigMap name is taken by another object", "configmap", cm.Name)
@@ -330,6 +367,9 @@ func (r *BundleReconciler) deleteBundle(ctx context.Context, cm *corev1.ConfigMa
 // SetupWithManager watches Capabilities, the packs and configurations naming them, and
 // the bundles they own.
 func (r *BundleReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		return errors.New("the bundle controller needs an APIReader: its cache holds no ConfigMap without the bundle labels")
+	}
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &rulesv1alpha1.RulePack{}, capabilityRefField, func(o client.Object) []string {
@@ -355,8 +395,9 @@ func (r *BundleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // foreignBundleNames maps a ConfigMap that has a Capability's bundle name but no owner
-// to that Capability: Owns does not see it, and its removal is what lets a refused
-// Capability publish (refuseForeignConfigMap).
+// to that Capability: Owns does not see it. Only ConfigMaps with the bundle labels reach
+// it (the cache holds no other): a bundle whose owner reference was removed, which the
+// reconcile owns again. Unlabelled ones are read past the cache (bundleConfigMap).
 func foreignBundleNames(_ context.Context, o client.Object) []reconcile.Request {
 	name, ok := strings.CutSuffix(o.GetName(), resource.BundleSuffix)
 	if !ok || name == "" || metav1.GetControllerOf(o) != nil {

@@ -832,8 +832,11 @@ func TestScale200Packs(t *testing.T) {
 
 // TestForeignConfigMapIsLeftAlone: a ConfigMap the operator did not write that has the
 // bundle's name is never overwritten; the Capability says why nothing is published, and
-// removing that ConfigMap publishes the bundle.
+// removing that ConfigMap publishes the bundle. The manager's cache does not hold that
+// ConfigMap (it has no bundle labels): the controller reads it past the cache, and its
+// removal is seen at the next recheck (foreignRecheck), not by a watch.
 func TestForeignConfigMapIsLeftAlone(t *testing.T) {
+	t.Parallel() // it waits out foreignRecheck, beside the other test that does
 	ns := namespace(t)
 	c := sampleCapability(t, ns)
 	foreign := &corev1.ConfigMap{
@@ -910,6 +913,7 @@ func TestRecreatedPackDoesNotInheritThePublishedGeneration(t *testing.T) {
 // the pack no published generation, and the metrics drop the bundle. Giving it back
 // (deleting it) publishes again.
 func TestTakenOverConfigMapClearsWhatWasPublished(t *testing.T) {
+	t.Parallel() // it waits out foreignRecheck, beside the other test that does
 	ns := namespace(t)
 	c, p := publishedPack(t, ns)
 	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)

@@ -75,7 +75,7 @@ func TestStatusEqualToAStaleCopyIsStillWritten(t *testing.T) {
 	}()
 	ns := namespace(t)
 	cache := &laggingCache{Client: k8s}
-	r := &BundleReconciler{Client: cache, Scheme: env.Scheme, Recorder: events.NewFakeRecorder(100)}
+	r := &BundleReconciler{Client: cache, APIReader: k8s, Scheme: env.Scheme, Recorder: events.NewFakeRecorder(100)}
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "acme-gateway"}}
 	reconcile := func() error {
 		t.Helper()

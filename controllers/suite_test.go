@@ -34,6 +34,8 @@ var (
 
 	mgrMu   sync.Mutex
 	stopMgr func()
+	// cached reads through the running manager's cache.
+	cached client.Reader
 )
 
 func TestMain(m *testing.M) {
@@ -65,13 +67,13 @@ func TestMain(m *testing.M) {
 // The restart test stops it and starts another.
 func startManager() error {
 	mgr, err := env.StartManager(func(mgr ctrl.Manager) error {
-		return (&BundleReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}).SetupWithManager(mgr)
+		return (&BundleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}).SetupWithManager(mgr)
 	})
 	if err != nil {
 		return err
 	}
 	mgrMu.Lock()
-	stopMgr = mgr.Stop
+	stopMgr, cached = mgr.Stop, mgr.GetCache()
 	mgrMu.Unlock()
 	return nil
 }

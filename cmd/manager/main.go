@@ -29,6 +29,7 @@ import (
 	"github.com/oar-operator/oar-operator/controllers"
 	"github.com/oar-operator/oar-operator/internal/admission"
 	"github.com/oar-operator/oar-operator/internal/inject"
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 func main() {
@@ -147,6 +148,7 @@ func run() error {
 	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme,
+		Cache:                   resource.CacheOptions(),
 		Metrics:                 metrics,
 		WebhookServer:           webhookServer,
 		HealthProbeBindAddress:  o.probeAddr,
@@ -161,9 +163,10 @@ func run() error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	if err := (&controllers.BundleReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("oar-operator"),
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorder("oar-operator"),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the bundle controller: %w", err)
 	}

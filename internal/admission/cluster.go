@@ -41,7 +41,10 @@ type ClientCluster struct {
 	Reader client.Reader
 	// APIReader, when set, is asked for a Capability Reader does not hold: it may have
 	// been created a moment ago, in the same GitOps sync as the pack naming it, and its
-	// absence would leave the pack with the checks that need no capability.
+	// absence would leave the pack with the checks that need no capability. It is asked
+	// for a bundle ConfigMap Reader does not hold too: the manager's cache holds only
+	// ConfigMaps with the bundle labels, and a bundle whose labels were removed is still
+	// the one the controller serves (resource.OperatorBundle) until it restores them.
 	APIReader client.Reader
 
 	mu      sync.Mutex
@@ -156,6 +159,9 @@ func (c *ClientCluster) Bundle(ctx context.Context, capability types.NamespacedN
 	cm := &corev1.ConfigMap{}
 	key := types.NamespacedName{Namespace: capability.Namespace, Name: resource.BundleName(capability.Name)}
 	err := c.Reader.Get(ctx, key, cm, client.UnsafeDisableDeepCopy)
+	if apierrors.IsNotFound(err) && c.APIReader != nil {
+		err = c.APIReader.Get(ctx, key, cm)
+	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, nil, fmt.Errorf("get bundle configmap %s: %w", key, err)
 	}

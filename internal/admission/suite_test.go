@@ -74,7 +74,7 @@ func TestMain(m *testing.M) {
 // it and starts another.
 func startManager() error {
 	mgr, err := env.StartManager(func(mgr ctrl.Manager) error {
-		if err := (&controllers.BundleReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}).SetupWithManager(mgr); err != nil {
+		if err := (&controllers.BundleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}).SetupWithManager(mgr); err != nil {
 			return err
 		}
 		if err := Install(mgr, nil); err != nil {

@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // Manager is a controller-runtime manager running in the test process on an Env.
@@ -18,14 +20,16 @@ type Manager struct {
 	stop func()
 }
 
-// StartManager builds a manager the way the envtest suites run the operator: no metrics
-// or probe listeners, the webhook server where envtest told the API server to call it
-// (when the environment installed webhooks), and controller names that may be
-// registered again, so a test can stop the manager and start another. setup adds the
-// controllers and webhooks; the manager then runs until Stop.
+// StartManager builds a manager the way the envtest suites run the operator: the
+// operator's cache (resource.CacheOptions), no metrics or probe listeners, the webhook
+// server where envtest told the API server to call it (when the environment installed
+// webhooks), and controller names that may be registered again, so a test can stop the
+// manager and start another. setup adds the controllers and webhooks; the manager then
+// runs until Stop.
 func (e *Env) StartManager(setup func(ctrl.Manager) error) (*Manager, error) {
 	opts := ctrl.Options{
 		Scheme:                 e.Scheme,
+		Cache:                  resource.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},

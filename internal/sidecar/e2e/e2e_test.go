@@ -61,7 +61,7 @@ func TestMain(m *testing.M) {
 // startManager runs a manager with the bundle controller, as the operator does.
 func startManager() (stop func(), err error) {
 	mgr, err := env.StartManager(func(mgr ctrl.Manager) error {
-		r := &controllers.BundleReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}
+		r := &controllers.BundleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}
 		return r.SetupWithManager(mgr)
 	})
 	if err != nil {
