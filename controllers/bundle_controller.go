@@ -271,7 +271,9 @@ func ownedBy(cm *corev1.ConfigMap, capability string) bool {
 // the last bundle this manager published again.
 func (r *BundleReconciler) refuseForeignConfigMap(ctx context.Context, key types.NamespacedName, capability *rulesv1alpha1.Capability,
 	packs []rulesv1alpha1.RulePack, configs []rulesv1alpha1.OperatorConfig, cm *corev1.ConfigMap) error {
-	log.FromContext(ctx).Info("bundle ConfigMap name is taken by another object", "configmap", cm.Name)
+	// Logged at V(1): while the name stays taken this runs at every recheck, and the
+	// status and its Warning Event already say it.
+	log.FromContext(ctx).V(1).Info("bundle ConfigMap name is taken by another object", "configmap", cm.Name)
 	reason := rulesv1alpha1.ReasonBundleNameTaken
 	why := fmt.Sprintf("ConfigMap %s exists and was not written by oar-operator: it is left alone and nothing is published until it is removed", cm.Name)
 	if capability == nil {
