@@ -89,8 +89,19 @@ app.kubernetes.io/part-of: oar-operator
 {{- .Values.injector.image | default (include "oar-operator.image" .) }}
 {{- end }}
 
+{{/*
+The Secret holding the webhooks' serving certificate, named after the mode that writes it:
+the chart's own Secret, which the manager fills (self-managed), or the one cert-manager
+creates for the Certificate (cert-manager). With one name for both, switching modes would
+have Helm create a Secret cert-manager already holds, which fails the upgrade, or delete
+the one cert-manager writes into.
+*/}}
 {{- define "oar-operator.webhookCertSecret" -}}
+{{- if eq .Values.webhook.certManagement "cert-manager" }}
+{{- printf "%s-webhook-tls" (include "oar-operator.fullname" .) }}
+{{- else }}
 {{- printf "%s-webhook-cert" (include "oar-operator.fullname" .) }}
+{{- end }}
 {{- end }}
 
 {{- define "oar-operator.webhookCertificate" -}}
