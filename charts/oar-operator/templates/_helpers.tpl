@@ -84,6 +84,11 @@ app.kubernetes.io/part-of: oar-operator
 {{- if and .Values.webhook.enabled .Values.injector.enabled }}true{{ end }}
 {{- end }}
 
+{{/* Seconds of the preStop sleep that drains the webhooks: webhook.drainSeconds, 0 without webhooks. */}}
+{{- define "oar-operator.drainSeconds" -}}
+{{- if .Values.webhook.enabled }}{{ int .Values.webhook.drainSeconds }}{{ else }}0{{ end }}
+{{- end }}
+
 {{/* The engine sidecar's image: injector.image, else the manager's own. */}}
 {{- define "oar-operator.injectorImage" -}}
 {{- .Values.injector.image | default (include "oar-operator.image" .) }}
