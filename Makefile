@@ -116,8 +116,9 @@ bin/staticcheck: hack/staticcheck/go.sum
 	cd hack/staticcheck && $(GO) build -trimpath -o $(STATICCHECK) honnef.co/go/tools/cmd/staticcheck
 	@touch $@
 
-# The chart's tests run it on the PrometheusRule's expressions (internal/chart).
-bin/promql-check: hack/promql/go.sum hack/promql/main.go
+# The chart's tests run it on the PrometheusRule's expressions, and evaluate its alerts over
+# time with it (internal/chart).
+bin/promql-check: hack/promql/go.sum $(wildcard hack/promql/*.go)
 	cd hack/promql && $(GO) build -trimpath -o $(PROMQL_CHECK) .
 	@touch $@
 

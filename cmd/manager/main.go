@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -49,8 +50,11 @@ type options struct {
 	leaderElectID  string
 	leaderElectNS  string
 	enableHTTP2    bool
-	webhooks       webhookOptions
-	zap            zap.Options
+	// shutdownTimeout bounds how long a stopping manager waits for its reconciles and
+	// webhook reviews in flight before it releases its lease and exits.
+	shutdownTimeout time.Duration
+	webhooks        webhookOptions
+	zap             zap.Options
 }
 
 // webhookOptions are the flags of the admission webhooks.
@@ -69,6 +73,11 @@ type injectorOptions struct {
 	sidecar       inject.Options
 }
 
+// defaultShutdownTimeout is --graceful-shutdown-timeout's default: below the 30 s grace
+// period config/manager gives the pod, with room to release the lease afterwards.
+// controller-runtime's own default (30 s) is as long as that grace period.
+const defaultShutdownTimeout = 15 * time.Second
+
 // The ways the webhooks' serving certificate is provided.
 const (
 	certSelfManaged = "self-managed"
@@ -85,6 +94,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectID, "leader-election-id", "oar-operator.rules.oar.dev", "Name of the leader-election Lease.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
+	fs.DurationVar(&o.shutdownTimeout, "graceful-shutdown-timeout", defaultShutdownTimeout, "How long the manager, once told to stop, waits for reconciles and webhook reviews in flight before it releases its leader lease and exits. Keep it below the pod's terminationGracePeriodSeconds less any preStop delay, or the kubelet kills the manager mid-shutdown.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics and webhook servers (off by default: CVE-2023-44487, CVE-2023-39325).")
 	w := &o.webhooks
 	fs.BoolVar(&w.enabled, "enable-webhooks", true, "Serve the validating admission webhooks for RulePacks, Capabilities and OperatorConfigs.")
@@ -103,6 +113,9 @@ func parseFlags(args []string) (options, error) {
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.shutdownTimeout < 0 {
+		return o, fmt.Errorf("--graceful-shutdown-timeout must not be negative (controller-runtime would wait forever, past any grace period), not %s", o.shutdownTimeout)
 	}
 	switch {
 	case !w.enabled:
@@ -146,19 +159,7 @@ func run() error {
 	if o.webhooks.enabled {
 		webhookServer = webhook.NewServer(webhook.Options{Port: o.webhooks.port, CertDir: o.webhooks.certs.CertDir, TLSOpts: tlsOpts})
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                  scheme,
-		Cache:                   resource.CacheOptions(),
-		Metrics:                 metrics,
-		WebhookServer:           webhookServer,
-		HealthProbeBindAddress:  o.probeAddr,
-		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        o.leaderElectID,
-		LeaderElectionNamespace: o.leaderElectNS,
-		// The process exits right after it stops leading, so releasing the lease on the
-		// way out lets the next leader start at once.
-		LeaderElectionReleaseOnCancel: true,
-	})
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), managerOptions(o, scheme, metrics, webhookServer))
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
@@ -186,6 +187,24 @@ func run() error {
 	}
 	ctrl.Log.WithName("setup").Info("starting manager")
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// managerOptions are the manager's controller-runtime options.
+func managerOptions(o options, scheme *runtime.Scheme, metrics metricsserver.Options, webhookServer webhook.Server) ctrl.Options {
+	return ctrl.Options{
+		Scheme:                  scheme,
+		Cache:                   resource.CacheOptions(),
+		Metrics:                 metrics,
+		WebhookServer:           webhookServer,
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        o.leaderElectID,
+		LeaderElectionNamespace: o.leaderElectNS,
+		// The process exits right after it stops leading, so releasing the lease on the
+		// way out lets the next leader start at once.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &o.shutdownTimeout,
+	}
 }
 
 // metricsOptions configure the metrics endpoint. With --metrics-cert-dir the certificate

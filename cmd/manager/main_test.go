@@ -1,10 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 // TestWebhookFlags: webhooks are on by default with self-managed certificates, which
@@ -161,5 +169,53 @@ func TestMetricsCertDir(t *testing.T) {
 	}
 	if _, err := metricsOptions(parse("--metrics-cert-dir=/nonexistent", "--metrics-bind-address=0"), nil); err != nil {
 		t.Errorf("metrics off: %v; the directory must not matter", err)
+	}
+}
+
+// TestGracefulShutdownTimeout: the manager waits --graceful-shutdown-timeout (15 s by
+// default, not controller-runtime's 30 s) for what is in flight, and config/manager gives
+// its pod a grace period that covers it and the lease release after it (5 s), so the
+// kubelet does not kill the manager mid-shutdown; the chart passes the flag itself
+// (internal/chart TestShutdownFitsTheGracePeriod). A negative timeout, which
+// controller-runtime reads as "wait forever", is refused by name.
+func TestGracefulShutdownTimeout(t *testing.T) {
+	o, err := parseFlags([]string{"--webhook-namespace=oar-system"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := managerOptions(o, nil, metricsserver.Options{}, nil).GracefulShutdownTimeout
+	if timeout == nil || *timeout != 15*time.Second {
+		t.Fatalf("graceful shutdown timeout %v; want 15s", timeout)
+	}
+	if grace := configManagerGracePeriod(t); grace < *timeout+5*time.Second {
+		t.Errorf("config/manager's grace period %s does not cover the shutdown timeout %s and 5 s for the lease", grace, *timeout)
+	}
+	if o, err := parseFlags([]string{"--webhook-namespace=oar-system", "--graceful-shutdown-timeout=40s"}); err != nil || *managerOptions(o, nil, metricsserver.Options{}, nil).GracefulShutdownTimeout != 40*time.Second {
+		t.Errorf("--graceful-shutdown-timeout=40s: %v", err)
+	}
+	if _, err := parseFlags([]string{"--webhook-namespace=oar-system", "--graceful-shutdown-timeout=-1s"}); err == nil || !strings.Contains(err.Error(), "--graceful-shutdown-timeout") {
+		t.Errorf("a negative timeout: %v; want an error naming --graceful-shutdown-timeout", err)
+	}
+}
+
+// configManagerGracePeriod is the terminationGracePeriodSeconds of config/manager's
+// Deployment.
+func configManagerGracePeriod(t *testing.T) time.Duration {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "manager", "manager.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var dep appsv1.Deployment
+		if err := dec.Decode(&dep); errors.Is(err, io.EOF) {
+			t.Fatal("config/manager/manager.yaml holds no Deployment")
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if dep.Kind == "Deployment" && dep.Spec.Template.Spec.TerminationGracePeriodSeconds != nil {
+			return time.Duration(*dep.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
+		}
 	}
 }

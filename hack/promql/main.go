@@ -8,6 +8,10 @@
 // Output on stdout, JSON: {"where": {"metrics": [...], "error": "..."}, ...}, one entry per
 // expression: the metric names it selects and what is wrong with it, if anything. The
 // exit status is 1 when any expression does not parse or names a metric not listed.
+//
+// With "alerts": {"for": {"where": "15m", ...}, "series": [...], "interval": "1m"} it also
+// evaluates those expressions as alerting rules over the series given (alerts.go), and
+// each one's entry says when it fired: "firing": [{"labels", "from", "to"}, ...].
 package main
 
 import (
@@ -24,11 +28,13 @@ import (
 type input struct {
 	Metrics     []string          `json:"metrics"`
 	Expressions map[string]string `json:"expressions"`
+	Alerts      *alertRun         `json:"alerts,omitempty"`
 }
 
 type verdict struct {
 	Metrics []string `json:"metrics"`
 	Error   string   `json:"error,omitempty"`
+	Firing  []firing `json:"firing,omitempty"`
 }
 
 func main() {
@@ -97,5 +103,23 @@ func check(in input) (map[string]verdict, bool) {
 		}
 		out[where] = v
 	}
+	if ok && in.Alerts != nil {
+		return withFiring(p, *in.Alerts, in.Expressions, out)
+	}
 	return out, ok
+}
+
+// withFiring adds to each alert's verdict when it fired over the run's series; an alert
+// that cannot be evaluated gets the error.
+func withFiring(p parser.Parser, run alertRun, expressions map[string]string, out map[string]verdict) (map[string]verdict, bool) {
+	fired, err := evaluateAlerts(p, run, expressions)
+	for where := range run.For {
+		v := out[where]
+		if err != nil {
+			v.Error = err.Error()
+		}
+		v.Firing = fired[where]
+		out[where] = v
+	}
+	return out, err == nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	rcommon "helm.sh/helm/v4/pkg/release/common"
@@ -12,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -23,16 +26,8 @@ import (
 // so nothing is waited for.
 func TestDeployInstallsUpgradesAndUninstalls(t *testing.T) {
 	ctx := context.Background()
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.Environment.KubeConfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	const ns = "oar-system"
-	cache := t.TempDir() // not the user's ~/.kube/cache
-	getter := genericclioptions.NewConfigFlags(false)
-	getter.KubeConfig, getter.CacheDir = &kubeconfig, &cache
-	o := Options{ChartDir: chartDir(t), Getter: getter, Namespace: ns, Release: releaseName,
-		Values: map[string]any{"image": map[string]any{"repository": "registry.example/oar-operator", "tag": "v1"}}}
+	o := deployOptions(t, ns, releaseName, map[string]any{"image": map[string]any{"repository": "registry.example/oar-operator", "tag": "v1"}})
 
 	rel, err := Deploy(ctx, o)
 	if err != nil {
@@ -91,5 +86,83 @@ func TestDeployInstallsUpgradesAndUninstalls(t *testing.T) {
 	}
 	if removed, err := Undeploy(ctx, o); err != nil || removed {
 		t.Errorf("second uninstall: removed %v, %v; want nothing to do", removed, err)
+	}
+}
+
+// deployOptions are the Options hack/deploy would pass for release in namespace: env's
+// cluster through a kubeconfig file, the chart of this checkout.
+func deployOptions(t *testing.T, namespace, release string, values map[string]any) Options {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.Environment.KubeConfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir() // not the user's ~/.kube/cache
+	getter := genericclioptions.NewConfigFlags(false)
+	getter.KubeConfig, getter.CacheDir = &kubeconfig, &cache
+	return Options{ChartDir: chartDir(t), Getter: getter, Namespace: namespace, Release: release, Values: values}
+}
+
+// TestDeploySwitchesCertificateModes upgrades a release from cert-manager certificates to
+// self-managed ones and back, as `helm upgrade --set webhook.certManagement=...` does. No
+// cert-manager runs on env, so the test writes the Secret the webhook Certificate names,
+// as cert-manager would. Helm must then neither refuse the upgrade to self-managed (a
+// chart Secret of that name would be an object it does not own) nor, on the way back,
+// have deleted what cert-manager wrote; the pods mount each mode's own Secret.
+func TestDeploySwitchesCertificateModes(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, "chart-switch-")
+	const release, fullname = "oar-switch", "oar-switch-oar-operator"
+	certManager := map[string]any{"webhook": map[string]any{"certManagement": "cert-manager"}}
+	o := deployOptions(t, ns, release, certManager)
+	t.Cleanup(func() {
+		if _, err := Undeploy(ctx, o); err != nil {
+			t.Errorf("uninstall: %v", err)
+		}
+	})
+	if _, err := Deploy(ctx, o); err != nil {
+		t.Fatalf("install with cert-manager: %v", err)
+	}
+	cert := &unstructured.Unstructured{}
+	cert.SetAPIVersion("cert-manager.io/v1")
+	cert.SetKind("Certificate")
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fullname + "-webhook-cert"}, cert); err != nil {
+		t.Fatal(err)
+	}
+	issued, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	create(t, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: issued, Annotations: map[string]string{"cert-manager.io/certificate-name": cert.GetName()}},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{"tls.crt": []byte("issued by cert-manager"), "tls.key": []byte("key")},
+	})
+
+	for _, step := range []struct {
+		name   string
+		values map[string]any
+	}{
+		// Explicit: an upgrade given no values at all reuses the previous release's.
+		{"to self-managed", map[string]any{"webhook": map[string]any{"certManagement": "self-managed"}}},
+		{"back to cert-manager", certManager},
+	} {
+		o.Values = step.values
+		rel, err := Deploy(ctx, o)
+		if err != nil {
+			t.Fatalf("upgrade %s: %v", step.name, err)
+		}
+		objs, err := decodeDocuments([]byte(rel.Manifest))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dep := find[appsv1.Deployment](t, objs, "Deployment")
+		mounted := mountedSecret(dep)
+		if step.name == "to self-managed" && (mounted == issued || !slices.ContainsFunc(objs, func(u *unstructured.Unstructured) bool {
+			return u.GetKind() == "Secret" && u.GetName() == mounted
+		})) {
+			t.Errorf("%s: the pods mount Secret %q; want the chart's own, not cert-manager's %q", step.name, mounted, issued)
+		}
+		var secret corev1.Secret
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: issued}, &secret); err != nil || string(secret.Data["tls.crt"]) != "issued by cert-manager" {
+			t.Errorf("%s: cert-manager's Secret %s: %v, %q; want it left alone", step.name, issued, err, secret.Data["tls.crt"])
+		}
 	}
 }

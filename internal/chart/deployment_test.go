@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -172,6 +173,64 @@ func TestPodDisruptionBudget(t *testing.T) {
 			if o.GetKind() == "PodDisruptionBudget" {
 				t.Errorf("%s renders a PodDisruptionBudget", values)
 			}
+		}
+	}
+}
+
+// leaseRelease is the time the grace period keeps for the manager after its graceful
+// shutdown timeout: releasing the leader lease (one API call) and exiting.
+const leaseRelease = 5 * time.Second
+
+// TestShutdownFitsTheGracePeriod: for every value set the kubelet's grace period covers the
+// preStop sleep that drains the webhooks, the shutdown timeout the manager is given
+// (--graceful-shutdown-timeout; without it controller-runtime waits 30 s, as long as the
+// grace period allows and longer than the chart's old 10 s) and the lease release after
+// it, so the kubelet never kills a manager mid-shutdown; the drain is the kubelet's own
+// sleep action (the distroless image has no sleep to exec), on whenever the webhooks are;
+// values that break the sum are refused by name.
+func TestShutdownFitsTheGracePeriod(t *testing.T) {
+	for _, vs := range valueSets {
+		t.Run(vs.name, func(t *testing.T) {
+			pod := deployment(t, mustRender(t, "oar-system", vs)).Spec.Template.Spec
+			c := pod.Containers[0]
+			raw := flagValue(c.Args, "--graceful-shutdown-timeout", "")
+			if raw == "" {
+				t.Fatal("no --graceful-shutdown-timeout: the manager would wait controller-runtime's default 30 s")
+			}
+			timeout, err := time.ParseDuration(raw)
+			if err != nil || timeout <= 0 {
+				t.Fatalf("--graceful-shutdown-timeout=%s: %v", raw, err)
+			}
+			var drain time.Duration
+			if h := c.Lifecycle; h != nil && h.PreStop != nil {
+				if h.PreStop.Sleep == nil || h.PreStop.Exec != nil || h.PreStop.HTTPGet != nil {
+					t.Fatalf("preStop %+v; want the kubelet's sleep action alone", h.PreStop)
+				}
+				drain = time.Duration(h.PreStop.Sleep.Seconds) * time.Second
+			}
+			webhooks := slices.Contains(c.Args, "--enable-webhooks=true")
+			if webhooks != (drain > 0) {
+				t.Errorf("webhooks served %v, preStop sleep %s; want a drain exactly when webhooks are served", webhooks, drain)
+			}
+			grace := time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second
+			if grace < drain+timeout+leaseRelease {
+				t.Errorf("grace period %s < preStop %s + shutdown timeout %s + lease release %s", grace, drain, timeout, leaseRelease)
+			}
+		})
+	}
+	for _, values := range []string{
+		"terminationGracePeriodSeconds: 10",
+		"manager: {gracefulShutdownSeconds: 26}",
+		"webhook: {drainSeconds: 11}",
+	} {
+		if _, err := render(t, "oar-system", values); err == nil || !strings.Contains(err.Error(), "terminationGracePeriodSeconds") {
+			t.Errorf("values %s: error %v; want one naming terminationGracePeriodSeconds", values, err)
+		}
+	}
+	for _, values := range []string{"{webhook: {enabled: false}, terminationGracePeriodSeconds: 20}", "webhook: {drainSeconds: 0}"} {
+		pod := deployment(t, mustRender(t, "oar-system", valueSet{name: values, values: values})).Spec.Template.Spec
+		if pod.Containers[0].Lifecycle != nil {
+			t.Errorf("values %s: preStop %+v; want none", values, pod.Containers[0].Lifecycle.PreStop)
 		}
 	}
 }

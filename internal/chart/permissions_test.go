@@ -31,7 +31,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	certutil "k8s.io/client-go/util/cert"
@@ -229,14 +228,7 @@ func installChart(release, values string) func(*testing.T, string) []*unstructur
 		if err := yaml.Unmarshal([]byte(values), &vals); err != nil {
 			t.Fatal(err)
 		}
-		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-		if err := os.WriteFile(kubeconfig, env.Environment.KubeConfig, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cache := t.TempDir()
-		getter := genericclioptions.NewConfigFlags(false)
-		getter.KubeConfig, getter.CacheDir = &kubeconfig, &cache
-		o := Options{ChartDir: chartDir(t), Getter: getter, Namespace: ns, Release: release, Values: vals}
+		o := deployOptions(t, ns, release, vals)
 		rel, err := Deploy(ctx, o)
 		if err != nil {
 			t.Fatalf("install: %v", err)

@@ -46,22 +46,7 @@ func TestPrometheusRule(t *testing.T) {
 	if got := pr.GetLabels()["release"]; got != "kube-prometheus-stack" {
 		t.Errorf("extra label release=%q", got)
 	}
-	groups, _, err := unstructured.NestedSlice(pr.Object, "spec", "groups")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rules []alertRule
-	for _, g := range groups {
-		raw, err := json.Marshal(g.(map[string]any)["rules"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rs []alertRule
-		if err := json.Unmarshal(raw, &rs); err != nil {
-			t.Fatal(err)
-		}
-		rules = append(rules, rs...)
-	}
+	rules := alertRules(t, pr)
 	var names []string
 	expressions := map[string]string{}
 	for _, rule := range rules {
@@ -99,20 +84,128 @@ func TestPrometheusRule(t *testing.T) {
 	}
 }
 
+// alertRules are the rules of every group of a rendered PrometheusRule.
+func alertRules(t *testing.T, pr *unstructured.Unstructured) []alertRule {
+	t.Helper()
+	groups, _, err := unstructured.NestedSlice(pr.Object, "spec", "groups")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []alertRule
+	for _, g := range groups {
+		raw, err := json.Marshal(g.(map[string]any)["rules"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rs []alertRule
+		if err := json.Unmarshal(raw, &rs); err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, rs...)
+	}
+	return rules
+}
+
+// TestEngineBundleRefusedFiresWhileRefused evaluates OAREngineBundleRefused as the chart
+// renders it, with Prometheus' own engine (bin/promql-check), over what two sidecars
+// export, scraped every minute: agent-0 refuses a bundle that stays mounted 35 minutes,
+// agent-1 one that is superseded before the alert's for: has passed. Each sidecar tries a
+// mounted bundle once, so its failures counter rises once and stays; its
+// oar_engine_bundle_refused gauge is 1 while the refused bundle is mounted. The alert
+// fires for agent-0 from the moment the refusal has lasted for: until it is superseded,
+// and never for agent-1, with values.yaml's for: and a shorter one.
+func TestEngineBundleRefusedFiresWhileRefused(t *testing.T) {
+	for _, vs := range []valueSet{
+		{name: "values.yaml's for:", values: "metrics: {prometheusRule: {enabled: true}}"},
+		valueSetNamed(t, "PrometheusRule"),
+	} {
+		t.Run(vs.name, func(t *testing.T) { engineBundleRefusedFiresWhileRefused(t, vs) })
+	}
+}
+
+func engineBundleRefusedFiresWhileRefused(t *testing.T, vs valueSet) {
+	pr := mustRender(t, "oar-system", vs).find(t, "PrometheusRule", "oar-operator")
+	rules := alertRules(t, pr)
+	i := slices.IndexFunc(rules, func(r alertRule) bool { return r.Alert == "OAREngineBundleRefused" })
+	if i < 0 {
+		t.Fatal("no OAREngineBundleRefused")
+	}
+	rule := rules[i]
+	hold, err := time.ParseDuration(rule.For)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const scrape, refusedAt, supersededAt, end = time.Minute, 5 * time.Minute, 40 * time.Minute, 60 * time.Minute
+	shortSupersededAt := refusedAt + hold - 2*scrape
+	series := func(pod string, superseded time.Duration) []string {
+		sel := fmt.Sprintf(`{namespace="agents",pod=%q}`, pod)
+		return []string{
+			"oar_engine_bundle_refused" + sel + sampled(scrape, end, func(t time.Duration) bool { return t >= refusedAt && t < superseded }),
+			"oar_engine_bundle_reload_failures_total" + sel + sampled(scrape, end, func(t time.Duration) bool { return t >= refusedAt }),
+		}
+	}
+	out := promqlCheckRaw(t, promqlInput{
+		Metrics:     exportedMetrics(t),
+		Expressions: map[string]string{rule.Alert: rule.Expr},
+		Alerts: &promqlAlerts{For: map[string]string{rule.Alert: rule.For}, Interval: scrape.String(),
+			Series: slices.Concat(series("agent-0", supersededAt), series("agent-1", shortSupersededAt))},
+	})
+	want := []promqlFiring{{Labels: `{namespace="agents", pod="agent-0"}`, From: (refusedAt + hold).String(), To: (supersededAt - scrape).String()}}
+	if v := out.verdicts[rule.Alert]; out.code != 0 || v.Error != "" || !slices.Equal(v.Firing, want) {
+		t.Errorf("%s (for: %s, expr %s) fired %+v (exit %d, %s); want %+v", rule.Alert, rule.For, rule.Expr, v.Firing, out.code, v.Error, want)
+	}
+}
+
+// sampled describes a series in the notation of Prometheus' PromQL tests: one sample
+// every interval from time 0 until end, 1 where one(t) holds and 0 elsewhere.
+func sampled(interval, end time.Duration, one func(t time.Duration) bool) string {
+	var b strings.Builder
+	for t := time.Duration(0); t < end; t += interval {
+		if one(t) {
+			b.WriteString(" 1")
+		} else {
+			b.WriteString(" 0")
+		}
+	}
+	return b.String()
+}
+
 // TestPromQLCheckRefuses: the check this test relies on fails an expression that does not
 // parse and one naming a metric nobody exports.
 func TestPromQLCheckRefuses(t *testing.T) {
-	out := promqlCheckRaw(t, []string{"oar_operator_resource_ready"}, map[string]string{
+	out := promqlCheckRaw(t, promqlInput{Metrics: []string{"oar_operator_resource_ready"}, Expressions: map[string]string{
 		"broken": "max by (name (oar_operator_resource_ready)", "unknown": "oar_operator_resource_readiness == 0",
-	})
+	}})
 	if out.code != 1 || !strings.Contains(out.verdicts["broken"].Error, "parse") || !strings.Contains(out.verdicts["unknown"].Error, "oar_operator_resource_readiness") {
 		t.Errorf("exit %d, verdicts %+v", out.code, out.verdicts)
 	}
 }
 
+// promqlInput is what bin/promql-check reads (hack/promql): the known metrics, the
+// expressions and, optionally, a run evaluating some of them as alerts over time.
+type promqlInput struct {
+	Metrics     []string          `json:"metrics"`
+	Expressions map[string]string `json:"expressions"`
+	Alerts      *promqlAlerts     `json:"alerts,omitempty"`
+}
+
+// promqlAlerts evaluates the expressions named in For, with that for:, over Series
+// (Prometheus' PromQL test notation, one sample every Interval).
+type promqlAlerts struct {
+	For      map[string]string `json:"for"`
+	Series   []string          `json:"series"`
+	Interval string            `json:"interval"`
+}
+
 type promqlVerdict struct {
-	Metrics []string `json:"metrics"`
-	Error   string   `json:"error"`
+	Metrics []string       `json:"metrics"`
+	Error   string         `json:"error"`
+	Firing  []promqlFiring `json:"firing"`
+}
+
+// promqlFiring is a stretch of evaluations at which an alert fired for one label set.
+type promqlFiring struct {
+	Labels, From, To string
 }
 
 type promqlOutput struct {
@@ -123,14 +216,14 @@ type promqlOutput struct {
 // promqlCheck runs bin/promql-check and fails the test when it refuses anything.
 func promqlCheck(t *testing.T, known []string, expressions map[string]string) map[string]promqlVerdict {
 	t.Helper()
-	out := promqlCheckRaw(t, known, expressions)
+	out := promqlCheckRaw(t, promqlInput{Metrics: known, Expressions: expressions})
 	if out.code != 0 {
 		t.Errorf("promql-check refused the PrometheusRule (exit %d)", out.code)
 	}
 	return out.verdicts
 }
 
-func promqlCheckRaw(t *testing.T, known []string, expressions map[string]string) promqlOutput {
+func promqlCheckRaw(t *testing.T, input promqlInput) promqlOutput {
 	t.Helper()
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -140,7 +233,7 @@ func promqlCheckRaw(t *testing.T, known []string, expressions map[string]string)
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s is missing (make bin/promql-check builds it; make test does): %v", bin, err)
 	}
-	in, err := json.Marshal(map[string]any{"metrics": known, "expressions": expressions})
+	in, err := json.Marshal(input)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +291,7 @@ func exportedMetrics(t *testing.T) []string {
 		names[m[1]] = true
 	}
 	sm := metrics.New(metrics.Sources{Sessions: func() int { return 1 }, Evictions: func() (uint64, uint64) { return 1, 1 },
-		Subscribers: func() int { return 1 }, Dropped: func() uint64 { return 1 }})
+		Subscribers: func() int { return 1 }, Dropped: func() uint64 { return 1 }, BundleRefused: func() bool { return true }})
 	sm.Evaluated("tool.pre_invoke", "allow", time.Millisecond)
 	sm.Rejected("too_large")
 	sm.Reloaded(&reload.Served{Bundle: &bundle.Bundle{Digest: "sha256:0"}, LoadedAt: time.Now(),

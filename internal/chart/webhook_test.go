@@ -13,6 +13,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -296,6 +297,89 @@ func TestCertificateModes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWebhookCertSecretPerMode: the two certificate modes keep the webhooks' certificate
+// in Secrets of different names, so switching modes with helm upgrade never makes Helm
+// create a Secret cert-manager holds (the upgrade fails) nor delete one cert-manager
+// writes into; and in each mode whatever writes, mounts or may update the certificate
+// Secret names that mode's Secret.
+func TestWebhookCertSecretPerMode(t *testing.T) {
+	modes := []valueSet{valueSetNamed(t, "default"), valueSetNamed(t, "cert-manager with a self-signed issuer")}
+	chartSecrets := map[string][]string{}       // mode → Secrets the chart renders (Helm owns them)
+	certManagerSecrets := map[string][]string{} // mode → Secrets its Certificates have cert-manager write
+	webhookSecret := map[string]string{}
+	for _, vs := range modes {
+		r := mustRender(t, "oar-system", vs)
+		refs := webhookCertSecretRefs(t, r)
+		webhookSecret[vs.name] = refs["the Secret mounted at --webhook-cert-dir"]
+		for what, name := range refs {
+			if name != webhookSecret[vs.name] {
+				t.Errorf("%s: %s is %q; the pods mount %q", vs.name, what, name, webhookSecret[vs.name])
+			}
+		}
+		if len(refs) < 2 {
+			t.Errorf("%s: nothing writes the mounted Secret %q (references %v)", vs.name, webhookSecret[vs.name], refs)
+		}
+		for _, o := range r.objects {
+			switch o.GetKind() {
+			case "Secret":
+				chartSecrets[vs.name] = append(chartSecrets[vs.name], o.GetName())
+			case "Certificate":
+				name, _, _ := unstructured.NestedString(o.Object, "spec", "secretName")
+				certManagerSecrets[vs.name] = append(certManagerSecrets[vs.name], name)
+			}
+		}
+	}
+	if a, b := webhookSecret[modes[0].name], webhookSecret[modes[1].name]; a == "" || a == b {
+		t.Errorf("both modes keep the webhook certificate in Secret %q", a)
+	}
+	for _, from := range modes {
+		for _, to := range modes {
+			for _, name := range chartSecrets[to.name] {
+				if from.name != to.name && slices.Contains(certManagerSecrets[from.name], name) {
+					t.Errorf("switching from %s to %s: the chart creates Secret %s, which cert-manager wrote before", from.name, to.name, name)
+				}
+			}
+		}
+	}
+}
+
+// webhookCertSecretRefs names, by what refers to it, every Secret a rendering uses for
+// the webhooks' certificate: the one mounted where the manager reads it, the one the
+// chart renders empty for the manager, the --webhook-cert-secret the manager fills, the
+// Secrets its Roles let it update, and the one the webhook Service's Certificate writes.
+func webhookCertSecretRefs(tb testing.TB, r rendered) map[string]string {
+	tb.Helper()
+	dep := deployment(tb, r)
+	refs := map[string]string{"the Secret mounted at --webhook-cert-dir": mountedSecret(dep)}
+	if v := flagValue(dep.Spec.Template.Spec.Containers[0].Args, "--webhook-cert-secret", ""); v != "" {
+		refs["--webhook-cert-secret"] = v
+	}
+	for _, o := range r.objects {
+		switch o.GetKind() {
+		case "Secret":
+			refs["the chart's Secret "+o.GetName()] = o.GetName()
+		case "Role":
+			var role rbacv1.Role
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
+				tb.Fatal(err)
+			}
+			for _, rule := range role.Rules {
+				if slices.Contains(rule.Resources, "secrets") {
+					for _, name := range rule.ResourceNames {
+						refs["Role "+role.Name+" on "+name] = name
+					}
+				}
+			}
+		case "Certificate":
+			dns, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "dnsNames")
+			if slices.ContainsFunc(dns, func(d string) bool { return strings.HasPrefix(d, "oar-operator-webhook.") }) {
+				refs["Certificate "+o.GetName()], _, _ = unstructured.NestedString(o.Object, "spec", "secretName")
+			}
+		}
+	}
+	return refs
 }
 
 // deployment returns the manager's Deployment.

@@ -336,6 +336,7 @@ func TestMetrics(t *testing.T) {
 		`oar_engine_bundle_info{digest="` + b.Digest + `",host="acme.gateway"} 1`,
 		`oar_engine_bundle_reloads_total 1`,
 		`oar_engine_bundle_reload_failures_total 0`,
+		`oar_engine_bundle_refused 0`,
 		`oar_engine_bundle_rules 4`,
 		`oar_engine_sessions 1`,
 		`oar_engine_session_evictions_total{reason="lru"} 0`,

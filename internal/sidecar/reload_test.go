@@ -240,6 +240,45 @@ func TestRefusedBundleKeepsServing(t *testing.T) {
 	}
 }
 
+// TestBundleRefusedGauge: oar_engine_bundle_refused is 1 for as long as a refused bundle
+// stays mounted, though the sidecar tries it once and the failure counter rises once,
+// so an alert on it can outlast its for:; it falls to 0 when the served bundle is mounted
+// again (a rollback) or a new bundle loads, and a later refusal raises it again.
+func TestBundleRefusedGauge(t *testing.T) {
+	dir := t.TempDir()
+	vol := kubeletdir.New(dir)
+	ts := serve(t, nil, Options{BundleDir: dir})
+	w := &reload.Watcher{Dir: dir, Source: ts.Source()}
+	good, next := gateBundle(t, "block"), gateBundle(t, "warn")
+	bad := sealed(t, testCapability, `{oar: "1.0", namespace: acme.ops, id: BROKEN, kind: policy, anchor: tool.pre_invoke, when: "pth == 1", effect: warn}`)
+	steps := []struct {
+		name    string
+		publish *bundle.Bundle
+		polls   int
+		refused float64
+	}{
+		{"the first bundle", good, 1, 0},
+		{"a refused bundle, polled for a while", bad, 5, 1},
+		{"the served bundle mounted again", good, 1, 0},
+		{"a refused bundle again", bad, 1, 1},
+		{"a new bundle that loads", next, 1, 0},
+	}
+	for _, step := range steps {
+		if err := vol.PublishBundle(step.publish); err != nil {
+			t.Fatal(err)
+		}
+		for range step.polls {
+			w.Poll()
+		}
+		if got := ts.metric(t, "oar_engine_bundle_refused", nil); got != step.refused {
+			t.Errorf("after %s: oar_engine_bundle_refused %v, want %v (status %+v)", step.name, got, step.refused, ts.Source().Status())
+		}
+	}
+	if got := ts.metric(t, "oar_engine_bundle_reload_failures_total", nil); got != 2 {
+		t.Errorf("reload failures %v, want 2: each refused directory state is tried once", got)
+	}
+}
+
 func encode(t *testing.T, b *bundle.Bundle) string {
 	t.Helper()
 	enc, err := bundle.Encode(b)

@@ -131,10 +131,11 @@ func New(opt Options) *Sidecar {
 		events:   events.NewStream(opt.Events, opt.EventBuffer),
 	}
 	src := metrics.Sources{
-		Sessions:    s.sessions.Len,
-		Evictions:   s.sessions.Evictions,
-		Subscribers: s.events.Subscribers,
-		Dropped:     s.events.Dropped,
+		Sessions:      s.sessions.Len,
+		Evictions:     s.sessions.Evictions,
+		Subscribers:   s.events.Subscribers,
+		Dropped:       s.events.Dropped,
+		BundleRefused: func() bool { return s.source.Status().Refused() },
 	}
 	if dl := opt.DecisionLog; dl != nil {
 		src.DecisionLog = func() (uint64, uint64, uint64, uint64) {

@@ -84,13 +84,29 @@ app.kubernetes.io/part-of: oar-operator
 {{- if and .Values.webhook.enabled .Values.injector.enabled }}true{{ end }}
 {{- end }}
 
+{{/* Seconds of the preStop sleep that drains the webhooks: webhook.drainSeconds, 0 without webhooks. */}}
+{{- define "oar-operator.drainSeconds" -}}
+{{- if .Values.webhook.enabled }}{{ int .Values.webhook.drainSeconds }}{{ else }}0{{ end }}
+{{- end }}
+
 {{/* The engine sidecar's image: injector.image, else the manager's own. */}}
 {{- define "oar-operator.injectorImage" -}}
 {{- .Values.injector.image | default (include "oar-operator.image" .) }}
 {{- end }}
 
+{{/*
+The Secret holding the webhooks' serving certificate, named after the mode that writes it:
+the chart's own Secret, which the manager fills (self-managed), or the one cert-manager
+creates for the Certificate (cert-manager). With one name for both, switching modes would
+have Helm create a Secret cert-manager already holds, which fails the upgrade, or delete
+the one cert-manager writes into.
+*/}}
 {{- define "oar-operator.webhookCertSecret" -}}
+{{- if eq .Values.webhook.certManagement "cert-manager" }}
+{{- printf "%s-webhook-tls" (include "oar-operator.fullname" .) }}
+{{- else }}
 {{- printf "%s-webhook-cert" (include "oar-operator.fullname" .) }}
+{{- end }}
 {{- end }}
 
 {{- define "oar-operator.webhookCertificate" -}}

@@ -1,11 +1,12 @@
 // Package metrics is the engine sidecar's Prometheus instrumentation (DESIGN.md "The
 // engine sidecar": /metrics): evaluations by anchor and decision and their latency,
-// requests refused before evaluation, bundle reloads and refused bundles, the served
-// bundle's digest as an info metric, occurrences at anchors the served capability does
-// not declare (by anchor, bounded), the sessions held and evicted, the event stream's
-// subscribers, the decision log's lines written, dropped and refused, and the Go runtime and process collectors (resident memory included).
-// Every series lives in the sidecar's own registry, so several sidecars in one process
-// (tests) never collide.
+// requests refused before evaluation, bundle reloads and refused bundles (counted, and
+// whether the mounted one stands refused), the served bundle's digest as an info metric,
+// occurrences at anchors the served capability does not declare (by anchor, bounded), the
+// sessions held and evicted, the event stream's subscribers, the decision log's lines
+// written, dropped and refused, and the Go runtime and process collectors (resident
+// memory included). Every series lives in the sidecar's own registry, so several sidecars
+// in one process (tests) never collide.
 package metrics
 
 import (
@@ -56,6 +57,9 @@ type Sources struct {
 	// for falling behind.
 	Subscribers func() int
 	Dropped     func() uint64
+	// BundleRefused reports whether the mounted bundle was refused and no bundle loaded
+	// or mounted since has superseded it (reload.Status.Refused).
+	BundleRefused func() bool
 	// DecisionLog returns the decision log's lines written, dropped because its
 	// buffer was full, and refused by its destination, and the occurrences written as
 	// a too_long marker; nil when there is no log.
@@ -188,6 +192,10 @@ func (m *Metrics) registerSources(src Sources) {
 		counter("session_evictions_total", help, prometheus.Labels{"reason": "lru"}, func() float64 { lru, _ := src.Evictions(); return float64(lru) })
 		counter("session_evictions_total", help, prometheus.Labels{"reason": "ttl"}, func() float64 { _, ttl := src.Evictions(); return float64(ttl) })
 	}
+	if src.BundleRefused != nil {
+		gauge("bundle_refused", "1 while the mounted bundle is one the sidecar refused and no bundle mounted since is served (the previous bundle keeps serving; GET /v1/bundle says why), else 0.",
+			func() float64 { return boolValue(src.BundleRefused()) })
+	}
 	if src.Subscribers != nil {
 		gauge("event_subscribers", "Current GET /v1/events subscribers.", func() float64 { return float64(src.Subscribers()) })
 	}
@@ -200,6 +208,13 @@ func (m *Metrics) registerSources(src Sources) {
 		counter("decision_log_write_failures_total", "Decision log lines its destination refused; the evaluations were answered.", nil, func() float64 { _, _, n, _ := src.DecisionLog(); return float64(n) })
 		counter("decision_log_too_long_total", "Occurrences logged as a too_long marker instead of their line, which was longer than a line may hold (64 MiB); the evaluations were answered.", nil, func() float64 { _, _, _, n := src.DecisionLog(); return float64(n) })
 	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Evaluated records one answered occurrence.

@@ -58,16 +58,19 @@ oar_engine_bundle_reloads_total 2
 
 // TestSources: gauges and counters owned elsewhere are read at scrape time.
 func TestSources(t *testing.T) {
-	sessions := 3
+	sessions, refused := 3, false
 	m := New(Sources{
-		Sessions:    func() int { return sessions },
-		Evictions:   func() (uint64, uint64) { return 5, 7 },
-		Subscribers: func() int { return 1 },
-		Dropped:     func() uint64 { return 2 },
+		Sessions:      func() int { return sessions },
+		Evictions:     func() (uint64, uint64) { return 5, 7 },
+		Subscribers:   func() int { return 1 },
+		Dropped:       func() uint64 { return 2 },
+		BundleRefused: func() bool { return refused },
 	})
-	sessions = 4
+	sessions, refused = 4, true
 	m.Rejected(RejectMalformed)
 	want := `
+# TYPE oar_engine_bundle_refused gauge
+oar_engine_bundle_refused 1
 # HELP oar_engine_event_subscribers Current GET /v1/events subscribers.
 # TYPE oar_engine_event_subscribers gauge
 oar_engine_event_subscribers 1

@@ -54,6 +54,11 @@ type Status struct {
 	LastFailure *Failure `json:"last_failure,omitempty"`
 }
 
+// Refused reports whether the mounted bundle is a refused one: the last failure has not
+// been superseded by a bundle mounted and served since. A directory state is tried once
+// (Watcher), so this, not the failure count, says a refusal still stands.
+func (st Status) Refused() bool { return st.LastFailure != nil && st.LastFailure.SupersededBy == "" }
+
 // Failure is one refused bundle.
 type Failure struct {
 	Time  time.Time `json:"time"`
