@@ -11,8 +11,11 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // TestWebhookFlags: webhooks are on by default with self-managed certificates, which
@@ -218,4 +221,21 @@ func configManagerGracePeriod(t *testing.T) time.Duration {
 			return time.Duration(*dep.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
 		}
 	}
+}
+
+// TestManagerCachesBundleConfigMapsOnly: the binary's manager filters its ConfigMap
+// cache to bundles with resource.CacheOptions, as the envtest suites' managers do
+// (testenv.StartManager; controllers TestManagerCachesOnlyBundleConfigMaps proves what
+// that cache holds).
+func TestManagerCachesBundleConfigMapsOnly(t *testing.T) {
+	o, err := parseFlags([]string{"--webhook-namespace=oar-system"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for obj, by := range managerOptions(o, nil, metricsserver.Options{}, nil).Cache.ByObject {
+		if _, ok := obj.(*corev1.ConfigMap); ok && by.Label != nil && by.Label.String() == resource.BundleSelector().String() {
+			return
+		}
+	}
+	t.Error("the manager's cache options do not filter ConfigMaps by resource.BundleSelector")
 }
