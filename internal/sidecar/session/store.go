@@ -133,7 +133,7 @@ func (s *Store) Get(k engine.CounterKey) (engine.Counts, error) {
 	if st == nil {
 		return engine.Counts{}, nil
 	}
-	if i, ok := st.counters.find(counterKey{k.Rule, k.Scope, k.Scoped}); ok {
+	if i, ok := st.counters.find(newCounterKey(k)); ok {
 		return st.counters[i].counts, nil
 	}
 	return engine.Counts{}, nil
@@ -145,7 +145,7 @@ func (s *Store) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.lookupOrCreate(k.Session, now)
-	key := counterKey{k.Rule, k.Scope, k.Scoped}
+	key := newCounterKey(k)
 	i, exists := st.counters.find(key)
 	if !exists {
 		if len(st.counters) >= s.opt.MaxCounters {
@@ -180,7 +180,7 @@ func (s *Store) Restore(k engine.CounterKey, c engine.Counts) error {
 	)
 	st := s.lookup(k.Session, now)
 	if st != nil {
-		i, exists = st.counters.find(counterKey{k.Rule, k.Scope, k.Scoped})
+		i, exists = st.counters.find(newCounterKey(k))
 	}
 	switch {
 	case !exists && c == engine.Counts{}:
