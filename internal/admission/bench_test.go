@@ -70,9 +70,12 @@ func benchValidation(tb testing.TB) (*RulePackValidator, *rulesv1alpha1.RulePack
 		published.Packs = append(published.Packs, bundle.Pack{Name: name, Generation: 1, Rules: decodedRules})
 	}
 	for i, ref := range []string{"bench.small00/RULE_0003", "bench.small07/RULE_0005"} {
-		published.Configs = append(published.Configs, bundle.Config{Name: fmt.Sprintf("config%d", i), Generation: 1, Order: int64(i),
-			Document: map[string]any{"oar_config": "1.0", "enforcement": map[string]any{ref: "monitor"}}})
-		uids.Configs[fmt.Sprintf("config%d", i)] = types.UID(fmt.Sprintf("uid-of-config%d", i))
+		doc := map[string]any{"oar_config": "1.0", "enforcement": map[string]any{ref: "monitor"}}
+		oc := operatorConfig(tb, ns, fmt.Sprintf("config%d", i), "gateway", doc)
+		oc.UID, oc.Generation, oc.Spec.Order = types.UID("uid-of-"+oc.Name), 1, int64(i)
+		mem.configs = append(mem.configs, *oc)
+		published.Configs = append(published.Configs, bundle.Config{Name: oc.Name, Generation: 1, Order: oc.Spec.Order, Document: doc})
+		uids.Configs[oc.Name] = oc.UID
 	}
 	if _, err := bundle.Load(published); err != nil {
 		tb.Fatal(err)

@@ -16,7 +16,7 @@ import (
 )
 
 // memoryCluster is a Cluster held in memory, for the validators' unit tests and the
-// benchmark.
+// benchmark. Like ClientCluster, it lists no pack or configuration being deleted.
 type memoryCluster struct {
 	capabilities []*rulesv1alpha1.Capability
 	packs        []rulesv1alpha1.RulePack
@@ -38,7 +38,7 @@ func (m *memoryCluster) Capability(_ context.Context, key types.NamespacedName) 
 func (m *memoryCluster) RulePacks(_ context.Context, key types.NamespacedName) ([]rulesv1alpha1.RulePack, error) {
 	var out []rulesv1alpha1.RulePack
 	for _, p := range m.packs {
-		if p.Namespace == key.Namespace && p.Spec.CapabilityRef.Name == key.Name {
+		if p.Namespace == key.Namespace && p.Spec.CapabilityRef.Name == key.Name && p.DeletionTimestamp.IsZero() {
 			out = append(out, p)
 		}
 	}
@@ -48,7 +48,7 @@ func (m *memoryCluster) RulePacks(_ context.Context, key types.NamespacedName) (
 func (m *memoryCluster) OperatorConfigs(_ context.Context, key types.NamespacedName) ([]rulesv1alpha1.OperatorConfig, error) {
 	var out []rulesv1alpha1.OperatorConfig
 	for _, c := range m.configs {
-		if c.Namespace == key.Namespace && c.Spec.CapabilityRef.Name == key.Name {
+		if c.Namespace == key.Namespace && c.Spec.CapabilityRef.Name == key.Name && c.DeletionTimestamp.IsZero() {
 			out = append(out, c)
 		}
 	}

@@ -38,6 +38,7 @@ func recreatedX(t *testing.T, recorded bool, rules ...map[string]any) (*memoryCl
 	x := pack(t, "x", rules...)
 	x.UID = newUID
 	cl.packs = []rulesv1alpha1.RulePack{*base, *x}
+	cl.configs[0].UID = "uid-of-quiet"
 	if recorded {
 		key := types.NamespacedName{Namespace: "ns", Name: "gateway"}
 		cl.uids = map[types.NamespacedName]*resource.PublishedUIDs{key: {

@@ -20,8 +20,8 @@ import (
 type neighbours struct {
 	// owner maps every qualified identifier another pack defines, in its current or its
 	// published generation, to that pack: published packs first, then by name. A
-	// published generation counts only while its name is held by the object it was
-	// published for (newIdentities).
+	// published generation counts only while the object it was published for is there
+	// and not being deleted (retiredPacks).
 	owner map[string]string
 	// published are the other packs' published generations, in bundle order, and
 	// publishedOwner maps their identifiers to them.
@@ -29,8 +29,8 @@ type neighbours struct {
 	publishedOwner map[string]string
 	// own is the pack's own published generation, nil when it has none.
 	own *bundle.Pack
-	// configs are the published configurations, in the order they apply, each while its
-	// name is held by the object it was published for (publishedConfigs).
+	// configs are the published configurations, in the order they apply, each while the
+	// object it was published for is there and not being deleted (publishedConfigs).
 	configs []bundle.Config
 }
 
@@ -54,7 +54,7 @@ func loadNeighbours(ctx context.Context, cl Cluster, capability types.Namespaced
 	if err != nil {
 		return nil, err
 	}
-	v := viewOf(capability, b, self, newIdentities(uids, packs, self, selfUID))
+	v := viewOf(capability, b, self, retiredPacks(b, uids, packs, self, selfUID))
 	configs, err := publishedConfigs(ctx, cl, capability, v.configs, uids)
 	if err != nil {
 		return nil, err
@@ -83,59 +83,67 @@ func loadNeighbours(ctx context.Context, cl Cluster, capability types.Namespaced
 	return n, nil
 }
 
-// newIdentities returns the names of published packs that another object than the one
-// they were published for holds now, per uids — among packs, and the pack named self,
-// the object selfUID — or nil when there is none. Incumbency goes by identity, not name,
-// as the controller assembles (bundle.Input.incumbents): such a pack is a newcomer,
-// whose generation (1 again once created anew) says nothing of the published one, and
-// the published generation is left out of the next bundle.
-func newIdentities(uids *resource.PublishedUIDs, packs []rulesv1alpha1.RulePack, self string, selfUID types.UID) map[string]bool {
-	if uids == nil {
+// retiredPacks returns the names of the packs b publishes that are incumbents no
+// longer, or nil when there is none: those no object of packs — the packs bound to the
+// Capability and not being deleted — or the pack named self, the object selfUID, holds,
+// since the pack was deleted, is being deleted or is bound elsewhere now; and those held
+// by another object than the one they were published for, per uids (a newcomer, whose
+// generation, 1 again once created anew, says nothing of the published one). The
+// controller assembles from the same packs (BundleReconciler.input,
+// bundle.Input.incumbents) and leaves these published generations out of the next
+// bundle. A bundle held back (a narrowed or invalid Capability) still serves them until
+// the hold clears, but the pack under validation is published only after it clears: it
+// is judged against the bundle that follows.
+func retiredPacks(b *bundle.Bundle, uids *resource.PublishedUIDs, packs []rulesv1alpha1.RulePack, self string, selfUID types.UID) map[string]bool {
+	if b == nil {
 		return nil
 	}
+	holders := make(map[string]types.UID, len(packs)+1)
+	for i := range packs {
+		holders[packs[i].Name] = packs[i].UID
+	}
+	if self != "" {
+		holders[self] = selfUID
+	}
 	var names map[string]bool
-	add := func(name string, uid types.UID) {
-		if uids.NewPack(name, uid) {
+	for i := range b.Packs {
+		name := b.Packs[i].Name
+		if uid, held := holders[name]; !held || uids.NewPack(name, uid) {
 			if names == nil {
 				names = map[string]bool{}
 			}
 			names[name] = true
 		}
 	}
-	if self != "" {
-		add(self, selfUID)
-	}
-	for i := range packs {
-		if p := &packs[i]; p.Name != self {
-			add(p.Name, p.UID)
-		}
-	}
 	return names
 }
 
-// publishedConfigs returns the configurations of published, the bundle's, but those
-// whose name another object than the one they were published for holds now, per uids:
-// incumbency goes by identity for configurations as for packs (newIdentities), so such a
-// configuration is a newcomer, and the published document is nobody's. published is
-// returned as is when there is none.
+// publishedConfigs returns the configurations of published, the bundle's, that are
+// still incumbents: those an OperatorConfig bound to the Capability and not being
+// deleted holds, the object each was published for, per uids. The controller
+// assembles from the same configurations and leaves the others out of the next bundle
+// (retiredPacks says why, and why a bundle held back that still serves them does not
+// count): they hold no pack back. published is returned as is when all are.
 func publishedConfigs(ctx context.Context, cl Cluster, capability types.NamespacedName, published []bundle.Config, uids *resource.PublishedUIDs) ([]bundle.Config, error) {
-	if len(published) == 0 || uids == nil || len(uids.Configs) == 0 {
+	if len(published) == 0 {
 		return published, nil
 	}
 	live, err := cl.OperatorConfigs(ctx, capability)
 	if err != nil {
 		return nil, err
 	}
-	renewed := map[string]bool{}
+	holders := make(map[string]types.UID, len(live))
 	for i := range live {
-		if uids.NewConfig(live[i].Name, live[i].UID) {
-			renewed[live[i].Name] = true
-		}
+		holders[live[i].Name] = live[i].UID
 	}
-	if len(renewed) == 0 {
+	retired := func(c bundle.Config) bool {
+		uid, held := holders[c.Name]
+		return !held || uids.NewConfig(c.Name, uid)
+	}
+	if !slices.ContainsFunc(published, retired) {
 		return published, nil
 	}
-	return slices.DeleteFunc(slices.Clone(published), func(c bundle.Config) bool { return renewed[c.Name] }), nil
+	return slices.DeleteFunc(slices.Clone(published), retired), nil
 }
 
 // bundleView is what the neighbours of a pack read of a bundle: its other packs'
@@ -176,17 +184,17 @@ var views = generations[types.NamespacedName, *bundleViews]{size: viewsPerGenera
 
 // viewOf returns the view that the pack named self has of b, the bundle of the
 // Capability capability, which may be nil, through views; the published packs named in
-// renewed, whose names new objects hold (newIdentities), are not in it. Such a view
-// depends on the live packs as well, and is needed only until the controller publishes
-// again: it is read anew each time, not kept.
-func viewOf(capability types.NamespacedName, b *bundle.Bundle, self string, renewed map[string]bool) *bundleView {
+// retired, incumbents no longer (retiredPacks), are not in it. Such a view depends on
+// the live packs as well, and is needed only until the controller publishes again (or
+// its hold clears): it is read anew each time, not kept.
+func viewOf(capability types.NamespacedName, b *bundle.Bundle, self string, retired map[string]bool) *bundleView {
 	bv, ok := views.get(capability)
 	if !ok || bv.bundle != b {
 		bv = newBundleViews(b)
 		views.put(capability, bv)
 	}
-	if len(renewed) > 0 {
-		return bv.view(self, renewed)
+	if len(retired) > 0 {
+		return bv.view(self, retired)
 	}
 	bv.mu.Lock()
 	defer bv.mu.Unlock()
@@ -221,8 +229,8 @@ func newBundleViews(b *bundle.Bundle) *bundleViews {
 }
 
 // view is the view of the bundle that the pack named self has, without the published
-// packs named in renewed: self has no published generation when it is one of them.
-func (bv *bundleViews) view(self string, renewed map[string]bool) *bundleView {
+// packs named in retired: self has no published generation when it is one of them.
+func (bv *bundleViews) view(self string, retired map[string]bool) *bundleView {
 	// Most identifiers are the published packs': the map is made with room for them.
 	published := 0
 	for i := range bv.packs {
@@ -235,10 +243,10 @@ func (bv *bundleViews) view(self string, renewed map[string]bool) *bundleView {
 	v.configs = bv.bundle.Configs
 	for i := range bv.packs {
 		pp := bv.packs[i]
-		if pp.Name == self && !renewed[self] {
+		if pp.Name == self && !retired[self] {
 			v.own = &bv.bundle.Packs[i]
 		}
-		if pp.Name == self || renewed[pp.Name] {
+		if pp.Name == self || retired[pp.Name] {
 			continue
 		}
 		v.published = append(v.published, pp)

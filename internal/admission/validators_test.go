@@ -18,7 +18,8 @@ import (
 // the packs bound to it, and a bundle publishing some of them.
 
 // clusterOf returns a memoryCluster holding the gateway Capability, every pack, and a
-// bundle publishing the packs of published (at their generation) and configs.
+// bundle publishing the packs of published (at their generation) and configs, each
+// configuration the object it was published for.
 func clusterOf(t *testing.T, published, unpublished []*rulesv1alpha1.RulePack, configs ...bundle.Config) *memoryCluster {
 	t.Helper()
 	capability := capabilityObject("ns", "gateway", gatewaySpec())
@@ -41,6 +42,11 @@ func clusterOf(t *testing.T, published, unpublished []*rulesv1alpha1.RulePack, c
 	}
 	for _, p := range unpublished {
 		m.packs = append(m.packs, *p)
+	}
+	for _, c := range configs {
+		oc := operatorConfig(t, "ns", c.Name, "gateway", c.Document)
+		oc.Generation, oc.Spec.Order = c.Generation, c.Order
+		m.configs = append(m.configs, *oc)
 	}
 	m.bundles = map[types.NamespacedName]*bundle.Bundle{{Namespace: "ns", Name: "gateway"}: b}
 	return m
