@@ -15,6 +15,7 @@ import (
 
 	"github.com/oar-operator/oar-operator/internal/cputime"
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/sidecar/session"
 )
 
 const benchSynopsis = "oarctl bench --capability FILE --rules FILE [--rules FILE]... [--config FILE]... --occurrences FILE [-n N] [--json] [--shape] [--by-anchor]"
@@ -53,10 +54,10 @@ type recorded struct {
 }
 
 // runBench evaluates the recorded occurrences in order, cycling until n evaluations,
-// each pass over them against a fresh runtime — so every pass is the recorded workload,
-// its sessions starting from no state, as --shape describes it — each into one reused
-// decision buffer, as the engine sidecar does, and reports throughput, latency
-// percentiles and allocations per evaluation.
+// each pass over them against a fresh runtime of the sidecar's (benchRuntime) — so every
+// pass is the recorded workload, its sessions starting from no state, as --shape
+// describes it — each into one reused decision buffer, as the engine sidecar does, and
+// reports throughput, latency percentiles and allocations per evaluation.
 func runBench(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("bench", stderr)
 	var pf programFlags
@@ -151,7 +152,12 @@ func measure(p *engine.Program, occs []recorded, n int, byAnchor bool, newRuntim
 	buf := &engine.DecisionBuffer{}
 	rt := newRuntime()
 	for i := range min(warmup, n) {
-		p.EvaluateInto(rt, occs[i%len(occs)].occ, buf)
+		occ := occs[i%len(occs)].occ
+		pinned := pin(rt, occ.SessionID)
+		p.EvaluateInto(rt, occ, buf)
+		if pinned != nil {
+			pinned.Unpin(occ.SessionID)
+		}
 	}
 	passes := make([]*engine.Runtime, (n+len(occs)-1)/len(occs))
 	for i := range passes {
@@ -165,9 +171,13 @@ func measure(p *engine.Program, occs []recorded, n int, byAnchor bool, newRuntim
 	start := time.Now()
 	for i := range n {
 		occ, rt := occs[i%len(occs)].occ, passes[i/len(occs)]
+		pinned := pin(rt, occ.SessionID)
 		t0 := time.Now()
 		p.EvaluateInto(rt, occ, buf)
 		latencies[i] = time.Since(t0)
+		if pinned != nil {
+			pinned.Unpin(occ.SessionID)
+		}
 	}
 	wall := time.Since(start)
 	cpu1, _ := cputime.Process()
@@ -212,6 +222,24 @@ func splitByAnchor(occs []recorded, latencies []time.Duration) []anchorLatency {
 	return out
 }
 
+// pinner is a session store that pins a session while it is evaluated, as the
+// sidecar's does (session.Store).
+type pinner interface {
+	Pin(session string) bool
+	Unpin(session string)
+}
+
+// pin pins the session in rt's session store, as the sidecar does while it evaluates
+// an occurrence, and returns the store to unpin it in; nil when the store pins nothing.
+func pin(rt *engine.Runtime, sessionID string) pinner {
+	st, ok := rt.Counters.(pinner)
+	if !ok {
+		return nil
+	}
+	st.Pin(sessionID)
+	return st
+}
+
 // discardEvents is the measured runtime's event stream: it keeps no record. The
 // in-memory EventLog keeps every record, so over a long run the collector would scan an
 // ever longer list that no host keeps; writing the records out is the host's cost (the
@@ -220,11 +248,12 @@ type discardEvents struct{}
 
 func (discardEvents) Publish(engine.Event) error { return nil }
 
-// benchRuntime is a memory runtime whose events go nowhere.
+// benchRuntime is the runtime of the engine sidecar in memory mode, its events going
+// nowhere: its session store keeps the counters and activity windows, and each
+// evaluation pins its session (measure), as the sidecar does.
 func benchRuntime() *engine.Runtime {
-	rt := engine.NewMemoryRuntime()
-	rt.Events = discardEvents{}
-	return rt
+	sessions := session.New(session.Options{})
+	return &engine.Runtime{Counters: sessions, Activity: sessions, Events: discardEvents{}, Detectors: engine.ReservedDetectors()}
 }
 
 // percentile is the nearest-rank percentile of sorted latencies.
