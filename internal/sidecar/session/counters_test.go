@@ -1,6 +1,7 @@
 package session
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
@@ -25,7 +26,7 @@ func TestCountersTellApartKeysWhoseHashesCollide(t *testing.T) {
 		if found {
 			t.Fatalf("%+v found before it was inserted", k)
 		}
-		cs = cs.insert(i, counter{key: key, counts: engine.Counts{Fire: int64(n + 1)}})
+		cs = slices.Insert(cs, i, counter{key: key, counts: engine.Counts{Fire: int64(n + 1)}})
 	}
 	for n, k := range keys {
 		key := newCounterKey(k)

@@ -160,7 +160,7 @@ func (s *Store) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, erro
 			s.remove(victim)
 			s.evictedLRU++
 		}
-		st.counters = st.counters.insert(i, counter{key: key})
+		st.counters = slices.Insert(st.counters, i, counter{key: key})
 		s.total++
 	}
 	c := &st.counters[i].counts
