@@ -70,7 +70,7 @@ func (cs counters) find(k counterKey) (int, bool) {
 	lo, hi := 0, len(cs)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if cs[m].key.compare(&k) < 0 {
+		if c := &cs[m].key; c.hash < k.hash || c.hash == k.hash && c.compare(&k) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
