@@ -237,11 +237,11 @@ bench-workload: build ## oarctl bench on the generated 100- and 1,000-rule workl
 ARGS ?=
 # The demo runs the operator's own binaries (bin/manager, bin/oar-engine). Built, then run
 # (not `go run`, which turns the demo's clean exit on Ctrl-C into a failure).
-run: envtest-binaries ## The whole operator on a local control plane: samples, webhook refusal, status, sidecar decisions.
+run: envtest-binaries ## The whole operator on a local control plane: samples, webhook refusal, status, sidecar decisions (ARGS=-exit stops after the tour, ARGS=-v shows the logs).
 	$(GO) build -o $(BIN)/ ./hack/demo ./cmd/manager ./cmd/oar-engine
 	$(BIN)/demo $(ARGS)
 
-clean: ## Remove built binaries.
+clean: ## Remove bin/: the control plane's etcd and kube-apiserver too, which take minutes to build again.
 	rm -rf $(BIN)
 
 IMG ?= oar-operator:latest

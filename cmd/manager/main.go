@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -34,10 +35,33 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
-		ctrl.Log.WithName("setup").Error(err, "manager stopped")
-		os.Exit(1)
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// Exit codes, as oar-engine's.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// run is the whole command: parse the flags, then serve until a signal or an error. A
+// flag it refuses is written to stderr here, since no logger exists yet to report it:
+// the manager must never exit without saying why.
+func run(args []string, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
 	}
+	if err != nil {
+		fmt.Fprintf(stderr, "manager: %v\n", err)
+		return exitUsage
+	}
+	if err := serve(o); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "manager stopped")
+		return exitFail
+	}
+	return exitOK
 }
 
 // options are the manager's flags.
@@ -84,9 +108,12 @@ const (
 	certExternal    = "external"
 )
 
-func parseFlags(args []string) (options, error) {
+// parseFlags reads the manager's flags; usage and the flag package's own errors go to
+// output.
+func parseFlags(args []string, output io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	fs.SetOutput(output)
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address the metrics endpoint binds to; \"0\" disables it.")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized through the API server.")
 	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Directory holding the metrics endpoint's serving certificate (tls.crt, tls.key), reloaded when it changes (cert-manager, or yours). Empty: a self-signed certificate generated at each start, which no scraper can verify.")
@@ -136,11 +163,8 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
-func run() error {
-	o, err := parseFlags(os.Args[1:])
-	if err != nil {
-		return err
-	}
+// serve runs the manager with the options o until it is told to stop.
+func serve(o options) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 
 	scheme := runtime.NewScheme()

@@ -34,7 +34,7 @@ func TestWebhookFlags(t *testing.T) {
 		{"webhooks off", []string{"--enable-webhooks=false", "--webhook-cert-mode=manual"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			o, err := parseFlags(c.args)
+			o, err := parseFlags(c.args, io.Discard)
 			switch {
 			case c.err == "" && err != nil:
 				t.Fatal(err)
@@ -46,9 +46,32 @@ func TestWebhookFlags(t *testing.T) {
 		})
 	}
 	t.Setenv("POD_NAMESPACE", "oar-system")
-	o, err := parseFlags(nil)
+	o, err := parseFlags(nil, io.Discard)
 	if err != nil || o.webhooks.certs.Namespace != "oar-system" || !o.webhooks.enabled || o.webhooks.certMode != certSelfManaged {
 		t.Fatalf("defaults: %+v %v", o.webhooks, err)
+	}
+}
+
+// TestRunReportsFlags: --help exits 0, and a flag the manager refuses exits 2 with the
+// reason on stderr. No logger exists before the flags are read, so a refusal reported
+// only through it would end the manager with nothing said.
+func TestRunReportsFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run([]string{"--help"}, &stderr); code != exitOK || !strings.Contains(stderr.String(), "-webhook-cert-mode") {
+		t.Errorf("--help: exit %d, stderr:\n%s\nwant exit 0 and the flags", code, stderr.String())
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--webhook-namespace=oar-system", "--webhook-cert-mode=manual"}, `manager: --webhook-cert-mode must be self-managed or external, not "manual"`},
+		{[]string{"--webhook-namespace=oar-system", "--graceful-shutdown-timeout=-1s"}, "manager: --graceful-shutdown-timeout must not be negative"},
+		{[]string{"--no-such-flag"}, "manager: flag provided but not defined: -no-such-flag"},
+	} {
+		stderr.Reset()
+		if code := run(c.args, &stderr); code != exitUsage || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit %d and %q", c.args, code, stderr.String(), exitUsage, c.want)
+		}
 	}
 }
 
@@ -58,7 +81,7 @@ func TestWebhookFlags(t *testing.T) {
 // request, is refused by name.
 func TestInjectorFlags(t *testing.T) {
 	o, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-image=registry.example/oar:v1",
-		"--injector-cpu-request=20m", "--injector-memory-request=32Mi", "--injector-memory-limit=1Gi"})
+		"--injector-cpu-request=20m", "--injector-memory-request=32Mi", "--injector-memory-limit=1Gi"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,15 +92,15 @@ func TestInjectorFlags(t *testing.T) {
 		s.CPURequest.String() != "20m" || s.MemoryRequest.String() != "32Mi" || s.MemoryLimit.String() != "1Gi" {
 		t.Fatalf("injector options %+v, certificates %+v", in, o.webhooks.certs)
 	}
-	o, err = parseFlags([]string{"--webhook-namespace=oar-system", "--enable-injector=false"})
+	o, err = parseFlags([]string{"--webhook-namespace=oar-system", "--enable-injector=false"}, io.Discard)
 	if err != nil || o.webhooks.certs.MutatingWebhookConfigurationName != "" {
 		t.Fatalf("injector off: %+v %v", o.webhooks.certs, err)
 	}
-	if _, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-memory-limit=0"}); err == nil || !strings.Contains(err.Error(), "injector-memory-limit") {
+	if _, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-memory-limit=0"}, io.Discard); err == nil || !strings.Contains(err.Error(), "injector-memory-limit") {
 		t.Fatalf("a zero memory limit: %v", err)
 	}
 	// Below the request, every labelled pod would be refused for an annotation it lacks.
-	if _, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-memory-limit=32Mi"}); err == nil || !strings.Contains(err.Error(), "--injector-memory-limit 32Mi is below --injector-memory-request 64Mi") {
+	if _, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-memory-limit=32Mi"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--injector-memory-limit 32Mi is below --injector-memory-request 64Mi") {
 		t.Fatalf("a memory limit below the request: %v", err)
 	}
 }
@@ -86,17 +109,17 @@ func TestInjectorFlags(t *testing.T) {
 // Secret become the sidecar's defaults, checked by the annotation's rules and named by
 // flag when refused, and a Secret without a store is refused.
 func TestInjectorSessionStoreFlags(t *testing.T) {
-	o, err := parseFlags([]string{"--webhook-namespace=oar-system"})
+	o, err := parseFlags([]string{"--webhook-namespace=oar-system"}, io.Discard)
 	if s := o.webhooks.injector.sidecar; err != nil || s.SessionStore != "" || s.SessionStoreSecret != "" {
 		t.Fatalf("defaults: store %q secret %q %v", s.SessionStore, s.SessionStoreSecret, err)
 	}
 	o, err = parseFlags([]string{"--webhook-namespace=oar-system", "--injector-session-store=rediss://shared-redis.redis:6380/1",
-		"--injector-session-store-secret=shared-redis"})
+		"--injector-session-store-secret=shared-redis"}, io.Discard)
 	if s := o.webhooks.injector.sidecar; err != nil || s.SessionStore != "rediss://shared-redis.redis:6380/1" || s.SessionStoreSecret != "shared-redis" {
 		t.Fatalf("shared: store %q secret %q %v", s.SessionStore, s.SessionStoreSecret, err)
 	}
 	for _, store := range []string{"memory", ""} {
-		o, err = parseFlags([]string{"--webhook-namespace=oar-system", "--injector-session-store=" + store})
+		o, err = parseFlags([]string{"--webhook-namespace=oar-system", "--injector-session-store=" + store}, io.Discard)
 		if s := o.webhooks.injector.sidecar; err != nil || s.SessionStore != "" {
 			t.Fatalf("--injector-session-store=%s: store %q %v", store, s.SessionStore, err)
 		}
@@ -108,7 +131,7 @@ func TestInjectorSessionStoreFlags(t *testing.T) {
 		{[]string{"--injector-session-store-secret=shared-redis"}, []string{"--injector-session-store-secret", "sessions stay in memory"}},
 		{[]string{"--injector-session-store=memory", "--injector-session-store-secret=shared-redis"}, []string{"--injector-session-store-secret", "sessions stay in memory"}},
 	} {
-		_, err := parseFlags(append([]string{"--webhook-namespace=oar-system"}, c.args...))
+		_, err := parseFlags(append([]string{"--webhook-namespace=oar-system"}, c.args...), io.Discard)
 		if err == nil {
 			t.Fatalf("%v accepted", c.args)
 		}
@@ -123,11 +146,11 @@ func TestInjectorSessionStoreFlags(t *testing.T) {
 // TestInjectorDecisionLogFlags: the decision log is off by default; the flags become
 // the sidecar's defaults, checked by the annotations' rules and named when refused.
 func TestInjectorDecisionLogFlags(t *testing.T) {
-	o, err := parseFlags([]string{"--webhook-namespace=oar-system"})
+	o, err := parseFlags([]string{"--webhook-namespace=oar-system"}, io.Discard)
 	if s := o.webhooks.injector.sidecar; err != nil || s.DecisionLog || s.DecisionLogContent != "" || s.DecisionLogSample != "" {
 		t.Fatalf("defaults: %+v %v", s, err)
 	}
-	o, err = parseFlags([]string{"--webhook-namespace=oar-system", "--injector-decision-log=stdout", "--injector-decision-log-content=hash", "--injector-decision-log-sample=0.1"})
+	o, err = parseFlags([]string{"--webhook-namespace=oar-system", "--injector-decision-log=stdout", "--injector-decision-log-content=hash", "--injector-decision-log-sample=0.1"}, io.Discard)
 	if s := o.webhooks.injector.sidecar; err != nil || !s.DecisionLog || s.DecisionLogContent != "hash" || s.DecisionLogSample != "0.1" {
 		t.Fatalf("set: %+v %v", s, err)
 	}
@@ -136,7 +159,7 @@ func TestInjectorDecisionLogFlags(t *testing.T) {
 		{"--injector-decision-log-content=secret", "omit"},
 		{"--injector-decision-log-sample=2", "from 0 to 1"},
 	} {
-		_, err := parseFlags([]string{"--webhook-namespace=oar-system", c.arg})
+		_, err := parseFlags([]string{"--webhook-namespace=oar-system", c.arg}, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), strings.Split(strings.TrimPrefix(c.arg, "--"), "=")[0]) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.arg, err)
 		}
@@ -150,7 +173,7 @@ func TestMetricsCertDir(t *testing.T) {
 	dir := t.TempDir()
 	parse := func(args ...string) options {
 		t.Helper()
-		o, err := parseFlags(append([]string{"--webhook-namespace=oar-system"}, args...))
+		o, err := parseFlags(append([]string{"--webhook-namespace=oar-system"}, args...), io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +205,7 @@ func TestMetricsCertDir(t *testing.T) {
 // (internal/chart TestShutdownFitsTheGracePeriod). A negative timeout, which
 // controller-runtime reads as "wait forever", is refused by name.
 func TestGracefulShutdownTimeout(t *testing.T) {
-	o, err := parseFlags([]string{"--webhook-namespace=oar-system"})
+	o, err := parseFlags([]string{"--webhook-namespace=oar-system"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,10 +216,10 @@ func TestGracefulShutdownTimeout(t *testing.T) {
 	if grace := configManagerGracePeriod(t); grace < *timeout+5*time.Second {
 		t.Errorf("config/manager's grace period %s does not cover the shutdown timeout %s and 5 s for the lease", grace, *timeout)
 	}
-	if o, err := parseFlags([]string{"--webhook-namespace=oar-system", "--graceful-shutdown-timeout=40s"}); err != nil || *managerOptions(o, nil, metricsserver.Options{}, nil).GracefulShutdownTimeout != 40*time.Second {
+	if o, err := parseFlags([]string{"--webhook-namespace=oar-system", "--graceful-shutdown-timeout=40s"}, io.Discard); err != nil || *managerOptions(o, nil, metricsserver.Options{}, nil).GracefulShutdownTimeout != 40*time.Second {
 		t.Errorf("--graceful-shutdown-timeout=40s: %v", err)
 	}
-	if _, err := parseFlags([]string{"--webhook-namespace=oar-system", "--graceful-shutdown-timeout=-1s"}); err == nil || !strings.Contains(err.Error(), "--graceful-shutdown-timeout") {
+	if _, err := parseFlags([]string{"--webhook-namespace=oar-system", "--graceful-shutdown-timeout=-1s"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--graceful-shutdown-timeout") {
 		t.Errorf("a negative timeout: %v; want an error naming --graceful-shutdown-timeout", err)
 	}
 }
@@ -228,7 +251,7 @@ func configManagerGracePeriod(t *testing.T) time.Duration {
 // (testenv.StartManager; controllers TestManagerCachesOnlyBundleConfigMaps proves what
 // that cache holds).
 func TestManagerCachesBundleConfigMapsOnly(t *testing.T) {
-	o, err := parseFlags([]string{"--webhook-namespace=oar-system"})
+	o, err := parseFlags([]string{"--webhook-namespace=oar-system"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

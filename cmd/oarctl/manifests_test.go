@@ -16,7 +16,7 @@ const (
 )
 
 // The samples of config/samples: the valid ones are admitted; the broken pack is refused
-// with the message kubectl prints (README.md "A five-minute tour"), and the Capability is
+// in the webhook's words (README.md "In CI and GitOps"), and the Capability is
 // warned that the pack does not load against it.
 func TestValidateSampleManifests(t *testing.T) {
 	valid := []string{sampleCapabilityManifest, samples + "rules_v1alpha1_rulepack.yaml", samples + "rules_v1alpha1_operatorconfig.yaml"}

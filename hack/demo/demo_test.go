@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/oar-operator/oar-operator/internal/testenv"
 )
 
@@ -98,8 +102,7 @@ func TestMakeRun(t *testing.T) {
 		"capability.rules.oar.dev/acme-gateway created",
 		"rulepack.rules.oar.dev/acme-baseline created",
 		"operatorconfig.rules.oar.dev/",
-		`Error from server (Invalid)`,
-		`spec.rules[0].when`,
+		`The RulePack "acme-broken" is invalid: spec.rules[0].when: Invalid value: "pth_outside_scope(\"read\")": `,
 		`[OAR-FACT-3] unknown identifier "pth_outside_scope" at offset 0; did you mean "path_outside_scope"?`,
 		"rulepack        acme-baseline  True",
 		"rules.oar.dev/capability=acme-gateway",
@@ -108,9 +111,12 @@ func TestMakeRun(t *testing.T) {
 		"name: acme-gateway-oar-bundle",
 		"the bundle the oar-bundle volume mounts",
 		"decision: none (no rule fired",
-		"oar-engine --bundle-dir",
+		`oar-engine --bundle-dir`,
+		`--probe-address ""`,
 		"decision: block (rule acme.security/READ_OUTSIDE_SCOPE)",
 		`content: "Write to [REDACTED] or [REDACTED]."`,
+		"oar-engine serves at http://127.0.0.1:",
+		"The operator and oar-engine keep running",
 		"export KUBECONFIG=",
 		"Stopping the control plane",
 	} {
@@ -136,4 +142,25 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestInvalidMessage: a refusal reads as kubectl prints it (k8s.io/kubectl's checkErr),
+// the kind and name, then one cause on the same line or several as a list, each once.
+func TestInvalidMessage(t *testing.T) {
+	pack := schema.GroupKind{Group: "rules.oar.dev", Kind: "RulePack"}
+	when := field.Invalid(field.NewPath("spec", "rules").Index(0).Child("when"), "pth()", "[OAR-FACT-3] unknown identifier")
+	id := field.Invalid(field.NewPath("spec", "rules").Index(1).Child("id"), "x", "[OAR-DOC-9] defined twice")
+	for _, c := range []struct {
+		errs field.ErrorList
+		want string
+	}{
+		{field.ErrorList{when}, `The RulePack "acme-broken" is invalid: spec.rules[0].when: Invalid value: "pth()": [OAR-FACT-3] unknown identifier`},
+		{field.ErrorList{when, id, when}, "The RulePack \"acme-broken\" is invalid: \n" +
+			`* spec.rules[0].when: Invalid value: "pth()": [OAR-FACT-3] unknown identifier` + "\n" +
+			`* spec.rules[1].id: Invalid value: "x": [OAR-DOC-9] defined twice`},
+	} {
+		if got := invalidMessage(apierrors.NewInvalid(pack, "acme-broken", c.errs).Status()); got != c.want {
+			t.Errorf("got:\n%s\nwant:\n%s", got, c.want)
+		}
+	}
 }

@@ -33,7 +33,7 @@ func (t *tour) showInjection(ctx context.Context) error {
 	}
 	pod := &corev1.Pod{ObjectMeta: d.Spec.Template.ObjectMeta, Spec: d.Spec.Template.Spec}
 	pod.Namespace, pod.Name = namespace, d.Name+"-7d9f8"
-	step(t.out, "A pod of config/samples/%s: its template carries only the label %s=%s", injectedSample, resource.CapabilityLabel, pod.Labels[resource.CapabilityLabel])
+	step(t.out, "A pod of config/samples/%s: no sidecar in its template, only the label %s=%s (and two annotations sharing sessions in Redis)", injectedSample, resource.CapabilityLabel, pod.Labels[resource.CapabilityLabel])
 	if err := t.env.Client.Create(ctx, pod); err != nil {
 		return fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
@@ -84,7 +84,7 @@ func excerpt(p *corev1.Pod) map[string]any {
 			"startupProbe": c.StartupProbe,
 		})
 	}
-	return map[string]any{"metadata": map[string]any{"name": p.Name, "labels": p.Labels},
+	return map[string]any{"metadata": map[string]any{"name": p.Name, "labels": p.Labels, "annotations": p.Annotations},
 		"spec": map[string]any{"initContainers": init, "containers": apps, "volumes": p.Spec.Volumes}}
 }
 

@@ -72,7 +72,7 @@ func run(ctx context.Context, out io.Writer, wait bool) error {
 	if !wait {
 		return nil
 	}
-	fmt.Fprintf(out, "\nThe operator keeps running. Point kubectl at it:\n\n  export KUBECONFIG=%s\n  kubectl get oar -A\n  kubectl explain rulepack.spec\n\n", kubeconfig)
+	fmt.Fprintf(out, "\nThe operator and oar-engine keep running. Point kubectl at them:\n\n  export KUBECONFIG=%s\n  kubectl get oar -A\n  kubectl explain rulepack.spec\n\n", kubeconfig)
 	fmt.Fprintln(out, "Press Ctrl-C to stop.")
 	<-ctx.Done()
 	return nil

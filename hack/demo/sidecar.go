@@ -44,7 +44,7 @@ func (t *tour) askSidecar(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	step(t.out, "oar-engine --bundle-dir %s --port %d", dir, port)
+	step(t.out, "oar-engine --bundle-dir %s --port %d --probe-address \"\"", dir, port)
 	p, err := start(ctx, t.env.Root, t.dir, "oar-engine", nil,
 		"--bundle-dir="+dir, "--port="+strconv.Itoa(port), "--probe-address=")
 	if err != nil {
@@ -72,11 +72,11 @@ func (t *tour) askSidecar(ctx context.Context) error {
 		}
 		fmt.Fprintf(t.out, "%s\n", summarize(answer))
 	}
-	fmt.Fprintf(t.out, "\noar-engine keeps serving at %s (POST /v1/evaluate, GET /v1/bundle, /metrics); its log: %s\n", base, p.log)
+	fmt.Fprintf(t.out, "\noar-engine serves at %s (POST /v1/evaluate, GET /v1/bundle, /metrics); its log: %s\n", base, p.log)
 	return nil
 }
 
-// summarize prints the members of a decision a reader looks at first, then the whole.
+// summarize prints the members of a decision a reader looks at first.
 func summarize(answer []byte) string {
 	var d struct {
 		Decision string            `json:"decision"`

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -58,12 +59,13 @@ func (t *tour) run(ctx context.Context) error {
 		}
 		step(t.out, "kubectl apply -f config/samples/%s", name)
 		err = t.env.Client.Create(ctx, obj)
+		var refused apierrors.APIStatus
 		switch {
 		case err == nil:
 			fmt.Fprintf(t.out, "%s.rules.oar.dev/%s created\n", strings.ToLower(kind), obj.GetName())
 			applied = append(applied, obj)
-		case apierrors.IsInvalid(err):
-			fmt.Fprintf(t.out, "Error from server (Invalid): %v\n", err)
+		case apierrors.IsInvalid(err) && errors.As(err, &refused):
+			fmt.Fprintln(t.out, invalidMessage(refused.Status()))
 		default:
 			return fmt.Errorf("apply %s: %w", name, err)
 		}
@@ -72,7 +74,7 @@ func (t *tour) run(ctx context.Context) error {
 	if err := t.waitReady(ctx, applied); err != nil {
 		return err
 	}
-	step(t.out, "kubectl get oar")
+	step(t.out, "kubectl get oar (its three tables in one)")
 	if err := t.table(ctx); err != nil {
 		return err
 	}
@@ -144,7 +146,8 @@ func conditions(o client.Object) []metav1.Condition {
 	return nil
 }
 
-// table prints the three kinds with the columns their CRDs declare.
+// table prints the three kinds in one table: the Ready condition, rule count and
+// Capability that kubectl get oar shows, kind by kind.
 func (t *tour) table(ctx context.Context) error {
 	w := tabwriter.NewWriter(t.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "KIND\tNAME\tREADY\tRULES\tCAPABILITY\tREASON")
@@ -183,6 +186,34 @@ func (t *tour) table(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// invalidMessage is what kubectl prints for an Invalid error: the kind and name, then
+// each distinct cause as "field: message", on the same line when there is one and as a
+// list when there are more. The API server's message, which names the webhook, it does
+// not print.
+func invalidMessage(status metav1.Status) string {
+	d := status.Details
+	if d == nil {
+		return "The request is invalid: " + status.Message
+	}
+	head := "The request is invalid"
+	if d.Kind != "" || d.Name != "" {
+		head = fmt.Sprintf("The %s %q is invalid", d.Kind, d.Name)
+	}
+	var causes []string
+	for _, c := range d.Causes {
+		if msg := c.Field + ": " + c.Message; !slices.Contains(causes, msg) {
+			causes = append(causes, msg)
+		}
+	}
+	switch len(causes) {
+	case 0:
+		return head
+	case 1:
+		return head + ": " + causes[0]
+	}
+	return head + ": \n* " + strings.Join(causes, "\n* ")
 }
 
 var errNoBundle = errors.New("no bundle was published")
