@@ -26,6 +26,9 @@ const (
 	beingGone   = "being deleted"
 	goneAlready = "deleted"
 	boundAway   = "bound to another Capability"
+	// recreated: another object holds each name now, gone's without acme.gone/G; only
+	// with the identities recorded is it told apart.
+	recreated = "created again"
 )
 
 // withGoneAndQuiet returns the cluster in which RulePack "base" (acme.base/B and K),
@@ -58,27 +61,43 @@ func withGoneAndQuiet(t *testing.T, fate string, recorded bool) (*memoryCluster,
 	case boundAway:
 		cl.packs[1].Spec.CapabilityRef.Name = "other"
 		cl.configs[0].Spec.CapabilityRef.Name = "other"
+	case recreated:
+		again := pack(t, "gone", rule("acme.gone", "H"))
+		again.UID = "uid-of-the-new-gone"
+		cl.packs[1] = *again
+		cl.configs[0].UID = "uid-of-the-new-quiet"
 	}
 	return cl, base
 }
 
 // assembled is what the controller publishes of cl's objects with base updated to
-// edited: the objects being deleted are not its input (controllers.BundleReconciler).
-func assembled(t *testing.T, cl *memoryCluster, edited *rulesv1alpha1.RulePack) *bundle.Result {
+// edited, when not nil, and the configurations added created: the objects being deleted
+// are not its input, and one holding a name the bundle records for another object is a
+// newcomer (controllers.BundleReconciler).
+func assembled(t *testing.T, cl *memoryCluster, edited *rulesv1alpha1.RulePack, added ...*rulesv1alpha1.OperatorConfig) *bundle.Result {
 	t.Helper()
-	in := bundle.Input{Current: cl.bundles[types.NamespacedName{Namespace: "ns", Name: "gateway"}]}
+	key := types.NamespacedName{Namespace: "ns", Name: "gateway"}
+	in := bundle.Input{Current: cl.bundles[key]}
 	in.Capability = in.Current.Capability
-	packs, _ := cl.RulePacks(context.Background(), types.NamespacedName{Namespace: "ns", Name: "gateway"})
+	uids := cl.uids[key]
+	packs, _ := cl.RulePacks(context.Background(), key)
 	for i := range packs {
 		p := &packs[i]
-		if p.Name == edited.Name {
+		if edited != nil && p.Name == edited.Name {
 			p = edited
 		}
-		in.Packs = append(in.Packs, resource.AssemblyPack(p))
+		pi := resource.AssemblyPack(p)
+		pi.NewIdentity = uids.NewPack(p.Name, p.UID)
+		in.Packs = append(in.Packs, pi)
 	}
-	configs, _ := cl.OperatorConfigs(context.Background(), types.NamespacedName{Namespace: "ns", Name: "gateway"})
+	configs, _ := cl.OperatorConfigs(context.Background(), key)
+	for _, c := range added {
+		configs = append(configs, *c)
+	}
 	for i := range configs {
-		in.Configs = append(in.Configs, resource.AssemblyConfig(&configs[i]))
+		ci := resource.AssemblyConfig(&configs[i])
+		ci.NewIdentity = uids.NewConfig(configs[i].Name, configs[i].UID)
+		in.Configs = append(in.Configs, ci)
 	}
 	res, err := bundle.Assemble(in)
 	if err != nil {
@@ -146,13 +165,61 @@ func TestDeletedPublishedResourcesAreNoIncumbents(t *testing.T) {
 	}
 }
 
+// TestConfigurationNamingARetiredPacksRule: a configuration naming acme.gone/G, which
+// only the published generation of RulePack "gone" defines, applies while gone is still
+// there. Once gone is being deleted, is deleted, names another Capability, or is another
+// object (created again under its name, without G), the controller leaves that
+// generation out of the next bundle, and the configuration with it, as naming a rule
+// that is not loaded ([OAR-CFG-4]); the webhook refuses it then, as one naming a rule no
+// pack defines, though the bundle not published since still holds G. By its qualified
+// and its bare identifier, with the bundle's identities recorded or not.
+func TestConfigurationNamingARetiredPacksRule(t *testing.T) {
+	ctx := context.Background()
+	for _, fate := range []string{stillThere, beingGone, goneAlready, boundAway, recreated} {
+		for _, recorded := range []bool{true, false} {
+			if fate == recreated && !recorded {
+				continue // without identities the new gone is the published one, by name
+			}
+			for _, ref := range []string{"acme.gone/G", "G"} {
+				t.Run(fmt.Sprintf("%s, identities recorded %v, %s", fate, recorded, ref), func(t *testing.T) {
+					cl, _ := withGoneAndQuiet(t, fate, recorded)
+					tuning := operatorConfig(t, "ns", "tuning", "gateway", map[string]any{"oar_config": "1.0", "enforcement": map[string]any{ref: "monitor"}})
+					tuning.UID, tuning.Generation = "uid-of-tuning", 1
+					o := assembled(t, cl, nil, tuning).Configs["tuning"]
+					ws, err := (&OperatorConfigValidator{Cluster: cl}).ValidateCreate(ctx, tuning)
+
+					if fate == stillThere {
+						if !o.Published {
+							t.Fatalf("the controller leaves the configuration out with gone there: %+v", o)
+						}
+						if err != nil || len(ws) > 0 {
+							t.Errorf("refused (%v) or warned (%q) though the controller publishes it", err, ws)
+						}
+						return
+					}
+					if o.Published || o.Reason != bundle.ReasonLoadFailed || !hasClause(o.Errors, "OAR-CFG-4") {
+						t.Fatalf("the controller publishes the configuration, or leaves it out for another reason: %+v", o)
+					}
+					if err == nil {
+						t.Fatalf("admitted (warnings %q) though the controller leaves it out: G is not loaded once gone is", ws)
+					}
+					hasCause(t, causes(t, err), "spec.config.enforcement."+ref, "OAR-CFG-4", ref)
+				})
+			}
+		}
+	}
+}
+
 // TestHeldBundleServingDeletedResources: while a Capability is held back (narrowed
 // without the webhook), the bundle that serves still holds a pack and a configuration
 // being deleted (README, Troubleshooting, "Deleting"), and records their objects. The
 // controller leaves them out of the bundle it publishes once the hold clears, so an
 // update of RulePack "base" that gone's override and quiet's disable need is admitted
 // without a warning about either through the API server, and published when the hold
-// clears. Before they are deleted, the same update is warned about.
+// clears; a configuration naming gone's rule is refused ([OAR-CFG-4]), and the
+// controller leaves it out once the hold clears when it is created past the webhook.
+// Before they are deleted, the same update is warned about, and the configuration
+// admitted.
 func TestHeldBundleServingDeletedResources(t *testing.T) {
 	needEnv(t)
 	skipAdmissionByLabel(t)
@@ -182,6 +249,13 @@ func TestHeldBundleServingDeletedResources(t *testing.T) {
 	ws := warned.take()
 	hasWarning(t, ws, `RulePack "gone"`, "stop loading")
 	hasWarning(t, ws, `OperatorConfig "quiet"`, "hold this update back")
+	tuning := operatorConfig(t, ns, "tuning", "gateway", map[string]any{"oar_config": "1.0", "enforcement": map[string]any{"acme.gone/G": "monitor"}})
+	if err := wc.Create(ctx, tuning.DeepCopy(), client.DryRunAll); err != nil {
+		t.Fatalf("a configuration naming gone's rule, gone there: %v", err)
+	}
+	if ws := warned.take(); len(ws) > 0 {
+		t.Errorf("a configuration naming gone's rule, gone there, is warned about: %q", ws)
+	}
 
 	profiles := gateway.Spec.Profiles
 	updateSpec(t, k8s, gateway, func() {
@@ -211,6 +285,10 @@ func TestHeldBundleServingDeletedResources(t *testing.T) {
 			t.Errorf("warned about what the held bundle serves of an object being deleted: %s", w)
 		}
 	}
+	err := wc.Create(ctx, tuning.DeepCopy(), client.DryRunAll)
+	hasCause(t, causes(t, err), "spec.config.enforcement.acme.gone/G", "OAR-CFG-4", "acme.gone/G")
+	tuning.Labels = map[string]string{skipAdmission: "true"}
+	mustCreate(t, tuning)
 
 	updateSpec(t, k8s, base, dropB)
 	updateSpec(t, k8s, gateway, func() { gateway.Spec.Profiles = profiles })

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
-	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 	"github.com/oar-operator/oar-operator/internal/resource"
@@ -82,7 +81,11 @@ func (v *OperatorConfigValidator) validate(ctx context.Context, oc *rulesv1alpha
 func (v *OperatorConfigValidator) check(ctx context.Context, cl Cluster, key types.NamespacedName, doc any) (warnings, diag.List, error) {
 	var w warnings
 	cl = snapshotOf(cl)
-	rs, why, err := publishedRules(ctx, cl, key, named([]any{doc}))
+	n, err := loadNeighbours(ctx, cl, key, "", "")
+	if err != nil {
+		return w, nil, err
+	}
+	rs, why, err := publishedRules(ctx, cl, key, n, named([]any{doc}))
 	if err != nil {
 		return w, nil, err
 	}
@@ -91,26 +94,21 @@ func (v *OperatorConfigValidator) check(ctx context.Context, cl Cluster, key typ
 		return w, shapeOnly(doc), nil
 	}
 	_, errs := engine.Configure(rs, []any{doc})
-	broken, err := withPending(ctx, cl, key, doc, errs, &w)
+	broken, err := withPending(ctx, cl, key, n, doc, errs, &w)
 	if err != nil {
 		return w, nil, err
 	}
-	errs, err = waiting(ctx, cl, key, errs, broken, &w)
-	return w, errs, err
+	return w, waiting(n, errs, broken, &w), nil
 }
 
 // withPending applies doc to the published rules with the rules it names of the packs
-// bound to the Capability key but not published yet, and warns about each
-// [OAR-CFG-5] (a mandatory rule disabled or downgraded) and [OAR-CFG-8] (a bare id made
-// ambiguous) that only those rules cause, errs being what the published rules alone
-// refuse: the configuration applies now, and stops applying once the controller
-// publishes that pack. It returns the fields it warned about.
-func withPending(ctx context.Context, cl Cluster, key types.NamespacedName, doc any, errs diag.List, w *warnings) (map[string]bool, error) {
+// bound to the Capability key but not published yet, n being the packs around them, and
+// warns about each [OAR-CFG-5] (a mandatory rule disabled or downgraded) and
+// [OAR-CFG-8] (a bare id made ambiguous) that only those rules cause, errs being what
+// the published rules alone refuse: the configuration applies now, and stops applying
+// once the controller publishes that pack. It returns the fields it warned about.
+func withPending(ctx context.Context, cl Cluster, key types.NamespacedName, n *neighbours, doc any, errs diag.List, w *warnings) (map[string]bool, error) {
 	names := named([]any{doc})
-	n, err := loadNeighbours(ctx, cl, key, "", "")
-	if err != nil {
-		return nil, err
-	}
 	packs := map[string]bool{}
 	for q, pack := range n.owner {
 		if _, published := n.publishedOwner[q]; !published && namedBy(q, names) {
@@ -140,7 +138,7 @@ func withPending(ctx context.Context, cl Cluster, key types.NamespacedName, doc 
 			}
 		}
 	}
-	rs, loadErrs := identities(b, names, extra...)
+	rs, loadErrs := identities(b.Capability, n.published, names, extra...)
 	if len(loadErrs) > 0 {
 		return nil, nil
 	}
@@ -195,21 +193,14 @@ func shapeOnly(doc any) diag.List {
 }
 
 // waiting turns each [OAR-CFG-4] about a rule of a pack bound to the Capability but not
-// published yet into a warning — a GitOps sync may apply the configuration before the
-// controller publishes the pack — and returns the rest. The fields in broken were
+// published yet (n) into a warning — a GitOps sync may apply the configuration before
+// the controller publishes the pack — and returns the rest. The fields in broken were
 // warned about already (withPending): the pack, once published, does not let the
 // configuration apply.
-func waiting(ctx context.Context, cl Cluster, key types.NamespacedName, errs diag.List, broken map[string]bool, w *warnings) (diag.List, error) {
+func waiting(n *neighbours, errs diag.List, broken map[string]bool, w *warnings) diag.List {
 	var rest diag.List
-	var n *neighbours
 	for _, e := range errs {
 		if e.Clause == "OAR-CFG-4" {
-			if n == nil {
-				var err error
-				if n, err = loadNeighbours(ctx, cl, key, "", ""); err != nil {
-					return nil, err
-				}
-			}
 			if pack, qid := pending(n, e.Rule); pack != "" {
 				if broken[e.Field] {
 					continue
@@ -220,13 +211,17 @@ func waiting(ctx context.Context, cl Cluster, key types.NamespacedName, errs dia
 		}
 		rest = append(rest, e)
 	}
-	return rest, nil
+	return rest
 }
 
 // publishedRules returns the rules of the bundle published for the Capability key that a
 // configuration naming names may mean, as identities — all a configuration applies to —
-// or says why there is none.
-func publishedRules(ctx context.Context, cl Cluster, key types.NamespacedName, names map[string]bool) (*engine.RuleSet, string, error) {
+// or says why there is none. They are the rules of n.published, the packs of the bundle
+// that are still incumbents (retiredPacks): the controller leaves the published
+// generation of a pack deleted, being deleted, bound elsewhere or created again out of
+// the next bundle, and with it a configuration naming only its rules ([OAR-CFG-4]),
+// even while a bundle held back still serves it.
+func publishedRules(ctx context.Context, cl Cluster, key types.NamespacedName, n *neighbours, names map[string]bool) (*engine.RuleSet, string, error) {
 	capability, err := cl.Capability(ctx, key)
 	if err != nil || capability == nil {
 		return nil, fmt.Sprintf("Capability %q does not exist", key.Name), err
@@ -235,25 +230,25 @@ func publishedRules(ctx context.Context, cl Cluster, key types.NamespacedName, n
 	if err != nil || b == nil {
 		return nil, fmt.Sprintf("nothing is published for Capability %q yet", key.Name), err
 	}
-	rs, errs := identities(b, names)
+	rs, errs := identities(b.Capability, n.published, names)
 	if len(errs) > 0 {
 		return nil, fmt.Sprintf("the bundle published for Capability %q does not load (%s)", key.Name, detail(errs[0])), nil
 	}
 	return rs, "", nil
 }
 
-// identities loads, against the published capability, the identities of the published
-// rules names may mean, and of the rules extra.
-func identities(b *bundle.Bundle, names map[string]bool, extra ...any) (*engine.RuleSet, diag.List) {
-	c, errs := engine.LoadCapability(b.Capability)
+// identities loads, against the published capability document, the identities of the
+// rules of packs, published generations, that names may mean, and of the rules extra.
+func identities(capability map[string]any, packs []publishedPack, names map[string]bool, extra ...any) (*engine.RuleSet, diag.List) {
+	c, errs := engine.LoadCapability(capability)
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	anchor := stubAnchor(c)
 	var docs []any
-	for _, p := range b.Packs {
-		for _, r := range p.Rules {
-			if q, _ := engine.QualifiedID(r); namedBy(q, names) {
+	for _, p := range packs {
+		for j, r := range p.Rules {
+			if namedBy(p.qids[j], names) {
 				docs = append(docs, identity(r, anchor))
 			}
 		}
