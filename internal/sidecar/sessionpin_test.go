@@ -14,12 +14,14 @@ import (
 // TestReplayWhileSessionsAreEvicted: 6 busy sessions' calls (the third shell call is
 // blocked, a deploy after a fetch nudged) interleaved with one-call sessions that fill
 // a table of 8, and a store clock that moves a millisecond at every read and sometimes
-// stalls, with a 40 ms idle TTL: while one session is evaluated, other sessions' calls
-// evict the least recently used and expire the idle ones. A session being evaluated is
-// never among them, so it reads and writes one state throughout and began exactly when
-// its line says; replaying the log reproduces every decision. Unpinned, a session
-// evicted or expired between the check for session_began and its reads, or between its
-// read and its write of a counter, decides on a state the log does not describe.
+// stalls, with a 22 ms idle TTL (an evaluation reads the store's clock about twice:
+// when it pins its session and when it unpins it): while one session is evaluated,
+// other sessions' calls evict the least recently used and expire the idle ones. A
+// session being evaluated is never among them, so it reads and writes one state
+// throughout and began exactly when its line says; replaying the log reproduces every
+// decision. Unpinned, a session evicted or expired between the check for session_began
+// and its reads, or between its read and its write of a counter, decides on a state the
+// log does not describe.
 func TestReplayWhileSessionsAreEvicted(t *testing.T) {
 	const busy, calls, clients = 6, 80, 8
 	tools := []string{"shell", "web_fetch", "deploy", "shell", "read", "shell", "deploy"}
@@ -42,7 +44,7 @@ func TestReplayWhileSessionsAreEvicted(t *testing.T) {
 	out := &syncBuffer{}
 	dl := decisionlog.NewWriter(out, decisionlog.Options{Sample: 1, Buffer: len(bodies)})
 	b := sealed(t, testCapability, testRules)
-	ts := serve(t, b, Options{DecisionLog: dl, Sessions: session.Options{MaxSessions: 8, IdleTTL: 40 * time.Millisecond, Now: clock}})
+	ts := serve(t, b, Options{DecisionLog: dl, Sessions: session.Options{MaxSessions: 8, IdleTTL: 22 * time.Millisecond, Now: clock}})
 	sendConcurrently(t, []*testSidecar{ts}, bodies, clients)
 	entries := readLog(t, dl, out, "sidecar")
 	if len(entries) != len(bodies) {

@@ -440,3 +440,54 @@ func benchmarkStore(b *testing.B, pinned bool) {
 		}
 	})
 }
+
+// TestPinnedSessionIsUsedWhenUnpinned: an evaluation's reads and writes of its pinned
+// session do not read the clock; the session is marked used, and most recent, when it
+// is unpinned, if anything read or wrote it meanwhile, so idleness counts from the end
+// of its last evaluation and the recency list stays in order of use.
+func TestPinnedSessionIsUsedWhenUnpinned(t *testing.T) {
+	c := newClock()
+	reads := 0
+	s := New(Options{IdleTTL: time.Minute, MaxSessions: 2, Now: func() time.Time { reads++; return c.now() }})
+	mustApply(t, s, key("r", "a"), engine.ActionIncrementCounter)
+	c.advance(time.Second)
+	mustApply(t, s, key("r", "b"), engine.ActionIncrementCounter)
+
+	s.Pin("a")
+	reads = 0
+	c.advance(50 * time.Second)
+	for range 3 {
+		if _, err := s.Get(key("r", "a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustApply(t, s, key("r", "a"), engine.ActionIncrementCounter)
+	s.Append("a", "read", 4)
+	s.Window("a")
+	if reads != 0 {
+		t.Errorf("the pinned session's reads and writes read the clock %d times, want none", reads)
+	}
+	s.Unpin("a")
+	if reads != 1 {
+		t.Errorf("Unpin read the clock %d times, want once", reads)
+	}
+
+	// a was used at its unpin, 51 s in, after b; 30 s later neither is idle past the
+	// TTL, and a third session evicts the least recently used: b, not a.
+	c.advance(30 * time.Second)
+	mustApply(t, s, key("r", "c"), engine.ActionIncrementCounter)
+	if got, _ := s.Get(key("r", "a")); got.Fire != 2 {
+		t.Errorf("a after its evaluation: fire_count %d, want 2 (it was evicted or expired)", got.Fire)
+	}
+	if got, _ := s.Get(key("r", "b")); got.Fire != 0 {
+		t.Errorf("b, the least recently used: fire_count %d, want it evicted", got.Fire)
+	}
+
+	// A session pinned and unpinned without being read is not marked used.
+	s.Pin("c")
+	c.advance(time.Hour)
+	s.Unpin("c")
+	if got, _ := s.Get(key("r", "c")); got.Fire != 0 {
+		t.Errorf("c, pinned but not used, idle for an hour: fire_count %d, want it expired", got.Fire)
+	}
+}
