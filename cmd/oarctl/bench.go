@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"time"
@@ -146,8 +147,10 @@ func (l *loader) readOccurrences(file string) []recorded {
 // warmup and of each measured pass over occs: were one runtime kept across passes, the
 // recorded sessions would go on counting, and rules whose conditions read fire_count
 // would stop firing after the first pass, measuring a workload the recording is not.
-// The runtimes are made before the measured loop; the session state each pass builds
-// is allocated inside it, as a sidecar allocates its new sessions' state.
+// Each pass's runtime is made as the pass begins, outside the timed evaluations, and
+// neither its allocations nor its time are counted; the session state a pass builds is, as a sidecar
+// allocates its new sessions' state. A pass's runtime is dropped when the next begins,
+// so memory stays that of one pass however many there are.
 func measure(p *engine.Program, occs []recorded, n int, byAnchor bool, newRuntime func() *engine.Runtime) benchResult {
 	buf := &engine.DecisionBuffer{}
 	rt := newRuntime()
@@ -159,18 +162,29 @@ func measure(p *engine.Program, occs []recorded, n int, byAnchor bool, newRuntim
 			pinned.Unpin(occ.SessionID)
 		}
 	}
-	passes := make([]*engine.Runtime, (n+len(occs)-1)/len(occs))
-	for i := range passes {
-		passes[i] = newRuntime()
-	}
 	latencies := make([]time.Duration, n)
-	var before, after runtime.MemStats
+	allocs := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	allocated := func() uint64 {
+		metrics.Read(allocs)
+		return allocs[0].Value.Uint64()
+	}
+	var (
+		setup     uint64
+		setupTime time.Duration
+	)
 	runtime.GC()
-	runtime.ReadMemStats(&before)
+	before := allocated()
 	cpu0, cpuOK := cputime.Process()
 	start := time.Now()
 	for i := range n {
-		occ, rt := occs[i%len(occs)].occ, passes[i/len(occs)]
+		occ := occs[i%len(occs)].occ
+		if i%len(occs) == 0 {
+			t := time.Now()
+			a := allocated()
+			rt = newRuntime()
+			setup += allocated() - a
+			setupTime += time.Since(t)
+		}
 		pinned := pin(rt, occ.SessionID)
 		t0 := time.Now()
 		p.EvaluateInto(rt, occ, buf)
@@ -179,12 +193,12 @@ func measure(p *engine.Program, occs []recorded, n int, byAnchor bool, newRuntim
 			pinned.Unpin(occ.SessionID)
 		}
 	}
-	wall := time.Since(start)
+	wall := time.Since(start) - setupTime
 	cpu1, _ := cputime.Process()
-	runtime.ReadMemStats(&after)
+	after := allocated()
 	var cpuPerEval int64
 	if cpuOK {
-		cpuPerEval = (cpu1 - cpu0).Nanoseconds() / int64(n)
+		cpuPerEval = (cpu1 - cpu0 - setupTime).Nanoseconds() / int64(n)
 	}
 
 	var anchors []anchorLatency
@@ -198,7 +212,7 @@ func measure(p *engine.Program, occs []recorded, n int, byAnchor bool, newRuntim
 		PerSecond:     float64(n) / wall.Seconds(),
 		P50:           percentile(latencies, 0.50).Nanoseconds(),
 		P99:           percentile(latencies, 0.99).Nanoseconds(),
-		AllocsPerEval: float64(after.Mallocs-before.Mallocs) / float64(n),
+		AllocsPerEval: float64(after-before-setup) / float64(n),
 		CPUPerEval:    cpuPerEval,
 		Anchors:       anchors,
 	}

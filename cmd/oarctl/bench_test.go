@@ -263,8 +263,13 @@ on_fire: [increment_counter, publish_event]
 		t.Fatalf("the test's documents do not load (%d occurrences):\n%s", len(occs), diags.String())
 	}
 	var events, runtimes int
-	measure(p, occs, 5, false, func() *engine.Runtime {
+	var kept []*int
+	res := measure(p, occs, 5, false, func() *engine.Runtime {
 		runtimes++
+		// Allocations of a pass's runtime, which are not the evaluations'.
+		for range 1000 {
+			kept = append(kept, new(int))
+		}
 		rt := engine.NewMemoryRuntime()
 		rt.Events = countingEvents{&events}
 		return rt
@@ -273,5 +278,8 @@ on_fire: [increment_counter, publish_event]
 	// first evaluation and on each pass's only one.
 	if runtimes != 6 || events != 6 {
 		t.Errorf("%d runtimes and %d events, want 6 and 6 (one runtime for the warmup and one per pass of the one occurrence, each firing once)", runtimes, events)
+	}
+	if res.AllocsPerEval > 100 {
+		t.Errorf("%.1f allocations per evaluation: the 1,000 of each pass's runtime are counted as the evaluation's", res.AllocsPerEval)
 	}
 }
