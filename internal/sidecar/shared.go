@@ -31,39 +31,44 @@ var ErrContention = errors.New("session store contention")
 // state, so each rule needing it is handled by its own on_error and the decision claims
 // nothing that was not applied ([OAR-FIRE-9], [OAR-OPS-3]); when the store may have
 // applied a commit whose answer was lost (redisstore.ErrOutcomeUnknown), the failures
-// say that it may have. committed reports whether the decision is one whose changes
-// were committed; state then holds the session's versions it read and left, for the
-// decision log.
-func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) (d *engine.Decision, state decisionlog.SessionState, committed bool) {
+// say that it may have. found is what the decision log says of the session: its
+// versions read and left when the changes were committed; the version read and the
+// one the commit would have left when its outcome is unknown, so a replay can tell
+// from later lines whether it was applied; else that it was unavailable.
+func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) (d *engine.Decision, found decisionlog.Session) {
 	ctx := context.Background()
 	prog := sv.Loaded.Program
 	store := s.opt.SharedSessions
+	unavailable := decisionlog.Session{Unavailable: true}
 	for attempt := 0; attempt <= s.opt.SessionRetries; attempt++ {
 		if attempt > 0 {
 			s.metrics.SessionRetried()
 		}
 		snap, err := store.Load(ctx, occ.SessionID)
 		if err != nil {
-			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), state, false
+			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), unavailable
 		}
 		events := &eventBuffer{}
 		rt := &engine.Runtime{Counters: snap, Activity: snap, Events: events, Detectors: sv.Runtime.Detectors}
 		d = prog.EvaluateInto(rt, occ, buf)
 		ok, err := store.Commit(ctx, snap)
 		if errors.Is(err, redisstore.ErrOutcomeUnknown) {
-			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable, and this occurrence's changes to the session may or may not have been applied: %w", err)), state, false
+			read, sent, _ := snap.Versions()
+			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable, and this occurrence's changes to the session may or may not have been applied: %w", err)),
+				decisionlog.Session{Began: read == "", OutcomeUnknown: &decisionlog.SessionState{Read: read, Written: sent}}
 		}
 		if err != nil {
-			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), state, false
+			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), unavailable
 		}
 		if ok {
 			d, snap = s.publishCommitted(ctx, sv, occ, d, snap, events)
+			var state decisionlog.SessionState
 			state.Read, state.Written, _ = snap.Versions()
-			return d, state, true
+			return d, decisionlog.Session{Began: state.Read == "", State: &state}
 		}
 	}
 	s.metrics.SessionContended()
-	return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("%w: session %q was changed by another replica at each of %d attempts", ErrContention, occ.SessionID, s.opt.SessionRetries+1)), state, false
+	return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("%w: session %q was changed by another replica at each of %d attempts", ErrContention, occ.SessionID, s.opt.SessionRetries+1)), unavailable
 }
 
 func (s *Sidecar) evaluateWithoutSession(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer, cause error) *engine.Decision {

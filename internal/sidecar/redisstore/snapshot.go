@@ -37,7 +37,8 @@ type Snapshot struct {
 	cached      bool
 	maxCounters int
 	// written is the version a successful Commit left (committed set): the new one
-	// when the occurrence changed the session, else version.
+	// when the occurrence changed the session, else version; after a Commit whose
+	// outcome is unknown, the new version it sent.
 	written   string
 	committed bool
 	// err, when set, makes every read and write fail: the store could not be read, or
@@ -160,7 +161,9 @@ func (s *Snapshot) Append(_, step string, max int) {
 // read is empty when the session did not exist. committed is false until a Commit of
 // the snapshot succeeded; the versions are then the occurrence's place in the order
 // the session's occurrences took effect, across replicas (the decision log records
-// them so a replay follows that order).
+// them so a replay follows that order). After a Commit whose outcome is unknown
+// (ErrOutcomeUnknown), committed is false and written is the version it sent: a
+// later reader of that version proves it was applied.
 func (s *Snapshot) Versions() (read, written string, committed bool) {
 	return s.version, s.written, s.committed
 }

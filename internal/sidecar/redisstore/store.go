@@ -265,7 +265,8 @@ func (s *Store) parse(session string, fields map[string]string) (*state, error) 
 // commit as it is. A commit that may have reached the store but got no answer is sent
 // once more, with the same new version, so a first one that was applied is recognised;
 // when that does not settle it, the error matches ErrOutcomeUnknown. After a successful
-// Commit, snap.Versions reports the version read and the version left.
+// Commit, snap.Versions reports the version read and the version left; after one whose
+// outcome is unknown, the version read and the version it would have left.
 func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 	expect, fields, window := snap.changes()
 	if len(fields) == 0 && !window {
@@ -300,6 +301,7 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 			again = errors.New("it found the session changed by another writer")
 		}
 		if again != nil {
+			snap.written = version
 			return false, fmt.Errorf("%w: %w; sent again, %w", ErrOutcomeUnknown, err, again)
 		}
 		err = nil
