@@ -34,7 +34,10 @@ type Snapshot struct {
 	supersedes *Snapshot
 	// cached marks a snapshot of the replica's cached state, whose version Commit
 	// checks even when nothing changed.
-	cached      bool
+	cached bool
+	// correctable marks an evaluation that may yet need a Correction, whose Commit
+	// holds the session pending (MayNeedCorrection).
+	correctable bool
 	maxCounters int
 	// written is the version a successful Commit left (committed set): the new one
 	// when the occurrence changed the session, else version; after a Commit whose
@@ -156,6 +159,14 @@ func (s *Snapshot) Append(_, step string, max int) {
 	s.windowChanged = true
 }
 
+// MayNeedCorrection marks the snapshot's evaluation as one that may yet need a
+// Correction: it has events to publish once its changes are committed, and the stream
+// may refuse one. Its Commit then also holds the session pending for
+// Options.PendingTTL, so other replicas' loads wait for the Correction rather than
+// decide on changes it takes back. An evaluation with no event to publish cannot need
+// a correction, and its Commit costs nothing more.
+func (s *Snapshot) MayNeedCorrection() { s.correctable = true }
+
 // Versions reports the session's version the snapshot was read at and the one its
 // Commit left: a new one when the occurrence changed the session, else the one read.
 // read is empty when the session did not exist. committed is false until a Commit of
@@ -206,8 +217,9 @@ func (s *Snapshot) changes() (expect string, fields []any, window bool) {
 // occurrence again after its committed evaluation turned out not to be the one that
 // took effect (the event stream refused an event of it, so that rule contributes no
 // side-effect, [OAR-OPS-4]). Its Commit replaces what s's Commit left, only if the
-// session is still at the version s's Commit left; its Versions then report the
-// version s read and the one it left in turn. s must be committed.
+// session is still at the version s's Commit left and s's pending marker still holds
+// it (see MayNeedCorrection); its Versions then report the version s read and the one
+// it left in turn. s must be committed.
 func (s *Snapshot) Correction() *Snapshot {
 	c := &Snapshot{session: s.session, version: s.version, window: s.read, read: s.read,
 		maxCounters: s.maxCounters, counters: make(map[string]counts, len(s.counters)), supersedes: s}
