@@ -273,6 +273,9 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 			if c.WithoutContent {
 				note = " (content not logged)"
 			}
+			if c.UncertainSince != nil {
+				note += " (unconfirmed: the session's state is unknown since " + c.UncertainSince.String() + ")"
+			}
 			p("%s\t%s\t%s\t%s\t%s → %s%s\t%s\t%s\n", at(c.Log, c.Line), c.Session, c.Anchor, orDash(c.Tool), outcome(c.Before), outcome(c.After), note,
 				strings.Join(c.Rules, ", "), strings.Join(c.Differs, ", "))
 		}

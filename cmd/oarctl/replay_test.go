@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/replay"
 	"github.com/oar-operator/oar-operator/internal/sidecar/standalone"
 )
 
@@ -244,4 +245,19 @@ func TestReplayTransformChange(t *testing.T) {
 		"changes (1 of 54):",
 		"5     agent-08  content.output  -     transform (acme.privacy/REDACT_EMAILS) → transform (acme.privacy/REDACT_EMAILS) (content not logged)  acme.privacy/REDACT_EMAILS  transforms, content",
 	})
+}
+
+// TestReplayTableMarksUnconfirmedChanges: a change replayed against a session whose
+// state is unknown since an earlier line (a commit whose outcome the sidecar did not
+// know) says so where it is listed.
+func TestReplayTableMarksUnconfirmedChanges(t *testing.T) {
+	var out strings.Builder
+	rep := &replay.Report{Changed: 1, Changes: []replay.Change{{Line: 9, Session: "s", Anchor: "tool.pre_invoke", Tool: "shell",
+		Before: replay.Outcome{Decision: "warn"}, After: replay.Outcome{Decision: "block"}, UncertainSince: &replay.Place{Line: 7}}}}
+	if err := writeReport(&out, rep, []string{"decisions.jsonl"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "warn → block (unconfirmed: the session's state is unknown since line 7)"; !strings.Contains(out.String(), want) {
+		t.Errorf("the table lacks %q:\n%s", want, out.String())
+	}
 }

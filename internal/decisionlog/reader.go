@@ -194,6 +194,10 @@ func (r *Record) check(occ *engine.Occurrence) error {
 		return errors.New("session_state: a commit never leaves a session without a version, but \"written\" is empty")
 	case r.SessionUnavailable && (r.SessionState != nil || r.SessionBegan):
 		return errors.New("session_unavailable: an occurrence answered without its session found nothing of it, but the line has session_state or session_began")
+	case r.SessionOutcomeUnknown != nil && (r.SessionState != nil || r.SessionUnavailable):
+		return errors.New("session_outcome_unknown: an occurrence whose commit's outcome is unknown was neither committed nor left the session alone, but the line has session_state or session_unavailable")
+	case r.SessionOutcomeUnknown != nil && (r.SessionOutcomeUnknown.Written == "" || r.SessionOutcomeUnknown.Written == r.SessionOutcomeUnknown.Read):
+		return errors.New("session_outcome_unknown: only a commit that changes the session is sent, and it leaves a new version, but \"written\" is empty or the version read")
 	case r.Content == nil && occ.HasContent:
 		return errors.New("the occurrence carries content but the line has no \"content\" member")
 	case r.Content == nil:
@@ -229,7 +233,7 @@ func lossy(s string) string {
 
 // The members of a decision line and of its content member.
 var (
-	lineMembers    = []string{"kind", "time", "bundle", "session_id", "anchor", "occurrence", "content", "decision", "code", "rule", "fired", "applied", "session_began", "session_state", "session_unavailable"}
+	lineMembers    = []string{"kind", "time", "bundle", "session_id", "anchor", "occurrence", "content", "decision", "code", "rule", "fired", "applied", "session_began", "session_state", "session_unavailable", "session_outcome_unknown"}
 	contentMembers = []string{"mode", "length", "sha256"}
 	stateMembers   = []string{"read", "written"}
 )
@@ -250,8 +254,12 @@ func exactMembers(line []byte) error {
 			return err
 		}
 	}
-	if st, ok := obj["session_state"].(map[string]any); ok {
-		return known(st, stateMembers, "session_state.")
+	for _, name := range []string{"session_state", "session_outcome_unknown"} {
+		if st, ok := obj[name].(map[string]any); ok {
+			if err := known(st, stateMembers, name+"."); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -64,6 +64,7 @@ func TestReadSkipsOtherLinesAndNamesBadOnes(t *testing.T) {
 func FuzzReadDecisionLog(f *testing.F) {
 	f.Add([]byte(decisionLine + "\n"))
 	f.Add([]byte(`{"kind":"decision","anchor":"a","decision":"block","occurrence":{"anchor":"a","content":"x","recent_activity":["r"]},"content":{"mode":"full","length":1}}`))
+	f.Add([]byte(`{"kind":"decision","anchor":"a","decision":"none","occurrence":{"anchor":"a"},"session_began":true,"session_outcome_unknown":{"read":"","written":"v1"}}`))
 	f.Add([]byte("{}\n\n[1]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		log, _ := Read(bytes.NewReader(data))
@@ -85,13 +86,14 @@ func FuzzReadDecisionLog(f *testing.F) {
 			// the same.
 			rec := NewRecord(time.Time{}, e.Record.Bundle, ContentFull, e.Occ, &engine.Decision{Decision: e.Record.Decision})
 			rec.SessionBegan, rec.SessionState, rec.SessionUnavailable = e.Record.SessionBegan, e.Record.SessionState, e.Record.SessionUnavailable
+			rec.SessionOutcomeUnknown = e.Record.SessionOutcomeUnknown
 			line, err := MarshalLine(rec)
 			if err != nil {
 				t.Fatalf("writing %+v again: %v", e.Occ, err)
 			}
 			again, _, err := ReadLine(line)
 			if err != nil || !reflect.DeepEqual(again.Occ, e.Occ) || !reflect.DeepEqual(again.Record.SessionState, e.Record.SessionState) || again.Record.SessionBegan != e.Record.SessionBegan ||
-				again.Record.SessionUnavailable != e.Record.SessionUnavailable {
+				again.Record.SessionUnavailable != e.Record.SessionUnavailable || !reflect.DeepEqual(again.Record.SessionOutcomeUnknown, e.Record.SessionOutcomeUnknown) {
 				t.Fatalf("written again as %s: %+v %+v, %v; want %+v %+v", line, again.Occ, again.Record.SessionState, err, e.Occ, e.Record.SessionState)
 			}
 		}
@@ -108,6 +110,46 @@ func TestReadSessionUnavailable(t *testing.T) {
 		t.Fatalf("entries %+v", log.Entries)
 	}
 	for _, want := range []string{"line 2: a decision line: session_unavailable:", "line 3: a decision line: session_unavailable:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+}
+
+// TestReadSessionOutcomeUnknown: a line answered without its session after a commit
+// whose outcome is unknown reads with the versions its commit read and would have left,
+// session_began included when the session did not exist; one that also says it was
+// committed or left the session alone, or whose commit would have left no new version,
+// contradicts itself and is refused, as is an unknown member of the versions. A line of
+// an older writer, which says session_unavailable for such an occurrence, still reads.
+func TestReadSessionOutcomeUnknown(t *testing.T) {
+	const head = `{"kind":"decision","anchor":"a","decision":"none","occurrence":{"anchor":"a"}`
+	input := strings.Join([]string{
+		head + `,"session_outcome_unknown":{"read":"v1","written":"v2"}}`,
+		head + `,"session_began":true,"session_outcome_unknown":{"read":"","written":"v2"}}`,
+		head + `,"session_unavailable":true}`,
+		head + `,"session_outcome_unknown":{"read":"v1","written":"v2"},"session_state":{"read":"v1","written":"v2"}}`,
+		head + `,"session_outcome_unknown":{"read":"v1","written":"v2"},"session_unavailable":true}`,
+		head + `,"session_outcome_unknown":{"read":"v1","written":"v1"}}`,
+		head + `,"session_outcome_unknown":{"read":"v1","written":""}}`,
+		head + `,"session_outcome_unknown":{"read":"v1","written":"v2","applied":true}}`,
+	}, "\n")
+	log, err := Read(strings.NewReader(input))
+	if len(log.Entries) != 3 {
+		t.Fatalf("entries %+v", log.Entries)
+	}
+	if u := log.Entries[0].Record.SessionOutcomeUnknown; u == nil || *u != (SessionState{Read: "v1", Written: "v2"}) || log.Entries[0].Record.SessionUnavailable {
+		t.Errorf("line 1: %+v", log.Entries[0].Record)
+	}
+	if r := log.Entries[1].Record; r.SessionOutcomeUnknown == nil || !r.SessionBegan {
+		t.Errorf("line 2: %+v", r)
+	}
+	if r := log.Entries[2].Record; !r.SessionUnavailable || r.SessionOutcomeUnknown != nil {
+		t.Errorf("line 3, an older writer's: %+v", r)
+	}
+	for _, want := range []string{"line 4: a decision line: session_outcome_unknown:", "line 5: a decision line: session_outcome_unknown:",
+		"line 6: a decision line: session_outcome_unknown:", "line 7: a decision line: session_outcome_unknown:",
+		`line 8: a decision line: unknown member "session_outcome_unknown.applied"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

@@ -14,7 +14,9 @@
 // The sidecar logs a session's occurrences in the order they took effect (under the
 // session's lock), and, when sessions are shared in Redis, each line carries the
 // session's versions it read and left (SessionState), which order one session's lines
-// across replicas whose clocks differ.
+// across replicas whose clocks differ. A line answered without its session says how:
+// session_unavailable when it changed nothing of the session, session_outcome_unknown
+// when its changes were sent and may or may not have been applied.
 //
 // Content can be sensitive, so how much of it a line keeps is a choice (ContentMode):
 // omit keeps its length only, hash adds its SHA-256, full keeps the text. The engine
@@ -107,6 +109,16 @@ type Record struct {
 	// as it was. Lines of older writers lack it; such an occurrence then replays
 	// against the session's state.
 	SessionUnavailable bool `json:"session_unavailable,omitempty"`
+	// SessionOutcomeUnknown is set when the occurrence was evaluated against the shared
+	// session and its commit was sent, but whether the commit was applied is unknown:
+	// its answer was lost, and sending it again settled nothing. It holds the version
+	// the occurrence read and the one the commit would have left. The occurrence was
+	// answered without its session, as an unavailable one is, but its changes may be in
+	// the session: a later line that read Written proves they are, one that committed
+	// other changes to Read (not empty) proves they are not (a commit applies only at
+	// the version it read, and versions never repeat). Lines of older writers say
+	// session_unavailable instead.
+	SessionOutcomeUnknown *SessionState `json:"session_outcome_unknown,omitempty"`
 }
 
 // Session is what an occurrence found of its session's state, for its line.
@@ -119,6 +131,10 @@ type Session struct {
 	// Unavailable: the occurrence was answered without its session's state
 	// (Record.SessionUnavailable).
 	Unavailable bool
+	// OutcomeUnknown is the version read and the version the commit would have left,
+	// when the occurrence was answered without its session after a commit whose
+	// outcome is unknown (Record.SessionOutcomeUnknown); nil otherwise.
+	OutcomeUnknown *SessionState
 }
 
 // SessionState is a session's version in the shared store before and after one

@@ -64,9 +64,10 @@ type pending struct {
 	decision, code, rule string
 	applied              []string
 	// state is the session's versions in the shared store, when shared is set;
-	// began and unavailable are Session's.
-	state                      SessionState
-	shared, began, unavailable bool
+	// began and unavailable are Session's; outcomeUnknown Session's OutcomeUnknown,
+	// when unknown is set.
+	state, outcomeUnknown               SessionState
+	shared, began, unavailable, unknown bool
 }
 
 // NewWriter starts a writer of lines to w. Close stops it.
@@ -122,6 +123,9 @@ func (lw *Writer) Log(bundle string, occ *engine.Occurrence, d *engine.Decision,
 	if s.State != nil {
 		p.state, p.shared = *s.State, true
 	}
+	if s.OutcomeUnknown != nil {
+		p.outcomeUnknown, p.unknown = *s.OutcomeUnknown, true
+	}
 	select {
 	case lw.ch <- p:
 	default:
@@ -156,6 +160,9 @@ func (lw *Writer) write(p pending) {
 	r.SessionBegan, r.SessionUnavailable = p.began, p.unavailable
 	if p.shared {
 		r.SessionState = &p.state
+	}
+	if p.unknown {
+		r.SessionOutcomeUnknown = &p.outcomeUnknown
 	}
 	line, err := MarshalLine(r)
 	if err == nil && len(line)-1 > lw.opt.maxLine {

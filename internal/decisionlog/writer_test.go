@@ -80,8 +80,10 @@ func TestLineFormat(t *testing.T) {
 // TestLineWithSessionState: what an occurrence found of its session follows the trace:
 // session_began when the store held none of it (a new or forgotten session, with or
 // without a shared store), the session's versions, read and written, when it was
-// committed to the shared store, and session_unavailable when it was answered without
-// its session; each reads back as written.
+// committed to the shared store, session_unavailable when it was answered without
+// its session, and session_outcome_unknown, with the version read and the one its
+// commit would have left, when it was answered without its session after a commit
+// whose outcome is unknown; each reads back as written.
 func TestLineWithSessionState(t *testing.T) {
 	const head = `{"kind":"decision","time":"2026-12-01T12:00:00Z","bundle":"sha256:abc","session_id":"s1","anchor":"a","occurrence":{"anchor":"a","session_id":"s1"},` +
 		`"decision":"none","fired":[],"applied":[]`
@@ -95,6 +97,8 @@ func TestLineWithSessionState(t *testing.T) {
 		{Session{State: &SessionState{Read: "9f2c", Written: "9f2c"}}, `,"session_state":{"read":"9f2c","written":"9f2c"}`},
 		{Session{State: &SessionState{Read: "9f2c", Written: "03ab"}}, `,"session_state":{"read":"9f2c","written":"03ab"}`},
 		{Session{Unavailable: true}, `,"session_unavailable":true`},
+		{Session{OutcomeUnknown: &SessionState{Read: "9f2c", Written: "03ab"}}, `,"session_outcome_unknown":{"read":"9f2c","written":"03ab"}`},
+		{Session{Began: true, OutcomeUnknown: &SessionState{Read: "", Written: "03ab"}}, `,"session_began":true,"session_outcome_unknown":{"read":"","written":"03ab"}`},
 	} {
 		var buf bytes.Buffer
 		w := NewWriter(&buf, Options{Sample: 1, Now: fixedNow})
@@ -106,11 +110,16 @@ func TestLineWithSessionState(t *testing.T) {
 			t.Errorf("%+v:\n got %s\nwant %s", c.s, buf.String(), want)
 		}
 		e, _, err := ReadLine(bytes.TrimSpace(buf.Bytes()))
-		st := e.Record.SessionState
-		if err != nil || e.Record.SessionBegan != c.s.Began || e.Record.SessionUnavailable != c.s.Unavailable || (st == nil) != (c.s.State == nil) || (st != nil && *st != *c.s.State) {
-			t.Errorf("%+v read back as began %v, state %+v, %v", c.s, e.Record.SessionBegan, st, err)
+		st, unknown := e.Record.SessionState, e.Record.SessionOutcomeUnknown
+		if err != nil || e.Record.SessionBegan != c.s.Began || e.Record.SessionUnavailable != c.s.Unavailable || !sameState(st, c.s.State) || !sameState(unknown, c.s.OutcomeUnknown) {
+			t.Errorf("%+v read back as began %v, state %+v, outcome unknown %+v, %v", c.s, e.Record.SessionBegan, st, unknown, err)
 		}
 	}
+}
+
+// sameState reports whether two optional session states are both absent or equal.
+func sameState(a, b *SessionState) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
 // TestLineWithoutContentOrActivity: absent members stay absent, so a replay tells "no

@@ -7,7 +7,12 @@
 // starting again where the sidecar's store had forgotten a session (session_began).
 // An occurrence the sidecar answered without its session (session_unavailable) is
 // evaluated as it was, against a session that cannot be read or written, and leaves
-// the session's state alone.
+// the session's state alone. One answered so after a commit whose outcome the sidecar
+// did not know (session_outcome_unknown) is evaluated the same way, and its changes
+// reach the session's state when the session's other lines prove the commit applied
+// (see commitFates); when they tell neither way, the session's later lines are replayed
+// as if it had not, and every difference they show is reported as one the log cannot
+// confirm (Change.UncertainSince, ReasonUncertain), never as the rule change's alone.
 //
 // The before side is also checked against the log: replaying the rules that produced
 // it must reproduce every logged decision. Where it cannot, the report says which
@@ -66,6 +71,11 @@ const (
 	// ReasonDiffers: nothing in the line explains it; the before rules decide
 	// otherwise.
 	ReasonDiffers = "the before rules decide otherwise"
+	// ReasonUncertain: the session's state is unknown since an earlier line whose
+	// commit may or may not have been applied, and no line of the session says which
+	// (session_outcome_unknown); the replay went on as if it had not been. The reason
+	// goes on to name that line.
+	ReasonUncertain = "the session's state is unknown"
 )
 
 // Outcome is what one side decided for an occurrence. A logged outcome has the
@@ -119,6 +129,10 @@ type Change struct {
 	// WithoutContent: the occurrence's content was not logged, so the change is what
 	// the rules decide without it.
 	WithoutContent bool `json:"without_content,omitempty"`
+	// UncertainSince, when set, is the line since which the session's state is unknown
+	// (ReasonUncertain): the change is what the rules decide if that line's commit was
+	// not applied, which the log cannot confirm.
+	UncertainSince *Place `json:"uncertain_since,omitempty"`
 }
 
 // Mismatch is an occurrence whose logged decision the before side does not reproduce.
@@ -145,6 +159,14 @@ type Unreproducible struct {
 type Place struct {
 	Log  string `json:"log,omitempty"`
 	Line int    `json:"line"`
+}
+
+// String is "line N", and " of LOG" when the log is named.
+func (p Place) String() string {
+	if p.Log != "" {
+		return fmt.Sprintf("line %d of %s", p.Line, p.Log)
+	}
+	return fmt.Sprintf("line %d", p.Line)
 }
 
 // Count is a number of occurrences under a name.
@@ -199,12 +221,14 @@ func Run(entries []decisionlog.Entry, opt Options) *Report {
 	sessions := bySession(entries)
 	r.rep.Sessions = len(sessions)
 	for _, s := range sessions {
+		r.fates = commitFates(s)
 		// A session's state is its own, so each session starts from none, and starts
 		// again where a line found it holding none in the sidecar's store
-		// (session_began: new, or forgotten: idle, evicted, expired).
-		for i, e := range s {
+		// (session_began: new, or forgotten: idle, evicted, expired), which also ends
+		// any doubt about it.
+		for i, e := range inOrder(s, r.fates) {
 			if i == 0 || e.Record.SessionBegan {
-				r.before, r.after = newRuntime(), newRuntime()
+				r.before, r.after, r.uncertain = newRuntime(), newRuntime(), nil
 			}
 			r.replay(e)
 		}
@@ -214,8 +238,8 @@ func Run(entries []decisionlog.Entry, opt Options) *Report {
 }
 
 // bySession groups entries by session, sessions in the order they first appear and
-// each session's entries in the order they took effect (inOrder); logs of several
-// replicas can be read together.
+// each session's entries in the order of the logs; logs of several replicas can be
+// read together.
 func bySession(entries []decisionlog.Entry) [][]decisionlog.Entry {
 	index := map[string]int{}
 	var out [][]decisionlog.Entry
@@ -228,27 +252,88 @@ func bySession(entries []decisionlog.Entry) [][]decisionlog.Entry {
 		}
 		out[i] = append(out[i], e)
 	}
-	for i, s := range out {
-		out[i] = inOrder(s)
-	}
 	return out
 }
 
-// inOrder orders one session's entries as they took effect. The lines that carry the
-// session's versions in the shared store (session_state) are in the order those
+// fate is what a session's lines prove of a commit whose outcome the sidecar did not
+// know (decisionlog.Record.SessionOutcomeUnknown).
+type fate int
+
+const (
+	// fateUnknown: no line says whether the commit was applied.
+	fateUnknown fate = iota
+	// fateApplied: a line read the version the commit would have left.
+	fateApplied
+	// fateNotApplied: another commit changed the version it read.
+	fateNotApplied
+)
+
+// commitFates tells what one session's lines prove of each of its commits whose
+// outcome was unknown, by the version the commit would have left. A commit applies
+// only at the version it read and leaves a new random version, so a line that read
+// the version it would have left proves it applied, and another commit that changed
+// the version it read proves it did not: the two could not both apply. That holds of
+// every version but the empty one, which a session that expires has again.
+func commitFates(s []decisionlog.Entry) map[string]fate {
+	read := map[string]bool{}
+	changedTo := map[string][]string{} // a version -> the versions commits left it for
+	for _, e := range s {
+		if st := e.Record.SessionState; st != nil {
+			read[st.Read] = true
+			if st.Written != st.Read {
+				changedTo[st.Read] = append(changedTo[st.Read], st.Written)
+			}
+		}
+		if u := e.Record.SessionOutcomeUnknown; u != nil {
+			read[u.Read] = true
+		}
+	}
+	fates := map[string]fate{}
+	for _, e := range s {
+		if u := e.Record.SessionOutcomeUnknown; u != nil && read[u.Written] {
+			fates[u.Written] = fateApplied
+			changedTo[u.Read] = append(changedTo[u.Read], u.Written)
+		}
+	}
+	for _, e := range s {
+		u := e.Record.SessionOutcomeUnknown
+		if u == nil || fates[u.Written] == fateApplied || u.Read == "" {
+			continue
+		}
+		if slices.ContainsFunc(changedTo[u.Read], func(w string) bool { return w != u.Written }) {
+			fates[u.Written] = fateNotApplied
+		}
+	}
+	return fates
+}
+
+// changesIn returns the versions a line read and left when its changes are in the
+// session: a committed line's (session_state), or those of a line whose commit's
+// outcome the sidecar did not know and the other lines prove applied. Else nil.
+func changesIn(e decisionlog.Entry, fates map[string]fate) *decisionlog.SessionState {
+	if u := e.Record.SessionOutcomeUnknown; u != nil && fates[u.Written] == fateApplied {
+		return u
+	}
+	return e.Record.SessionState
+}
+
+// inOrder orders one session's entries as they took effect. The lines whose changes
+// are in the session's versions in the shared store (changesIn: session_state, or a
+// commit whose outcome was unknown and is proved applied) are in the order those
 // versions fix across replicas, whose clocks differ (byVersions). A line without them
 // read and changed no session state (no rule at its anchor uses any, or it was
-// answered without its session: session_unavailable), so its place among the others
-// changes nothing the logged rules decide; it is placed by time. When no line carries
-// versions, or they do not make one order, the lines are in time order, stable so one
-// log's order stands where times tie (a replica logs a session's lines in the order
-// they took effect, under the session's lock).
-func inOrder(s []decisionlog.Entry) []decisionlog.Entry {
+// answered without its session and its changes, if any, are not known to be in it), so
+// its place among the others changes nothing the logged rules decide; it is placed by
+// time. When no line carries versions, or they do not make one order, the lines are in
+// time order, stable so one log's order stands where times tie (a replica logs a
+// session's lines in the order they took effect, under the session's lock).
+func inOrder(s []decisionlog.Entry, fates map[string]fate) []decisionlog.Entry {
 	slices.SortStableFunc(s, func(a, b decisionlog.Entry) int { return a.Record.Time.Compare(b.Record.Time) })
 	var versioned, other []decisionlog.Entry
+	var states []decisionlog.SessionState
 	for _, e := range s {
-		if e.Record.SessionState != nil {
-			versioned = append(versioned, e)
+		if st := changesIn(e, fates); st != nil {
+			versioned, states = append(versioned, e), append(states, *st)
 		} else {
 			other = append(other, e)
 		}
@@ -256,7 +341,7 @@ func inOrder(s []decisionlog.Entry) []decisionlog.Entry {
 	if len(versioned) == 0 {
 		return s
 	}
-	ordered, ok := byVersions(versioned)
+	ordered, ok := byVersions(versioned, states)
 	if !ok {
 		return s
 	}
@@ -285,15 +370,14 @@ func mergeByTime(ordered, other []decisionlog.Entry) []decisionlog.Entry {
 // new, or expired and recreated, so several lines may change from it, each starting
 // its own chain, and a line that read it and changed nothing is a chain of its own),
 // or one whose writer is not in the logs. Chains, and the readers of one version, are
-// in time order. Every entry must carry its versions. ok is false when they do not
-// make one order: two lines changing one version, two writing one, a cycle, a line no
-// chain reaches.
-func byVersions(s []decisionlog.Entry) (ordered []decisionlog.Entry, ok bool) {
+// in time order. states[i] are the versions s[i] read and left. ok is false when they
+// do not make one order: two lines changing one version, two writing one, a cycle, a
+// line no chain reaches.
+func byVersions(s []decisionlog.Entry, states []decisionlog.SessionState) (ordered []decisionlog.Entry, ok bool) {
 	writer := map[string]int{}     // a version -> the line that wrote it
 	changers := map[string][]int{} // a version -> the lines that changed it
 	readers := map[string][]int{}  // a version -> the lines that read it and changed nothing
-	for i, e := range s {
-		st := e.Record.SessionState
+	for i, st := range states {
 		if st.Read == st.Written {
 			readers[st.Read] = append(readers[st.Read], i)
 			continue
@@ -317,7 +401,7 @@ func byVersions(s []decisionlog.Entry) (ordered []decisionlog.Entry, ok bool) {
 				break
 			}
 			chain = append(chain, next[0])
-			v = s[next[0]].Record.SessionState.Written
+			v = states[next[0]].Written
 		}
 		return chain
 	}
@@ -326,11 +410,11 @@ func byVersions(s []decisionlog.Entry) (ordered []decisionlog.Entry, ok bool) {
 		chains = append(chains, []int{i})
 	}
 	for _, i := range changers[""] {
-		chains = append(chains, follow([]int{i}, s[i].Record.SessionState.Written))
+		chains = append(chains, follow([]int{i}, states[i].Written))
 	}
 	started := map[string]bool{}
-	for _, e := range s {
-		v := e.Record.SessionState.Read
+	for _, st := range states {
+		v := st.Read
 		if _, written := writer[v]; v == "" || written || started[v] {
 			continue
 		}
@@ -359,7 +443,11 @@ func byVersions(s []decisionlog.Entry) (ordered []decisionlog.Entry, ok bool) {
 type runner struct {
 	opt           Options
 	before, after *engine.Runtime
-	rep           *Report
+	// fates are the current session's commitFates; uncertain, when set, the line since
+	// which its state is unknown (ReasonUncertain).
+	fates     map[string]fate
+	uncertain *Place
+	rep       *Report
 	// counts holds the tables by name: "before", "after", "rule", "tool", "bundle".
 	counts  map[string]map[string]int
 	unrepro map[string]*Unreproducible
@@ -430,8 +518,18 @@ func (r *runner) replay(e decisionlog.Entry) {
 		r.unreproducible(fmt.Sprintf("%s (%s mode): replayed with a placeholder of its length, so decisions and transform spans reproduce but the transformed text does not", ReasonContent, rec.Content.Mode), Place{e.Source, e.Line})
 	}
 	rtBefore, rtAfter := r.before, r.after
-	if rec.SessionUnavailable {
+	var uncertain *Place
+	switch {
+	case rec.SessionUnavailable:
 		rtBefore, rtAfter = withoutSession(occ.SessionID), withoutSession(occ.SessionID)
+	case rec.SessionOutcomeUnknown != nil:
+		rtBefore, rtAfter = withoutSession(occ.SessionID), withoutSession(occ.SessionID)
+		r.commitOf(e, occ)
+	default:
+		uncertain = r.uncertainAt(occ.Anchor)
+	}
+	if uncertain != nil {
+		r.unreproducible(fmt.Sprintf("%s since %s: its commit may or may not have been applied and no line of the session says which, so the later lines that use the session were replayed as if it had not been", ReasonUncertain, uncertain), Place{e.Source, e.Line})
 	}
 	before := evaluate(r.opt.Before.Program, rtBefore, occ)
 	after := evaluate(r.opt.After.Program, rtAfter, occ)
@@ -449,7 +547,7 @@ func (r *runner) replay(e decisionlog.Entry) {
 		r.rep.Mismatched++
 		if len(r.rep.Mismatches) < r.opt.MaxListed {
 			r.rep.Mismatches = append(r.rep.Mismatches, Mismatch{Log: e.Source, Line: e.Line, Session: rec.Session, Anchor: rec.Anchor, Tool: tool,
-				Logged: logged, Before: before, Reason: r.reason(rec)})
+				Logged: logged, Before: before, Reason: r.reason(rec, uncertain)})
 		}
 	}
 
@@ -459,7 +557,7 @@ func (r *runner) replay(e decisionlog.Entry) {
 	}
 	r.rep.Changed++
 	c := Change{Log: e.Source, Line: e.Line, Session: rec.Session, Anchor: rec.Anchor, Tool: tool, Before: before, After: after,
-		Differs: parts, Rules: responsible(before, after, r.modified), WithoutContent: !rec.Reproducible()}
+		Differs: parts, Rules: responsible(before, after, r.modified), WithoutContent: !rec.Reproducible(), UncertainSince: uncertain}
 	for _, rule := range c.Rules {
 		r.count("rule", rule)
 	}
@@ -469,13 +567,43 @@ func (r *runner) replay(e decisionlog.Entry) {
 	}
 }
 
-// reason explains a mismatch by what the line says of itself.
-func (r *runner) reason(rec *decisionlog.Record) string {
+// commitOf replays the commit of a line whose commit's outcome the sidecar did not
+// know, as the session's other lines prove it (commitFates): applied, its changes
+// reach the session's state, each side's evaluation against the session as the line
+// read it; not applied, nothing does; unproved, nothing does either, and the session's
+// state is unknown from here on.
+func (r *runner) commitOf(e decisionlog.Entry, occ *engine.Occurrence) {
+	switch r.fates[e.Record.SessionOutcomeUnknown.Written] {
+	case fateApplied:
+		r.opt.Before.Program.Evaluate(r.before, occ)
+		r.opt.After.Program.Evaluate(r.after, occ)
+	case fateUnknown:
+		if r.uncertain == nil {
+			r.uncertain = &Place{e.Source, e.Line}
+		}
+	}
+}
+
+// uncertainAt is the line since which the session's state is unknown, when an
+// occurrence at anchor replays against it: either side has rules there that read or
+// change session state. Else nil.
+func (r *runner) uncertainAt(anchor string) *Place {
+	if r.uncertain != nil && (r.opt.Before.Program.UsesSession(anchor) || r.opt.After.Program.UsesSession(anchor)) {
+		return r.uncertain
+	}
+	return nil
+}
+
+// reason explains a mismatch by what the line says of itself, or by the line since
+// which its session's state is unknown (uncertain, when set).
+func (r *runner) reason(rec *decisionlog.Record, uncertain *Place) string {
 	switch {
 	case !rec.Reproducible():
 		return ReasonContent
 	case r.opt.Before.Digest != "" && rec.Bundle != r.opt.Before.Digest:
 		return fmt.Sprintf("%s (%s; the before side is %s)", ReasonBundle, rec.Bundle, r.opt.Before.Digest)
+	case uncertain != nil:
+		return fmt.Sprintf("%s since %s, whose commit may or may not have been applied", ReasonUncertain, uncertain)
 	}
 	return ReasonDiffers
 }

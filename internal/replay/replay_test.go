@@ -398,7 +398,7 @@ func TestInOrder(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []int
-			for _, e := range inOrder(slices.Clone(tc.lines)) {
+			for _, e := range inOrder(slices.Clone(tc.lines), nil) {
 				got = append(got, e.Line)
 			}
 			if !slices.Equal(got, tc.want) {

@@ -188,3 +188,46 @@ func TestLogOfAnOutageReplays(t *testing.T) {
 		t.Errorf("answered %v; the replay reproduces %d and not %d: %+v", decisions, rep.Reproduced, rep.Mismatched, rep.Mismatches)
 	}
 }
+
+// TestLogOfAnUnknownCommitOutcomeReplays: a call whose commit was applied but neither
+// it nor its resend was answered is answered without its session and logged with
+// session_outcome_unknown — the version it read and the one its commit would have
+// left — not session_unavailable, which would say it changed nothing. The next call
+// read that version, so a replay of the log under the bundle that wrote it knows the
+// commit was applied and reproduces every decision, the next call's block included.
+func TestLogOfAnUnknownCommitOutcomeReplays(t *testing.T) {
+	out := &syncBuffer{}
+	dl := decisionlog.NewWriter(out, decisionlog.Options{Sample: 1})
+	b := sealed(t, testCapability, testRules)
+	r, p, held := lostReplyRun(t, b, Options{DecisionLog: dl})
+	p.drop.Store(1 << 40)
+	second := r.evaluate(t, shellCall("s1"))
+	p.drop.Store(0)
+	third := r.evaluate(t, shellCall("s1"))
+	if len(second.Failures) != 1 || !strings.Contains(second.Failures[0].Error, "may or may not have been applied") || third.Decision.Decision != "block" || third.Rule != "acme.ops/SHELL_LIMIT" {
+		t.Fatalf("the call whose commit's outcome is unknown %+v; the next %+v", second.Decision, third.Decision)
+	}
+	if got := held(); got != "3 0" {
+		t.Fatalf("Redis holds COUNT_SHELL %q, want \"3 0\" (the unanswered commit ran)", got)
+	}
+	if err := dl.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	log, err := decisionlog.Read(strings.NewReader(out.String()))
+	if err != nil || len(log.Entries) != 3 {
+		t.Fatalf("%v, %d lines:\n%s", err, len(log.Entries), out.String())
+	}
+	first, unknown, next := log.Entries[0].Record, log.Entries[1].Record, log.Entries[2].Record
+	if u := unknown.SessionOutcomeUnknown; u == nil || unknown.SessionUnavailable || unknown.SessionState != nil || unknown.SessionBegan ||
+		first.SessionState == nil || u.Read != first.SessionState.Written || next.SessionState == nil || u.Written != next.SessionState.Read {
+		t.Fatalf("line 2 says of its session %s", out.String())
+	}
+	l, err := bundle.Load(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := replay.Side{Program: l.Program, Digest: b.Digest}
+	if rep := replay.Run(log.Entries, replay.Options{Before: s, After: s}); rep.Reproduced != 3 || rep.Mismatched != 0 {
+		t.Errorf("the replay reproduces %d and not %d: %+v", rep.Reproduced, rep.Mismatched, rep.Mismatches)
+	}
+}

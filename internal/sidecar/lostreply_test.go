@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
 )
@@ -66,15 +67,15 @@ func (p *replyDropper) answer(client, server net.Conn) {
 	}
 }
 
-// lostReplyRun is a sidecar serving testRules whose store reaches Redis through a
-// replyDropper, after one shell call of session s1 (committed, counted 1).
-func lostReplyRun(t *testing.T) (*testSidecar, *replyDropper, func() string) {
+// lostReplyRun is a sidecar serving b (testRules) with opt, whose store reaches Redis
+// through a replyDropper, after one shell call of session s1 (committed, counted 1).
+func lostReplyRun(t *testing.T, b *bundle.Bundle, opt Options) (*testSidecar, *replyDropper, func() string) {
 	t.Helper()
 	srv := redistest.Shared(t)
 	p := newReplyDropper(t, srv.Addr)
 	prefix := redistest.Prefix(t)
-	store := sharedStore(t, "redis://"+p.ln.Addr().String(), redisstore.Options{Prefix: prefix, Timeout: 300 * time.Millisecond})
-	r := serve(t, sealed(t, testCapability, testRules), Options{SharedSessions: store})
+	opt.SharedSessions = sharedStore(t, "redis://"+p.ln.Addr().String(), redisstore.Options{Prefix: prefix, Timeout: 300 * time.Millisecond})
+	r := serve(t, b, opt)
 	if d := r.evaluate(t, shellCall("s1")); d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 {
 		t.Fatalf("first call %+v", d.Decision)
 	}
@@ -94,7 +95,7 @@ func lostReplyRun(t *testing.T) (*testSidecar, *replyDropper, func() string) {
 // answer was lost is sent again and recognised as applied, so the answer reports the
 // counter Redis holds and the event is published ([OAR-FIRE-9]).
 func TestLostCommitReplyIsRecognisedWhenSentAgain(t *testing.T) {
-	r, p, held := lostReplyRun(t)
+	r, p, held := lostReplyRun(t, sealed(t, testCapability, testRules), Options{})
 	p.drop.Store(1)
 	d := r.evaluate(t, shellCall("s1"))
 	if d.Decision.Decision != "warn" || d.Counters["acme.ops/COUNT_SHELL"].Fire != 2 || len(d.Failures) != 0 || len(d.Events) != 1 {
@@ -113,7 +114,7 @@ func TestLostCommitReplyIsRecognisedWhenSentAgain(t *testing.T) {
 // claims no counter and no event, and its failure says the changes may have been
 // applied rather than that they were not ([OAR-FIRE-9], [OAR-OPS-3]).
 func TestCommitOutcomeUnknownIsReported(t *testing.T) {
-	r, p, held := lostReplyRun(t)
+	r, p, held := lostReplyRun(t, sealed(t, testCapability, testRules), Options{})
 	p.drop.Store(1 << 40)
 	d := r.evaluate(t, shellCall("s1"))
 	p.drop.Store(0)

@@ -35,7 +35,8 @@ var sessionSeed = maphash.MakeSeed()
 // effect, their times taken in that order; with shared sessions a committed
 // occurrence's line also carries the session's versions, which order it among the
 // other replicas' lines whatever their clocks say, and one answered without its
-// session (evaluateWithoutSession) says so, since it changed nothing of the session.
+// session (evaluateWithoutSession) says so: that it changed nothing of the session, or
+// that its commit may or may not have been applied.
 func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) *engine.Decision {
 	m := &s.sessionLocks[maphash.String(sessionSeed, occ.SessionID)%sessionLockStripes]
 	m.Lock()
@@ -43,16 +44,10 @@ func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, b
 	var (
 		d     *engine.Decision
 		found decisionlog.Session
-		state decisionlog.SessionState // found.State once the shared store committed
 	)
 	switch uses := sv.Loaded.Program.UsesSession(occ.Anchor); {
 	case uses && s.opt.SharedSessions != nil:
-		var committed bool
-		if d, state, committed = s.evaluateShared(sv, occ, buf); committed {
-			found = decisionlog.Session{Began: state.Read == "", State: &state}
-		} else {
-			found.Unavailable = true
-		}
+		d, found = s.evaluateShared(sv, occ, buf)
 	case uses:
 		found.Began = !s.sessions.Pin(occ.SessionID)
 		defer s.sessions.Unpin(occ.SessionID)

@@ -26,44 +26,60 @@ var ErrContention = errors.New("session store contention")
 // re-evaluates against the session as the refusal found it, at most SessionRetries more
 // times. The evaluation's events are published only once its changes are committed, so a
 // re-evaluated occurrence never publishes twice; one the stream refuses then decides as
-// it does in one engine (publishCommitted). When the store cannot be read or written, or
-// the session stays contended, the occurrence is evaluated once more without session
+// it does in one engine (publishCommitted). Until then, the commit of an evaluation with
+// events holds the session pending for a few milliseconds
+// (redisstore.Snapshot.MayNeedCorrection), so another replica never decides on changes
+// that are then taken back: its load waits, and one that waits past the store's timeout
+// is contention. When the store cannot be read or written, or the session stays
+// contended, the occurrence is evaluated once more without session
 // state, so each rule needing it is handled by its own on_error and the decision claims
 // nothing that was not applied ([OAR-FIRE-9], [OAR-OPS-3]); when the store may have
 // applied a commit whose answer was lost (redisstore.ErrOutcomeUnknown), the failures
-// say that it may have. committed reports whether the decision is one whose changes
-// were committed; state then holds the session's versions it read and left, for the
-// decision log.
-func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) (d *engine.Decision, state decisionlog.SessionState, committed bool) {
+// say that it may have. found is what the decision log says of the session: its
+// versions read and left when the changes were committed; the version read and the
+// one the commit would have left when its outcome is unknown, so a replay can tell
+// from later lines whether it was applied; else that it was unavailable.
+func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) (d *engine.Decision, found decisionlog.Session) {
 	ctx := context.Background()
 	prog := sv.Loaded.Program
 	store := s.opt.SharedSessions
+	unavailable := decisionlog.Session{Unavailable: true}
 	for attempt := 0; attempt <= s.opt.SessionRetries; attempt++ {
 		if attempt > 0 {
 			s.metrics.SessionRetried()
 		}
 		snap, err := store.Load(ctx, occ.SessionID)
+		if errors.Is(err, redisstore.ErrPending) {
+			s.metrics.SessionContended()
+			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("%w: %w", ErrContention, err)), unavailable
+		}
 		if err != nil {
-			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), state, false
+			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), unavailable
 		}
 		events := &eventBuffer{}
 		rt := &engine.Runtime{Counters: snap, Activity: snap, Events: events, Detectors: sv.Runtime.Detectors}
 		d = prog.EvaluateInto(rt, occ, buf)
+		if len(events.pending) > 0 {
+			snap.MayNeedCorrection()
+		}
 		ok, err := store.Commit(ctx, snap)
 		if errors.Is(err, redisstore.ErrOutcomeUnknown) {
-			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable, and this occurrence's changes to the session may or may not have been applied: %w", err)), state, false
+			read, sent, _ := snap.Versions()
+			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable, and this occurrence's changes to the session may or may not have been applied: %w", err)),
+				decisionlog.Session{Began: read == "", OutcomeUnknown: &decisionlog.SessionState{Read: read, Written: sent}}
 		}
 		if err != nil {
-			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), state, false
+			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), unavailable
 		}
 		if ok {
 			d, snap = s.publishCommitted(ctx, sv, occ, d, snap, events)
+			var state decisionlog.SessionState
 			state.Read, state.Written, _ = snap.Versions()
-			return d, state, true
+			return d, decisionlog.Session{Began: state.Read == "", State: &state}
 		}
 	}
 	s.metrics.SessionContended()
-	return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("%w: session %q was changed by another replica at each of %d attempts", ErrContention, occ.SessionID, s.opt.SessionRetries+1)), state, false
+	return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("%w: session %q was changed by another replica at each of %d attempts", ErrContention, occ.SessionID, s.opt.SessionRetries+1)), unavailable
 }
 
 func (s *Sidecar) evaluateWithoutSession(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer, cause error) *engine.Decision {
@@ -81,10 +97,12 @@ func (s *Sidecar) evaluateWithoutSession(sv *reload.Served, occ *engine.Occurren
 // with the stream's answers replayed in order — the events it took are not written
 // again, the refused one is refused with the same error — and the changes of that
 // evaluation replace the committed ones (redisstore.Snapshot.Correction); events it
-// makes beyond those answers are written once it is committed, the same way. When the
-// replacement cannot be committed (another replica changed the session since, or the
-// store failed), the committed decision stands: the refused event is dropped from its
-// events and on_fire and reported in its failures, which say its changes stayed.
+// makes beyond those answers are written once it is committed, the same way. Other
+// replicas wait for the replacement meanwhile (the pending marker the commit wrote).
+// When it cannot be committed (it came after the marker expired, so other replicas may
+// have read the committed changes, or another replica changed the session since, or
+// the store failed), the committed decision stands: the refused event is dropped from
+// its events and on_fire and reported in its failures, which say its changes stayed.
 func (s *Sidecar) publishCommitted(ctx context.Context, sv *reload.Served, occ *engine.Occurrence, d *engine.Decision, snap *redisstore.Snapshot, events *eventBuffer) (*engine.Decision, *redisstore.Snapshot) {
 	for {
 		refused := -1
@@ -102,6 +120,9 @@ func (s *Sidecar) publishCommitted(ctx context.Context, sv *reload.Served, occ *
 		next := &eventBuffer{answers: answers}
 		rt := &engine.Runtime{Counters: corr, Activity: corr, Events: next, Detectors: sv.Runtime.Detectors}
 		cd := sv.Loaded.Program.EvaluateInto(rt, occ, &engine.DecisionBuffer{})
+		if len(next.pending) > 0 {
+			corr.MayNeedCorrection()
+		}
 		ok, err := s.opt.SharedSessions.Commit(ctx, corr)
 		switch {
 		case errors.Is(err, redisstore.ErrOutcomeUnknown):

@@ -34,10 +34,14 @@ type Snapshot struct {
 	supersedes *Snapshot
 	// cached marks a snapshot of the replica's cached state, whose version Commit
 	// checks even when nothing changed.
-	cached      bool
+	cached bool
+	// correctable marks an evaluation that may yet need a Correction, whose Commit
+	// holds the session pending (MayNeedCorrection).
+	correctable bool
 	maxCounters int
 	// written is the version a successful Commit left (committed set): the new one
-	// when the occurrence changed the session, else version.
+	// when the occurrence changed the session, else version; after a Commit whose
+	// outcome is unknown, the new version it sent.
 	written   string
 	committed bool
 	// err, when set, makes every read and write fail: the store could not be read, or
@@ -155,12 +159,22 @@ func (s *Snapshot) Append(_, step string, max int) {
 	s.windowChanged = true
 }
 
+// MayNeedCorrection marks the snapshot's evaluation as one that may yet need a
+// Correction: it has events to publish once its changes are committed, and the stream
+// may refuse one. Its Commit then also holds the session pending for
+// Options.PendingTTL, so other replicas' loads wait for the Correction rather than
+// decide on changes it takes back. An evaluation with no event to publish cannot need
+// a correction, and its Commit costs nothing more.
+func (s *Snapshot) MayNeedCorrection() { s.correctable = true }
+
 // Versions reports the session's version the snapshot was read at and the one its
 // Commit left: a new one when the occurrence changed the session, else the one read.
 // read is empty when the session did not exist. committed is false until a Commit of
 // the snapshot succeeded; the versions are then the occurrence's place in the order
 // the session's occurrences took effect, across replicas (the decision log records
-// them so a replay follows that order).
+// them so a replay follows that order). After a Commit whose outcome is unknown
+// (ErrOutcomeUnknown), committed is false and written is the version it sent: a
+// later reader of that version proves it was applied.
 func (s *Snapshot) Versions() (read, written string, committed bool) {
 	return s.version, s.written, s.committed
 }
@@ -203,8 +217,9 @@ func (s *Snapshot) changes() (expect string, fields []any, window bool) {
 // occurrence again after its committed evaluation turned out not to be the one that
 // took effect (the event stream refused an event of it, so that rule contributes no
 // side-effect, [OAR-OPS-4]). Its Commit replaces what s's Commit left, only if the
-// session is still at the version s's Commit left; its Versions then report the
-// version s read and the one it left in turn. s must be committed.
+// session is still at the version s's Commit left and s's pending marker still holds
+// it (see MayNeedCorrection); its Versions then report the version s read and the one
+// it left in turn. s must be committed.
 func (s *Snapshot) Correction() *Snapshot {
 	c := &Snapshot{session: s.session, version: s.version, window: s.read, read: s.read,
 		maxCounters: s.maxCounters, counters: make(map[string]counts, len(s.counters)), supersedes: s}

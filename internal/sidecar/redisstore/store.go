@@ -10,6 +10,10 @@
 //	w                        the activity window, a JSON array of steps, oldest first
 //	c<rule>                  a counter: "<fire_count> <breaker_count>"
 //	s<rule>\x00<scope>       a scoped counter ([OAR-FIRE-10])
+//	p                        a pending marker: "<version> <expiry> <writer>", the
+//	                         version a commit left that may yet be corrected, when
+//	                         the marker expires (Unix milliseconds, Redis's clock),
+//	                         and the store that wrote it
 //
 // An occurrence reads the whole hash in one round trip (Load) and is evaluated against
 // that Snapshot, which implements the engine's CounterStore and ActivityStore for the
@@ -29,6 +33,21 @@
 // taken effect as evaluated (the event stream refused one of its events) is evaluated
 // again against a Correction, whose commit replaces the first one's changes if the
 // session is still at the version that commit left.
+//
+// No other replica may decide on changes that are then taken back, so a commit that
+// may need a correction (its evaluation has events still to publish:
+// Snapshot.MayNeedCorrection) also writes the pending marker, and another replica's
+// Load that finds it live reads again, after a short wait that doubles each time,
+// until it is gone or expired. A correction's commit applies only while the marker
+// holds the session, and clears it; past the marker's expiry (Options.PendingTTL) the
+// committed changes are final — other replicas may have read them — and the correction
+// is refused (ErrCorrectionTooLate). Nothing else clears a marker: when every event is
+// published, it simply expires, so the writer pays no round trip for it, and only a
+// replica reading the session within PendingTTL of such a commit waits. A writer
+// that dies in between holds the session no longer than that either. A replica's own
+// markers never hold its own loads: its caller evaluates one session at a time (the
+// sidecar's session lock), so a marker it finds of its own is of a commit already
+// final or corrected.
 package redisstore
 
 import (
@@ -70,9 +89,32 @@ var ErrCounterLimit = errors.New("session counter limit reached")
 // again did not tell either.
 var ErrOutcomeUnknown = errors.New("whether the session's changes were committed is unknown")
 
+// ErrPending is matched (errors.Is) by the error of a Load that found the session
+// pending other replicas' corrections for longer than Timeout: they kept committing
+// changes that may need one, so the session stayed contended.
+var ErrPending = errors.New("the session stayed pending another replica's correction")
+
+// ErrCorrectionTooLate is matched (errors.Is) by the error of a Correction's Commit
+// that came after the corrected commit's pending marker expired: other replicas may
+// have read its changes since, so they stand.
+var ErrCorrectionTooLate = errors.New("the correction came after the session's pending time, so other replicas may have read the changes it would take back")
+
+// DefaultPendingTTL is how long a commit that may need a correction holds the session
+// when Options give no PendingTTL: many times what a correction takes (a failed write
+// to the event stream, an evaluation and a round trip), few enough that another
+// replica's call of the same session in that window waits unnoticed.
+const DefaultPendingTTL = 5 * time.Millisecond
+
+// The waits of a Load that finds the session pending: the first, doubled at each
+// read up to the longest, and never past the marker's expiry.
+const (
+	firstPendingWait = 500 * time.Microsecond
+	maxPendingWait   = 2 * time.Millisecond
+)
+
 // Observer is told of every round trip and every conflict (the sidecar's metrics).
 type Observer interface {
-	// RoundTrip records one call to the store: op is "load" or "commit".
+	// RoundTrip records one call to the store: op is "load", "commit" or "validate".
 	RoundTrip(op string, took time.Duration, err error)
 	// Conflict records a commit refused because another replica changed the session.
 	Conflict()
@@ -91,8 +133,13 @@ type Options struct {
 	// IdleTTL is each session key's TTL, refreshed by every occurrence that reads or
 	// writes the session; zero keeps keys forever.
 	IdleTTL time.Duration
-	// Timeout bounds each call to the store, so an outage costs milliseconds.
+	// Timeout bounds each call to the store, so an outage costs milliseconds, and the
+	// time a Load waits for pending sessions.
 	Timeout time.Duration
+	// PendingTTL is how long a commit that may need a correction holds the session
+	// pending, for other replicas' loads and for its correction
+	// (DefaultPendingTTL when not positive).
+	PendingTTL time.Duration
 	// MaxCounters is the most counters one session holds.
 	MaxCounters int
 	// CacheSessions is how many sessions' last known state the store keeps to answer
@@ -109,6 +156,8 @@ type Store struct {
 	// display is the URL without credentials, for logs and /readyz.
 	display string
 	cache   *sessionCache
+	// writer names this store in the pending markers it writes.
+	writer string
 }
 
 var (
@@ -129,6 +178,9 @@ func New(opt Options) (*Store, error) {
 	}
 	if opt.Timeout <= 0 {
 		opt.Timeout = DefaultTimeout
+	}
+	if opt.PendingTTL <= 0 {
+		opt.PendingTTL = DefaultPendingTTL
 	}
 	u, err := url.Parse(opt.URL)
 	if err != nil {
@@ -176,7 +228,14 @@ func New(opt Options) (*Store, error) {
 	ro.DialerRetries = 1
 	ro.DisableIdentity = true
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	return &Store{opt: opt, client: redis.NewClient(ro), display: u.Redacted(), cache: newSessionCache(opt.CacheSessions)}, nil
+	return &Store{opt: opt, client: redis.NewClient(ro), display: u.Redacted(), cache: newSessionCache(opt.CacheSessions), writer: newVersion()}, nil
+}
+
+// newVersion is a new random token: a session's version, or a store's name.
+func newVersion() string {
+	var token [12]byte
+	_, _ = rand.Read(token[:])
+	return hex.EncodeToString(token[:])
 }
 
 // String is the store's URL without credentials.
@@ -195,33 +254,87 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) key(session string) string { return s.opt.Prefix + session }
 
 // Load returns a snapshot of a session's state: the state the cache holds, or else
-// what one round trip reads.
+// what one round trip reads. A session another replica's commit holds pending a
+// possible correction is read again, after a short wait that doubles each time, until
+// the marker is gone or expired; one still held after Timeout (replicas that keep
+// committing such changes) is an error matching ErrPending. The cache never holds a
+// pending state.
 func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 	if st := s.cache.get(session); st != nil {
 		return s.snapshot(session, st, true), nil
 	}
+	giveUp := time.Now().Add(s.opt.Timeout)
+	for wait := firstPendingWait; ; wait = min(2*wait, maxPendingWait) {
+		st, pending, err := s.read(ctx, session)
+		if err != nil {
+			return nil, err
+		}
+		if pending <= 0 {
+			s.cache.put(session, st)
+			return s.snapshot(session, st, false), nil
+		}
+		if !time.Now().Before(giveUp) {
+			return nil, fmt.Errorf("session %q in %s, pending for %v: %w", session, s.display, s.opt.Timeout, ErrPending)
+		}
+		if err := sleep(ctx, min(wait, pending)); err != nil {
+			return nil, fmt.Errorf("reading session %q from %s, pending another replica's correction: %w", session, s.display, err)
+		}
+	}
+}
+
+// read reads a session's state in one round trip, and how long another replica's
+// pending marker still holds it (zero or less: it does not).
+func (s *Store) read(ctx context.Context, session string) (*state, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
 	start := time.Now()
 	// A session read is a session in use: its TTL is refreshed in the same round trip,
-	// as a session in memory stays while it is read.
+	// as a session in memory stays while it is read. Redis's clock, read in the same
+	// round trip, says whether a pending marker has expired.
 	pipe := s.client.Pipeline()
 	read := pipe.HGetAll(ctx, s.key(session))
 	if s.opt.IdleTTL > 0 {
 		pipe.PExpire(ctx, s.key(session), s.opt.IdleTTL)
 	}
+	now := pipe.Time(ctx)
 	_, err := pipe.Exec(ctx)
-	fields := read.Val()
 	s.observe("load", start, err)
 	if err != nil {
-		return nil, fmt.Errorf("reading session %q from %s: %w", session, s.display, err)
+		return nil, 0, fmt.Errorf("reading session %q from %s: %w", session, s.display, err)
 	}
+	fields := read.Val()
 	st, err := s.parse(session, fields)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	s.cache.put(session, st)
-	return s.snapshot(session, st, false), nil
+	return st, s.pendingFor(fields, now.Val()), nil
+}
+
+// pendingFor is how long another store's pending marker holds a session's fields at
+// now, by Redis's clock; zero when none does. A marker of another version, or one
+// that does not read, holds nothing: it is advisory, and the next commit replaces it.
+func (s *Store) pendingFor(fields map[string]string, now time.Time) time.Duration {
+	marker := strings.Fields(fields["p"])
+	if len(marker) != 3 || marker[0] != fields["v"] || marker[2] == s.writer {
+		return 0
+	}
+	ms, err := strconv.ParseInt(marker[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return time.UnixMilli(ms).Sub(now)
+}
+
+// sleep waits for d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *Store) snapshot(session string, st *state, cached bool) *Snapshot {
@@ -262,10 +375,14 @@ func (s *Store) parse(session string, fields map[string]string) (*state, error) 
 // changes writes nothing: read by a round trip, it was read atomically, so its
 // evaluation already took effect in a serial order; read from the cache, one round trip
 // checks that its version is still current; a Correction with none leaves the corrected
-// commit as it is. A commit that may have reached the store but got no answer is sent
+// commit as it is. A snapshot marked MayNeedCorrection writes the session's pending
+// marker with its changes, any other commit clears it, and a Correction applies only
+// while the corrected commit's marker holds the session (else ErrCorrectionTooLate).
+// A commit that may have reached the store but got no answer is sent
 // once more, with the same new version, so a first one that was applied is recognised;
 // when that does not settle it, the error matches ErrOutcomeUnknown. After a successful
-// Commit, snap.Versions reports the version read and the version left.
+// Commit, snap.Versions reports the version read and the version left; after one whose
+// outcome is unknown, the version read and the version it would have left.
 func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 	expect, fields, window := snap.changes()
 	if len(fields) == 0 && !window {
@@ -277,12 +394,16 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 		snap.written, snap.committed = expect, ok
 		return ok, err
 	}
-	var token [12]byte
-	_, _ = rand.Read(token[:])
-	version := hex.EncodeToString(token[:])
-	args := []any{expect, version, s.opt.IdleTTL.Milliseconds(), "", ""}
+	version := newVersion()
+	args := []any{expect, version, s.opt.IdleTTL.Milliseconds(), "", "", 0, s.writer, ""}
 	if window {
 		args[3], args[4] = "1", encodeWindow(snap.window)
+	}
+	if snap.correctable {
+		args[5] = max(1, s.opt.PendingTTL.Milliseconds())
+	}
+	if snap.supersedes != nil {
+		args[7] = "1"
 	}
 	args = append(args, fields...)
 	committed := &state{version: version, window: snap.window, counters: make(map[string]engine.Counts, len(snap.counters))}
@@ -290,16 +411,22 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 		committed.counters[f] = c.now
 	}
 	ok, err := s.run(ctx, "commit", commitScript, snap, args...)
-	if err != nil && !unsent(err) {
+	if err != nil && !unsent(err) && !errors.Is(err, ErrCorrectionTooLate) {
 		// The script may have run with its answer lost. Sent again, it answers 1 if the
 		// first one was applied (the session is then at the new version) or applies it
-		// now; a conflict still leaves open that the first was applied and another writer
-		// changed the session since, and a second failure leaves it all open.
+		// now; a correction too late was not applied (the session is still at the version
+		// it expects); a conflict still leaves open that the first was applied and
+		// another writer changed the session since, and a second failure leaves it all
+		// open.
 		var again error
 		if ok, again = s.run(ctx, "commit", commitScript, snap, args...); again == nil && !ok {
 			again = errors.New("it found the session changed by another writer")
 		}
+		if errors.Is(again, ErrCorrectionTooLate) {
+			return false, again
+		}
 		if again != nil {
+			snap.written = version
 			return false, fmt.Errorf("%w: %w; sent again, %w", ErrOutcomeUnknown, err, again)
 		}
 		err = nil
@@ -326,8 +453,11 @@ func (s *Store) run(ctx context.Context, op string, script *redis.Script, snap *
 	}
 	switch r := reply.(type) {
 	case int64:
-		if r == 1 {
+		switch r {
+		case 1:
 			return true, nil
+		case 0:
+			return false, fmt.Errorf("%s of session %q in %s: %w", op, snap.session, s.display, ErrCorrectionTooLate)
 		}
 	case []any:
 		s.conflict(snap.session, r)
@@ -349,7 +479,8 @@ func unsent(err error) bool {
 }
 
 // conflict records a refused commit or a stale cached read, and caches the session's
-// fields the refusal returned (a flat list of field, value).
+// fields the refusal returned (a flat list of field, value), unless a pending marker
+// may hold them: the next Load then reads the session itself, and waits for it.
 func (s *Store) conflict(session string, list []any) {
 	if s.opt.Observer != nil {
 		s.opt.Observer.Conflict()
@@ -363,6 +494,10 @@ func (s *Store) conflict(session string, list []any) {
 			return
 		}
 		fields[f] = v
+	}
+	if _, marked := fields["p"]; marked {
+		s.cache.drop(session)
+		return
 	}
 	st, err := s.parse(session, fields)
 	if err != nil {

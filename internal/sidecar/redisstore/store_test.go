@@ -410,7 +410,7 @@ func TestWindowKeepsLoneSurrogates(t *testing.T) {
 // the correction does not hold are removed, and the window is the correction's. It is
 // refused when another writer changed the session after the corrected commit.
 func TestCorrectionReplacesTheCommit(t *testing.T) {
-	s := newStore(t, Options{})
+	s := newStore(t, Options{PendingTTL: time.Minute}) // the correction is never too late
 	first := load(t, s, "s1")
 	_, _ = first.Apply(plain, engine.ActionIncrementCounter)
 	first.Append("s1", "read", 4)
@@ -421,6 +421,7 @@ func TestCorrectionReplacesTheCommit(t *testing.T) {
 	_, _ = snap.Apply(plain, engine.ActionIncrementCounter)
 	_, _ = snap.Apply(scoped, engine.ActionIncrementBreaker)
 	snap.Append("s1", "shell", 4)
+	snap.MayNeedCorrection()
 	if !commit(t, s, snap) {
 		t.Fatal("the commit to correct conflicted")
 	}
