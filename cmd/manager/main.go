@@ -45,15 +45,21 @@ const (
 	exitUsage = 2
 )
 
+// errFlagsReported wraps an error of the flag package, which has written it and the
+// usage to stderr already.
+var errFlagsReported = errors.New("flags refused")
+
 // run is the whole command: parse the flags, then serve until a signal or an error. A
 // flag it refuses is written to stderr here, since no logger exists yet to report it:
 // the manager must never exit without saying why.
 func run(args []string, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
 		return exitOK
-	}
-	if err != nil {
+	case errors.Is(err, errFlagsReported):
+		return exitUsage
+	case err != nil:
 		fmt.Fprintf(stderr, "manager: %v\n", err)
 		return exitUsage
 	}
@@ -139,7 +145,10 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	in.sidecar.RegisterFlags(fs, "injector-")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, fmt.Errorf("%w: %w", errFlagsReported, err)
 	}
 	if o.shutdownTimeout < 0 {
 		return o, fmt.Errorf("--graceful-shutdown-timeout must not be negative (controller-runtime would wait forever, past any grace period), not %s", o.shutdownTimeout)
