@@ -81,7 +81,7 @@ func (v *OperatorConfigValidator) validate(ctx context.Context, oc *rulesv1alpha
 func (v *OperatorConfigValidator) check(ctx context.Context, cl Cluster, key types.NamespacedName, doc any) (warnings, diag.List, error) {
 	var w warnings
 	cl = snapshotOf(cl)
-	n, err := loadNeighbours(ctx, cl, key, "", "")
+	n, err := loadNeighbours(ctx, cl, key, "", "", withConfigurations)
 	if err != nil {
 		return w, nil, err
 	}
