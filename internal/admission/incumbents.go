@@ -53,10 +53,12 @@ func readIncumbents(ctx context.Context, cl Cluster, capability types.Namespaced
 	if b == nil {
 		return in, nil
 	}
-	in.retired = retiredPacks(b, uids, packs, self, selfUID)
+	var err error
+	if in.retired, err = retiredPacks(ctx, cl, capability, b, uids, packs, self, selfUID); err != nil {
+		return in, err
+	}
 	in.configs = b.Configs
 	if read == withConfigurations {
-		var err error
 		if in.configs, err = publishedConfigs(ctx, cl, capability, b.Configs, uids); err != nil {
 			return in, err
 		}
@@ -86,7 +88,7 @@ func (in incumbents) packs(b *bundle.Bundle) []bundle.Pack {
 // the pack named self, the object selfUID, holds, or that another object holds than the
 // one they were published for, per uids (a newcomer, whose generation, 1 again once
 // created anew, says nothing of the published one); nil when there is none (retirees).
-func retiredPacks(b *bundle.Bundle, uids *resource.PublishedUIDs, packs []rulesv1alpha1.RulePack, self string, selfUID types.UID) map[string]bool {
+func retiredPacks(ctx context.Context, cl Cluster, capability types.NamespacedName, b *bundle.Bundle, uids *resource.PublishedUIDs, packs []rulesv1alpha1.RulePack, self string, selfUID types.UID) (map[string]bool, error) {
 	holders := make(map[string]types.UID, len(packs)+1)
 	for i := range packs {
 		holders[packs[i].Name] = packs[i].UID
@@ -98,7 +100,16 @@ func retiredPacks(b *bundle.Bundle, uids *resource.PublishedUIDs, packs []rulesv
 	for i := range b.Packs {
 		names[i] = b.Packs[i].Name
 	}
-	return retirees(names, holders, uids.NewPack)
+	return retirees(ctx, names, holders, uids.NewPack, func(ctx context.Context, name string) (types.UID, bool, error) {
+		if name == self {
+			return selfUID, true, nil
+		}
+		p, err := cl.RulePack(ctx, capability, name)
+		if err != nil || p == nil {
+			return "", false, err
+		}
+		return p.UID, true, nil
+	})
 }
 
 // publishedConfigs returns the configurations of published, the bundle's, that an
@@ -120,9 +131,15 @@ func publishedConfigs(ctx context.Context, cl Cluster, capability types.Namespac
 	for i := range published {
 		names[i] = published[i].Name
 	}
-	retired := retirees(names, holders, uids.NewConfig)
-	if len(retired) == 0 {
-		return published, nil
+	retired, err := retirees(ctx, names, holders, uids.NewConfig, func(ctx context.Context, name string) (types.UID, bool, error) {
+		oc, err := cl.OperatorConfig(ctx, capability, name)
+		if err != nil || oc == nil {
+			return "", false, err
+		}
+		return oc.UID, true, nil
+	})
+	if err != nil || len(retired) == 0 {
+		return published, err
 	}
 	return slices.DeleteFunc(slices.Clone(published), func(c bundle.Config) bool { return retired[c.Name] }), nil
 }
@@ -130,11 +147,21 @@ func publishedConfigs(ctx context.Context, cl Cluster, capability types.Namespac
 // retirees returns those of names, published, that are incumbents no longer, nil when
 // none is: the names no object holds (holders maps each name to the object bound to
 // the Capability and not being deleted that holds it), and those another object holds
-// than the one the name was published for (newIdentity).
-func retirees(names []string, holders map[string]types.UID, newIdentity func(name string, uid types.UID) bool) map[string]bool {
+// than the one the name was published for (newIdentity). holders may come from a cache
+// a moment behind the bundle, which may have been read past it (ClientCluster): what
+// holders says of a name is confirmed with holder, which reads past the cache, before
+// the name is retired.
+func retirees(ctx context.Context, names []string, holders map[string]types.UID, newIdentity func(name string, uid types.UID) bool, holder func(ctx context.Context, name string) (types.UID, bool, error)) (map[string]bool, error) {
 	var retired map[string]bool
 	for _, name := range names {
 		if uid, held := holders[name]; held && !newIdentity(name, uid) {
+			continue
+		}
+		uid, held, err := holder(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if held && !newIdentity(name, uid) {
 			continue
 		}
 		if retired == nil {
@@ -142,7 +169,7 @@ func retirees(names []string, holders map[string]types.UID, newIdentity func(nam
 		}
 		retired[name] = true
 	}
-	return retired
+	return retired, nil
 }
 
 // stillLoading returns what of b loads: without what does not under b's capability

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,9 +89,10 @@ func TestOperatorConfigAdmission(t *testing.T) {
 	})
 }
 
-// laggingCache is a cache that has not yet seen the RulePacks created after it was made:
-// what the webhook's informer holds for a moment after a GitOps sync creates a pack and
-// the configuration naming its rules together.
+// laggingCache is a cache that has not yet seen the RulePacks and OperatorConfigs named
+// hidden, created after it was made: what the webhook's informer holds for a moment
+// after a GitOps sync creates a pack and the configuration naming its rules together,
+// or on a replica whose informers lag the bundle it reads past them.
 type laggingCache struct {
 	client.Reader
 	hidden map[string]bool
@@ -99,10 +102,23 @@ func (l laggingCache) List(ctx context.Context, list client.ObjectList, opts ...
 	if err := l.Reader.List(ctx, list, opts...); err != nil {
 		return err
 	}
-	if packs, ok := list.(*rulesv1alpha1.RulePackList); ok {
-		packs.Items = slices.DeleteFunc(packs.Items, func(p rulesv1alpha1.RulePack) bool { return l.hidden[p.Name] })
+	switch items := list.(type) {
+	case *rulesv1alpha1.RulePackList:
+		items.Items = slices.DeleteFunc(items.Items, func(p rulesv1alpha1.RulePack) bool { return l.hidden[p.Name] })
+	case *rulesv1alpha1.OperatorConfigList:
+		items.Items = slices.DeleteFunc(items.Items, func(c rulesv1alpha1.OperatorConfig) bool { return l.hidden[c.Name] })
 	}
 	return nil
+}
+
+func (l laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	switch obj.(type) {
+	case *rulesv1alpha1.RulePack, *rulesv1alpha1.OperatorConfig:
+		if l.hidden[key.Name] {
+			return apierrors.NewNotFound(schema.GroupResource{Group: rulesv1alpha1.GroupVersion.Group}, key.Name)
+		}
+	}
+	return l.Reader.Get(ctx, key, obj, opts...)
 }
 
 // TestConfigurationOfAPackTheCacheHasNotSeen: a configuration naming a rule of a pack
