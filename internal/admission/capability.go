@@ -92,47 +92,22 @@ func (v *CapabilityValidator) ValidateDelete(context.Context, *rulesv1alpha1.Cap
 }
 
 // stillPublished is what of the bundle published for the Capability key its next
-// bundle can keep, whatever the capability document: the packs whose objects still
-// exist (the same object, per uids, not one created again under the name), and the
-// packs and configurations that still load with them under the published document. The
-// controller leaves the rest out because they are gone, not because of a new document,
-// so they take no part in judging one.
+// bundle can keep, whatever the capability document: the packs that are still
+// incumbents under the published document (readIncumbents), and the configurations that
+// apply to them. The controller leaves the rest out because they are gone, not because
+// of a new document, so they take no part in judging one. A configuration whose object
+// is gone is kept: the configurations apply to the packs whatever the document, once
+// they load, so only the packs decide.
 func (v *CapabilityValidator) stillPublished(ctx context.Context, key types.NamespacedName, published *bundle.Bundle, uids *resource.PublishedUIDs) (*bundle.Bundle, error) {
 	live, err := v.Cluster.RulePacks(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	present := make(map[string]bool, len(live))
-	for _, p := range live {
-		present[p.Name] = !uids.NewPack(p.Name, p.UID)
+	in, err := readIncumbents(ctx, v.Cluster, key, published, uids, live, "", "", packsOnly)
+	if err != nil {
+		return nil, err
 	}
-	kept := &bundle.Bundle{Capability: published.Capability, Configs: published.Configs}
-	for _, p := range published.Packs {
-		if present[p.Name] {
-			kept.Packs = append(kept.Packs, p)
-		}
-	}
-	if len(kept.Packs) == len(published.Packs) {
-		return &bundle.Bundle{Packs: published.Packs, Configs: published.Configs}, nil
-	}
-	// Without the packs gone, what no longer loads under the published document is left
-	// out, one round of owners at a time, until the rest loads.
-	for range len(published.Packs) + len(published.Configs) {
-		var le *bundle.LoadError
-		if _, err := bundle.Load(kept); !errors.As(err, &le) {
-			break
-		}
-		failing := map[string]bool{}
-		for _, o := range le.Owners {
-			failing[o] = true
-		}
-		if le.Stage == bundle.StageConfigs {
-			kept.Configs = slices.DeleteFunc(slices.Clone(kept.Configs), func(c bundle.Config) bool { return failing[c.Name] })
-		} else {
-			kept.Packs = slices.DeleteFunc(slices.Clone(kept.Packs), func(p bundle.Pack) bool { return failing[p.Name] })
-		}
-	}
-	return &bundle.Bundle{Packs: kept.Packs, Configs: kept.Configs}, nil
+	return &bundle.Bundle{Packs: in.packs(published), Configs: in.configs}, nil
 }
 
 // loadCapabilityDocument loads the Capability's document, refusing an invalid one with

@@ -28,6 +28,12 @@ type Cluster interface {
 	// OperatorConfigs returns the OperatorConfigs naming the Capability key, except those
 	// being deleted.
 	OperatorConfigs(ctx context.Context, capability types.NamespacedName) ([]rulesv1alpha1.OperatorConfig, error)
+	// RulePack returns the RulePack name of the Capability's namespace when it names the
+	// Capability and is not being deleted, else nil, read past any cache: it confirms
+	// that a pack RulePacks does not list, which may be a moment behind, is not there.
+	RulePack(ctx context.Context, capability types.NamespacedName, name string) (*rulesv1alpha1.RulePack, error)
+	// OperatorConfig is RulePack for an OperatorConfig.
+	OperatorConfig(ctx context.Context, capability types.NamespacedName, name string) (*rulesv1alpha1.OperatorConfig, error)
 	// Bundle returns the bundle published for the Capability key, or nil when there is none
 	// (or the ConfigMap does not hold one the controller wrote), and the objects its packs
 	// and configurations belong to (resource.PublishedUIDs), nil when not recorded.
@@ -149,6 +155,41 @@ func (c *ClientCluster) OperatorConfigs(ctx context.Context, capability types.Na
 		}
 	}
 	return configs, nil
+}
+
+// RulePack implements Cluster, reading through APIReader when there is one.
+func (c *ClientCluster) RulePack(ctx context.Context, capability types.NamespacedName, name string) (*rulesv1alpha1.RulePack, error) {
+	p := &rulesv1alpha1.RulePack{}
+	if found, err := c.getPastCache(ctx, types.NamespacedName{Namespace: capability.Namespace, Name: name}, p); err != nil || !found || p.Spec.CapabilityRef.Name != capability.Name {
+		return nil, err
+	}
+	return p, nil
+}
+
+// OperatorConfig implements Cluster, reading through APIReader when there is one.
+func (c *ClientCluster) OperatorConfig(ctx context.Context, capability types.NamespacedName, name string) (*rulesv1alpha1.OperatorConfig, error) {
+	oc := &rulesv1alpha1.OperatorConfig{}
+	if found, err := c.getPastCache(ctx, types.NamespacedName{Namespace: capability.Namespace, Name: name}, oc); err != nil || !found || oc.Spec.CapabilityRef.Name != capability.Name {
+		return nil, err
+	}
+	return oc, nil
+}
+
+// getPastCache reads obj through APIReader, or Reader when there is none, and reports
+// whether it exists and is not being deleted.
+func (c *ClientCluster) getPastCache(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
+	r := c.APIReader
+	if r == nil {
+		r = c.Reader
+	}
+	err := r.Get(ctx, key, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("get %T %s: %w", obj, key, err)
+	}
+	return obj.GetDeletionTimestamp().IsZero(), nil
 }
 
 // Bundle implements Cluster. A ConfigMap the controller treats as foreign

@@ -357,3 +357,57 @@ func bundleOf(t *testing.T, ns, capability string) *bundle.Bundle {
 	}
 	return b
 }
+
+// TestLiveConfigurationNamingARetiredPacksRule: OperatorConfig "mixed", published and
+// still there, names acme.gone/G and disables acme.base/B. Once RulePack "gone" is no
+// incumbent (being deleted, deleted, bound elsewhere, created again), the controller
+// leaves mixed out of the next bundle with it ([OAR-CFG-4]), whatever else changes: mixed
+// holds nothing back. So an update of RulePack "base" dropping B, which the controller
+// publishes, is admitted without the warning that it would be held back for mixed; while
+// gone is there, it is held back, and warned about.
+func TestLiveConfigurationNamingARetiredPacksRule(t *testing.T) {
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: "ns", Name: "gateway"}
+	for _, fate := range []string{stillThere, beingGone, goneAlready, boundAway, recreated} {
+		t.Run(fate, func(t *testing.T) {
+			cl, base := withGoneAndQuiet(t, fate, true)
+			doc := map[string]any{"oar_config": "1.0", "enforcement": map[string]any{"acme.gone/G": "monitor"}, "disable": []any{"acme.base/B"}}
+			published := cl.bundles[key]
+			published.Configs = append([]bundle.Config{{Name: "mixed", Generation: 1, Document: doc}}, published.Configs...)
+			if _, err := bundle.Load(published); err != nil {
+				t.Fatalf("the test's bundle does not load: %v", err)
+			}
+			mixed := operatorConfig(t, "ns", "mixed", "gateway", doc)
+			mixed.UID, mixed.Generation = "uid-of-mixed", 1
+			cl.configs = append(cl.configs, *mixed)
+			cl.uids[key].Configs["mixed"] = mixed.UID
+
+			edited := base.DeepCopy()
+			edited.Generation = 2
+			edited.Spec.Rules = rawRules(t, []map[string]any{rule("acme.base", "K")})
+			res := assembled(t, cl, edited)
+			ws, admitted := verdict(t, func() (admission.Warnings, error) {
+				return (&RulePackValidator{Cluster: cl}).ValidateUpdate(ctx, base, edited)
+			})
+			if !admitted {
+				t.Fatalf("refused: %q", ws)
+			}
+
+			if fate == stillThere {
+				if o := res.Packs["base"]; o.Published || o.Reason != bundle.ReasonConflict {
+					t.Fatalf("the controller publishes base's update with gone and mixed there: %+v", o)
+				}
+				hasWarning(t, ws, "[OAR-CFG-4]", `OperatorConfig "mixed" spec.config.disable[0]`, "hold this update back (Conflict)")
+				return
+			}
+			if o := res.Packs["base"]; !o.Published || res.Configs["mixed"].Published {
+				t.Fatalf("the controller holds base's update back (%+v), or keeps mixed (%+v)", o, res.Configs["mixed"])
+			}
+			for _, w := range ws {
+				if strings.Contains(w, `"mixed"`) {
+					t.Errorf("warned about mixed, which the controller leaves out with gone: %s", w)
+				}
+			}
+		})
+	}
+}

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 )
 
@@ -71,4 +74,45 @@ func TestRulePackReferencingAPackTheCacheHasNotSeenEnvtest(t *testing.T) {
 	if _, err := (&RulePackValidator{Cluster: &ClientCluster{Reader: lagging, APIReader: k8s}}).ValidateCreate(ctx, b); err != nil {
 		t.Errorf("refused while the cache lags, although the API server holds pack a: %v", err)
 	}
+}
+
+// TestPublishedPackTheCacheHasNotSeen: the bundle may be read past the cache
+// (ClientCluster.APIReader) on a replica whose RulePack and OperatorConfig informers lag
+// behind it. A published pack or configuration the cache does not list yet is not taken
+// for one deleted, which is no incumbent: the webhook asks the API server first, so a
+// pack duplicating the published pack's rule is warned about ([OAR-DOC-9]), and so is an
+// update the published configuration holds back ([OAR-CFG-4]).
+func TestPublishedPackTheCacheHasNotSeen(t *testing.T) {
+	needEnv(t)
+	ns := namespace(t)
+	ctx := context.Background()
+	mustCreate(t, capabilityObject(ns, "gateway", gatewaySpec()))
+	base := rulePack(t, ns, "base", "gateway", 0, []map[string]any{rule("acme.base", "A"), rule("acme.base", "K")})
+	mustCreate(t, base)
+	quiet := operatorConfig(t, ns, "quiet", "gateway", map[string]any{"oar_config": "1.0", "disable": []any{"acme.base/A"}})
+	mustCreate(t, quiet)
+	published(t, ns, "gateway", []*rulesv1alpha1.RulePack{base}, "quiet")
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(base), base); err != nil {
+		t.Fatal(err)
+	}
+	mgrMu.Lock()
+	reader := cached
+	mgrMu.Unlock()
+	lagging := laggingCache{Reader: reader, hidden: map[string]bool{"base": true, "quiet": true}}
+	twin := rulePack(t, ns, "twin", "gateway", 0, []map[string]any{rule("acme.base", "K")})
+	edited := base.DeepCopy()
+	edited.Spec.Rules = rawRules(t, []map[string]any{rule("acme.base", "K")})
+	judge := func(cl Cluster) (twinWarnings, updateWarnings []string) {
+		v := &RulePackValidator{Cluster: cl}
+		twinWarnings, _ = verdict(t, func() (admission.Warnings, error) { return v.ValidateCreate(ctx, twin) })
+		updateWarnings, _ = verdict(t, func() (admission.Warnings, error) { return v.ValidateUpdate(ctx, base, edited) })
+		return twinWarnings, updateWarnings
+	}
+
+	if twinWarnings, updateWarnings := judge(&ClientCluster{Reader: lagging}); len(twinWarnings)+len(updateWarnings) > 0 {
+		t.Fatalf("warned with only the lagging cache (%q, %q): the test shows nothing", twinWarnings, updateWarnings)
+	}
+	twinWarnings, updateWarnings := judge(&ClientCluster{Reader: lagging, APIReader: k8s})
+	hasWarning(t, twinWarnings, "[OAR-DOC-9]", "acme.base/K", `RulePack "base"`)
+	hasWarning(t, updateWarnings, "[OAR-CFG-4]", `OperatorConfig "quiet" spec.config.disable[0]`, "hold this update back")
 }

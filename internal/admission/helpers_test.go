@@ -55,6 +55,26 @@ func (m *memoryCluster) OperatorConfigs(_ context.Context, key types.NamespacedN
 	return out, nil
 }
 
+func (m *memoryCluster) RulePack(ctx context.Context, key types.NamespacedName, name string) (*rulesv1alpha1.RulePack, error) {
+	packs, _ := m.RulePacks(ctx, key)
+	for i := range packs {
+		if packs[i].Name == name {
+			return &packs[i], nil
+		}
+	}
+	return nil, nil
+}
+
+func (m *memoryCluster) OperatorConfig(ctx context.Context, key types.NamespacedName, name string) (*rulesv1alpha1.OperatorConfig, error) {
+	configs, _ := m.OperatorConfigs(ctx, key)
+	for i := range configs {
+		if configs[i].Name == name {
+			return &configs[i], nil
+		}
+	}
+	return nil, nil
+}
+
 func (m *memoryCluster) Bundle(_ context.Context, key types.NamespacedName) (*bundle.Bundle, *resource.PublishedUIDs, error) {
 	return m.bundles[key], m.uids[key], nil
 }

@@ -3,16 +3,13 @@ package admission
 import (
 	"context"
 	"maps"
-	"slices"
 	"sort"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 
-	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
 	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/engine"
-	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
 // neighbours is what the validation of one RulePack knows of the other packs naming the
@@ -20,8 +17,7 @@ import (
 type neighbours struct {
 	// owner maps every qualified identifier another pack defines, in its current or its
 	// published generation, to that pack: published packs first, then by name. A
-	// published generation counts only while the object it was published for is there
-	// and not being deleted (retiredPacks).
+	// published generation counts only while it is an incumbent (readIncumbents).
 	owner map[string]string
 	// published are the other packs' published generations, in bundle order, and
 	// publishedOwner maps their identifiers to them.
@@ -29,8 +25,8 @@ type neighbours struct {
 	publishedOwner map[string]string
 	// own is the pack's own published generation, nil when it has none.
 	own *bundle.Pack
-	// configs are the published configurations, in the order they apply, each while the
-	// object it was published for is there and not being deleted (publishedConfigs).
+	// configs are the published configurations that are incumbents (readIncumbents), in
+	// the order they apply; read packsOnly, whatever became of their objects.
 	configs []bundle.Config
 }
 
@@ -43,9 +39,10 @@ type publishedPack struct {
 }
 
 // loadNeighbours reads the neighbours of the pack named self, the object selfUID, bound
-// to capability. A pack whose current generation is the published one is read from the
+// to capability, and the objects of the published configurations unless read is
+// packsOnly. A pack whose current generation is the published one is read from the
 // bundle, which is decoded already, through views.
-func loadNeighbours(ctx context.Context, cl Cluster, capability types.NamespacedName, self string, selfUID types.UID) (*neighbours, error) {
+func loadNeighbours(ctx context.Context, cl Cluster, capability types.NamespacedName, self string, selfUID types.UID, read scope) (*neighbours, error) {
 	packs, err := cl.RulePacks(ctx, capability)
 	if err != nil {
 		return nil, err
@@ -54,12 +51,12 @@ func loadNeighbours(ctx context.Context, cl Cluster, capability types.Namespaced
 	if err != nil {
 		return nil, err
 	}
-	v := viewOf(capability, b, self, retiredPacks(b, uids, packs, self, selfUID))
-	configs, err := publishedConfigs(ctx, cl, capability, v.configs, uids)
+	in, err := readIncumbents(ctx, cl, capability, b, uids, packs, self, selfUID, read)
 	if err != nil {
 		return nil, err
 	}
-	n := &neighbours{owner: v.publishedOwner, publishedOwner: v.publishedOwner, published: v.published, own: v.own, configs: configs}
+	v := viewOf(capability, b, self, in.retired)
+	n := &neighbours{owner: v.publishedOwner, publishedOwner: v.publishedOwner, published: v.published, own: v.own, configs: in.configs}
 	sort.Slice(packs, func(i, j int) bool { return packs[i].Name < packs[j].Name })
 	cloned := false
 	for i := range packs {
@@ -83,69 +80,6 @@ func loadNeighbours(ctx context.Context, cl Cluster, capability types.Namespaced
 	return n, nil
 }
 
-// retiredPacks returns the names of the packs b publishes that are incumbents no
-// longer, or nil when there is none: those no object of packs — the packs bound to the
-// Capability and not being deleted — or the pack named self, the object selfUID, holds,
-// since the pack was deleted, is being deleted or is bound elsewhere now; and those held
-// by another object than the one they were published for, per uids (a newcomer, whose
-// generation, 1 again once created anew, says nothing of the published one). The
-// controller assembles from the same packs (BundleReconciler.input,
-// bundle.Input.incumbents) and leaves these published generations out of the next
-// bundle. A bundle held back (a narrowed or invalid Capability) still serves them until
-// the hold clears, but the pack under validation is published only after it clears: it
-// is judged against the bundle that follows.
-func retiredPacks(b *bundle.Bundle, uids *resource.PublishedUIDs, packs []rulesv1alpha1.RulePack, self string, selfUID types.UID) map[string]bool {
-	if b == nil {
-		return nil
-	}
-	holders := make(map[string]types.UID, len(packs)+1)
-	for i := range packs {
-		holders[packs[i].Name] = packs[i].UID
-	}
-	if self != "" {
-		holders[self] = selfUID
-	}
-	var names map[string]bool
-	for i := range b.Packs {
-		name := b.Packs[i].Name
-		if uid, held := holders[name]; !held || uids.NewPack(name, uid) {
-			if names == nil {
-				names = map[string]bool{}
-			}
-			names[name] = true
-		}
-	}
-	return names
-}
-
-// publishedConfigs returns the configurations of published, the bundle's, that are
-// still incumbents: those an OperatorConfig bound to the Capability and not being
-// deleted holds, the object each was published for, per uids. The controller
-// assembles from the same configurations and leaves the others out of the next bundle
-// (retiredPacks says why, and why a bundle held back that still serves them does not
-// count): they hold no pack back. published is returned as is when all are.
-func publishedConfigs(ctx context.Context, cl Cluster, capability types.NamespacedName, published []bundle.Config, uids *resource.PublishedUIDs) ([]bundle.Config, error) {
-	if len(published) == 0 {
-		return published, nil
-	}
-	live, err := cl.OperatorConfigs(ctx, capability)
-	if err != nil {
-		return nil, err
-	}
-	holders := make(map[string]types.UID, len(live))
-	for i := range live {
-		holders[live[i].Name] = live[i].UID
-	}
-	retired := func(c bundle.Config) bool {
-		uid, held := holders[c.Name]
-		return !held || uids.NewConfig(c.Name, uid)
-	}
-	if !slices.ContainsFunc(published, retired) {
-		return published, nil
-	}
-	return slices.DeleteFunc(slices.Clone(published), retired), nil
-}
-
 // bundleView is what the neighbours of a pack read of a bundle: its other packs'
 // published generations and their rules' qualified identifiers, which it decoded
 // already. It is shared, and not modified.
@@ -155,7 +89,6 @@ type bundleView struct {
 	// generation is each other pack's published generation.
 	generation map[string]int64
 	own        *bundle.Pack
-	configs    []bundle.Config
 }
 
 // bundleViews are the views of one Capability's bundle: its packs, their rules'
@@ -184,7 +117,7 @@ var views = generations[types.NamespacedName, *bundleViews]{size: viewsPerGenera
 
 // viewOf returns the view that the pack named self has of b, the bundle of the
 // Capability capability, which may be nil, through views; the published packs named in
-// retired, incumbents no longer (retiredPacks), are not in it. Such a view depends on
+// retired, incumbents no longer (readIncumbents), are not in it. Such a view depends on
 // the live packs as well, and is needed only until the controller publishes again (or
 // its hold clears): it is read anew each time, not kept.
 func viewOf(capability types.NamespacedName, b *bundle.Bundle, self string, retired map[string]bool) *bundleView {
@@ -240,7 +173,6 @@ func (bv *bundleViews) view(self string, retired map[string]bool) *bundleView {
 	if bv.bundle == nil {
 		return v
 	}
-	v.configs = bv.bundle.Configs
 	for i := range bv.packs {
 		pp := bv.packs[i]
 		if pp.Name == self && !retired[self] {

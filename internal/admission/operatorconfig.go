@@ -81,11 +81,7 @@ func (v *OperatorConfigValidator) validate(ctx context.Context, oc *rulesv1alpha
 func (v *OperatorConfigValidator) check(ctx context.Context, cl Cluster, key types.NamespacedName, doc any) (warnings, diag.List, error) {
 	var w warnings
 	cl = snapshotOf(cl)
-	n, err := loadNeighbours(ctx, cl, key, "", "")
-	if err != nil {
-		return w, nil, err
-	}
-	rs, why, err := publishedRules(ctx, cl, key, n, named([]any{doc}))
+	rs, n, why, err := publishedRules(ctx, cl, key, named([]any{doc}))
 	if err != nil {
 		return w, nil, err
 	}
@@ -216,25 +212,32 @@ func waiting(n *neighbours, errs diag.List, broken map[string]bool, w *warnings)
 
 // publishedRules returns the rules of the bundle published for the Capability key that a
 // configuration naming names may mean, as identities — all a configuration applies to —
-// or says why there is none. They are the rules of n.published, the packs of the bundle
-// that are still incumbents (retiredPacks): the controller leaves the published
-// generation of a pack deleted, being deleted, bound elsewhere or created again out of
-// the next bundle, and with it a configuration naming only its rules ([OAR-CFG-4]),
-// even while a bundle held back still serves it.
-func publishedRules(ctx context.Context, cl Cluster, key types.NamespacedName, n *neighbours, names map[string]bool) (*engine.RuleSet, string, error) {
+// and the packs around them, or says why there is none. The Capability and the bundle
+// are read first: without them only the document's shape is judged, and nothing else is
+// read. The rules are those of n.published, the packs of the bundle that are still
+// incumbents (readIncumbents): the controller leaves the published generation of a pack
+// deleted, being deleted, bound elsewhere or created again out of the next bundle, and
+// with it a configuration naming only its rules ([OAR-CFG-4]), even while a bundle held
+// back still serves it. The published configurations are not read: a configuration is
+// judged against the packs alone.
+func publishedRules(ctx context.Context, cl Cluster, key types.NamespacedName, names map[string]bool) (*engine.RuleSet, *neighbours, string, error) {
 	capability, err := cl.Capability(ctx, key)
 	if err != nil || capability == nil {
-		return nil, fmt.Sprintf("Capability %q does not exist", key.Name), err
+		return nil, nil, fmt.Sprintf("Capability %q does not exist", key.Name), err
 	}
 	b, _, err := cl.Bundle(ctx, key)
 	if err != nil || b == nil {
-		return nil, fmt.Sprintf("nothing is published for Capability %q yet", key.Name), err
+		return nil, nil, fmt.Sprintf("nothing is published for Capability %q yet", key.Name), err
+	}
+	n, err := loadNeighbours(ctx, cl, key, "", "", packsOnly)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	rs, errs := identities(b.Capability, n.published, names)
 	if len(errs) > 0 {
-		return nil, fmt.Sprintf("the bundle published for Capability %q does not load (%s)", key.Name, detail(errs[0])), nil
+		return nil, nil, fmt.Sprintf("the bundle published for Capability %q does not load (%s)", key.Name, detail(errs[0])), nil
 	}
-	return rs, "", nil
+	return rs, n, "", nil
 }
 
 // identities loads, against the published capability document, the identities of the

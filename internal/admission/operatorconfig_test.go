@@ -3,15 +3,19 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
@@ -87,9 +91,10 @@ func TestOperatorConfigAdmission(t *testing.T) {
 	})
 }
 
-// laggingCache is a cache that has not yet seen the RulePacks created after it was made:
-// what the webhook's informer holds for a moment after a GitOps sync creates a pack and
-// the configuration naming its rules together.
+// laggingCache is a cache that has not yet seen the RulePacks and OperatorConfigs named
+// hidden, created after it was made: what the webhook's informer holds for a moment
+// after a GitOps sync creates a pack and the configuration naming its rules together,
+// or on a replica whose informers lag the bundle it reads past them.
 type laggingCache struct {
 	client.Reader
 	hidden map[string]bool
@@ -99,10 +104,23 @@ func (l laggingCache) List(ctx context.Context, list client.ObjectList, opts ...
 	if err := l.Reader.List(ctx, list, opts...); err != nil {
 		return err
 	}
-	if packs, ok := list.(*rulesv1alpha1.RulePackList); ok {
-		packs.Items = slices.DeleteFunc(packs.Items, func(p rulesv1alpha1.RulePack) bool { return l.hidden[p.Name] })
+	switch items := list.(type) {
+	case *rulesv1alpha1.RulePackList:
+		items.Items = slices.DeleteFunc(items.Items, func(p rulesv1alpha1.RulePack) bool { return l.hidden[p.Name] })
+	case *rulesv1alpha1.OperatorConfigList:
+		items.Items = slices.DeleteFunc(items.Items, func(c rulesv1alpha1.OperatorConfig) bool { return l.hidden[c.Name] })
 	}
 	return nil
+}
+
+func (l laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	switch obj.(type) {
+	case *rulesv1alpha1.RulePack, *rulesv1alpha1.OperatorConfig:
+		if l.hidden[key.Name] {
+			return apierrors.NewNotFound(schema.GroupResource{Group: rulesv1alpha1.GroupVersion.Group}, key.Name)
+		}
+	}
+	return l.Reader.Get(ctx, key, obj, opts...)
 }
 
 // TestConfigurationOfAPackTheCacheHasNotSeen: a configuration naming a rule of a pack
@@ -187,4 +205,46 @@ func TestConfigurationJudgedOnOneStateOfTheBundle(t *testing.T) {
 		t.Fatalf("refused: %v", err)
 	}
 	hasWarning(t, ws, "[OAR-CFG-4]", `RulePack "late"`, "not published yet")
+}
+
+// failingLists is a cluster whose lists of RulePacks (packs) or OperatorConfigs
+// (configs) fail, as a cache that cannot sync does.
+type failingLists struct {
+	*memoryCluster
+	packs, configs bool
+}
+
+func (f failingLists) RulePacks(ctx context.Context, key types.NamespacedName) ([]rulesv1alpha1.RulePack, error) {
+	if f.packs {
+		return nil, errors.New("list rule packs: the cache is not synced")
+	}
+	return f.memoryCluster.RulePacks(ctx, key)
+}
+
+func (f failingLists) OperatorConfigs(ctx context.Context, key types.NamespacedName) ([]rulesv1alpha1.OperatorConfig, error) {
+	if f.configs {
+		return nil, errors.New("list operator configs: the cache is not synced")
+	}
+	return f.memoryCluster.OperatorConfigs(ctx, key)
+}
+
+// TestConfigurationReadsOnlyWhatItsVerdictNeeds: a configuration naming a Capability
+// that does not exist is admitted with that warning, the packs and configurations never
+// read, so a list that fails does not refuse it; and one judged against a published rule
+// set never lists the OperatorConfigs, which it is not judged against.
+func TestConfigurationReadsOnlyWhatItsVerdictNeeds(t *testing.T) {
+	ctx := context.Background()
+	doc := map[string]any{"oar_config": "1.0", "disable": []any{"acme.base/B"}}
+	noCapability := failingLists{memoryCluster: &memoryCluster{}, packs: true, configs: true}
+	ws, err := (&OperatorConfigValidator{Cluster: noCapability}).ValidateCreate(ctx, operatorConfig(t, "ns", "tuning", "gateway", doc))
+	if err != nil {
+		t.Fatalf("refused though only the Capability's absence was due: %v", err)
+	}
+	hasWarning(t, ws, "spec.capabilityRef.name", `Capability "gateway" does not exist`)
+
+	quiet := bundle.Config{Name: "quiet", Generation: 1, Document: map[string]any{"oar_config": "1.0", "disable": []any{"acme.base/K"}}}
+	cl := clusterOf(t, []*rulesv1alpha1.RulePack{pack(t, "base", rule("acme.base", "B"), rule("acme.base", "K"))}, nil, quiet)
+	if ws, err := (&OperatorConfigValidator{Cluster: failingLists{memoryCluster: cl, configs: true}}).ValidateCreate(ctx, operatorConfig(t, "ns", "tuning", "gateway", doc)); err != nil || len(ws) > 0 {
+		t.Errorf("refused (%v) or warned (%q) for a list of OperatorConfigs its verdict does not need", err, ws)
+	}
 }

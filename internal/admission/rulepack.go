@@ -65,7 +65,7 @@ func leaving(ctx context.Context, cl Cluster, old *rulesv1alpha1.RulePack, to st
 	if c == nil {
 		return nil
 	}
-	n, err := loadNeighbours(ctx, cl, key, old.Name, old.UID)
+	n, err := loadNeighbours(ctx, cl, key, old.Name, old.UID, withConfigurations)
 	if err != nil || n.own == nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (v *RulePackValidator) check(ctx context.Context, cl Cluster, p *rulesv1alp
 	if err != nil {
 		return w, nil, err
 	}
-	n, err := loadNeighbours(ctx, cl, key, p.Name, p.UID)
+	n, err := loadNeighbours(ctx, cl, key, p.Name, p.UID, withConfigurations)
 	if err != nil {
 		return w, nil, err
 	}

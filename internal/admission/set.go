@@ -70,6 +70,26 @@ func (s *setCluster) OperatorConfigs(_ context.Context, capability types.Namespa
 	return out, nil
 }
 
+// RulePack implements Cluster.
+func (s *setCluster) RulePack(_ context.Context, capability types.NamespacedName, name string) (*rulesv1alpha1.RulePack, error) {
+	for _, p := range s.boundPacks(capability) {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return nil, nil
+}
+
+// OperatorConfig implements Cluster.
+func (s *setCluster) OperatorConfig(_ context.Context, capability types.NamespacedName, name string) (*rulesv1alpha1.OperatorConfig, error) {
+	for _, c := range s.boundConfigs(capability) {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	return nil, nil
+}
+
 // Bundle implements Cluster: the bundle the controller would publish for the
 // Capability, assembled on first use. No identities are recorded: the bundle is
 // assembled from the set's own objects, so each of its packs is the set's pack of that

@@ -47,9 +47,11 @@ func Install(mgr ctrl.Manager, ready <-chan struct{}) error {
 	return mgr.Add(&afterReady{ready: ready, run: install})
 }
 
-// register warms the informers validation reads and registers the validators.
+// register warms the informers validation reads and registers the validators: on a
+// replica that runs no controller, the first review would otherwise start an informer
+// and wait for its sync inside the request.
 func register(ctx context.Context, mgr ctrl.Manager) error {
-	for _, obj := range []client.Object{&rulesv1alpha1.Capability{}, &rulesv1alpha1.RulePack{}, &corev1.ConfigMap{}} {
+	for _, obj := range []client.Object{&rulesv1alpha1.Capability{}, &rulesv1alpha1.RulePack{}, &rulesv1alpha1.OperatorConfig{}, &corev1.ConfigMap{}} {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("watch %T for admission: %w", obj, err)
 		}

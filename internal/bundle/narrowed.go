@@ -3,6 +3,7 @@ package bundle
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
@@ -153,8 +154,11 @@ func scalarMember(clause string) string {
 
 // named finds a narrowed name in e: its value (a profile, fact, anchor or detector a
 // rule names in a field of its own), the identifier at its offset into a condition or
-// copy text ([OAR-FACT-3], [OAR-COPY-2]), or else the first narrowed identifier the
-// text names outside its string literals (a type error, whose offset is the operator's).
+// copy text ([OAR-FACT-3], [OAR-COPY-2]), or else one an operand next to its offset names
+// (a type error such as [OAR-EXPR-11], whose offset is the operator's), every
+// identifier of the text when it has no offset. When those name narrowed names of more
+// than one member, it is the member holding them all (commonMember): which of them broke
+// the rule is not told.
 func (n narrowed) named(e *diag.Error) (string, bool) {
 	if p, ok := n.paths[e.Value]; ok {
 		return p, true
@@ -164,62 +168,175 @@ func (n narrowed) named(e *diag.Error) (string, bool) {
 			return p, true
 		}
 	}
-	for _, name := range identifiers(e.Value) {
-		if p, ok := n.paths[name]; ok {
-			return p, true
+	var paths []string
+	for _, name := range operandNames(e.Value, e.Offset) {
+		if p, ok := n.paths[name]; ok && !slices.Contains(paths, p) {
+			paths = append(paths, p)
 		}
 	}
-	return "", false
+	switch len(paths) {
+	case 0:
+		return "", false
+	case 1:
+		return paths[0], true
+	}
+	return commonMember(paths), true
+}
+
+// commonMember is the member holding every one of paths: the list their entries are in
+// (spec.host_facts for spec.host_facts[0].type and spec.host_facts[1].type), "spec" when
+// they are in different members.
+func commonMember(paths []string) string {
+	list := func(p string) string {
+		if i := strings.IndexByte(p, '['); i >= 0 {
+			return p[:i]
+		}
+		return p
+	}
+	first := list(paths[0])
+	for _, p := range paths[1:] {
+		if list(p) != first {
+			return "spec"
+		}
+	}
+	return first
 }
 
 // identifierAt is the identifier (Appendix A: names joined by dots) starting at the
 // code-point offset of s, "" when none does.
 func identifierAt(s string, offset int) string {
-	if offset < 0 {
+	i := byteIndex(s, offset)
+	if i < 0 || i >= len(s) || !isNameStart(s[i]) {
 		return ""
+	}
+	return s[i:identifierEnd(s, i)]
+}
+
+// byteIndex is the index in s of the code-point offset, -1 for a negative offset and
+// len(s) past the end.
+func byteIndex(s string, offset int) int {
+	if offset < 0 {
+		return -1
 	}
 	i := 0
 	for ; offset > 0 && i < len(s); offset-- {
 		_, size := utf8.DecodeRuneInString(s[i:])
 		i += size
 	}
-	if i >= len(s) || !isNameStart(s[i]) {
-		return ""
-	}
-	return s[i:identifierEnd(s, i)]
+	return i
 }
 
-// identifiers lists the identifiers of a condition or copy text, in order, skipping
-// double-quoted string literals.
-func identifiers(s string) []string {
-	var out []string
-	for i := 0; i < len(s); {
-		switch c := s[i]; {
-		case c == '"':
-			i = literalEnd(s, i)
-		case isNameStart(c):
-			end := identifierEnd(s, i)
-			out = append(out, s[i:end])
-			i = end
-		case isNameChar(c):
-			// the rest of a number, or of a name that started with a digit
-			for i < len(s) && isNameChar(s[i]) {
-				i++
+// operandNames lists the identifiers of s, a condition or copy text, that a diagnostic
+// at the code-point offset may be about: the nearest one on each side of the operator
+// there, each within the operand next to it — not past &&, ||, ?, :, a comma or a
+// bracket that encloses the operator. Every identifier of s when offset is -1.
+func operandNames(s string, offset int) []string {
+	lx := lexemes(s)
+	if offset < 0 {
+		var out []string
+		for _, l := range lx {
+			if l.name {
+				out = append(out, l.text)
 			}
-		default:
-			i++
 		}
+		return out
+	}
+	at := byteIndex(s, offset)
+	op := slices.IndexFunc(lx, func(l lexeme) bool { return l.start >= at })
+	if op < 0 {
+		return nil
+	}
+	var out []string
+	if name := nearestName(lx[:op], -1, ")]", "(["); name != "" {
+		out = append(out, name)
+	}
+	if name := nearestName(lx[op+1:], 1, "([", ")]"); name != "" {
+		out = append(out, name)
 	}
 	return out
 }
 
-// literalEnd is the index just past the string literal opening at s[i].
+// nearestName walks lx from its end (step -1) or its start (step 1) away from an
+// operator and returns the first identifier of the operand there, "" when the operand
+// has none: opens are the brackets that open away from the operator, closes those that
+// close toward it.
+func nearestName(lx []lexeme, step int, opens, closes string) string {
+	i := 0
+	if step < 0 {
+		i = len(lx) - 1
+	}
+	depth := 0
+	for ; 0 <= i && i < len(lx); i += step {
+		l := lx[i]
+		switch {
+		case l.name:
+			return l.text
+		case strings.Contains(opens, l.text):
+			depth++
+		case strings.Contains(closes, l.text):
+			if depth == 0 {
+				return ""
+			}
+			depth--
+		case depth == 0 && slices.Contains(operandEnds, l.text):
+			return ""
+		}
+	}
+	return ""
+}
+
+// operandEnds are the tokens no operand of a comparison extends past.
+var operandEnds = []string{"&&", "||", "?", ":", ","}
+
+// lexeme is a token of a condition or copy text, as far as operandNames tells them
+// apart: identifiers, string and number literals, && and ||, and single characters.
+type lexeme struct {
+	text  string
+	start int
+	// name says the lexeme is an identifier, not a keyword.
+	name bool
+}
+
+// lexemes splits s into lexemes, leaving out white space.
+func lexemes(s string) []lexeme {
+	var out []lexeme
+	for i := 0; i < len(s); {
+		start := i
+		switch c := s[i]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+			continue
+		case c == '"' || c == '\'':
+			i = literalEnd(s, i)
+		case isNameStart(c):
+			i = identifierEnd(s, i)
+		case isNameChar(c):
+			// a number, or a name that starts with a digit
+			for i < len(s) && isNameChar(s[i]) {
+				i++
+			}
+		case strings.HasPrefix(s[i:], "&&") || strings.HasPrefix(s[i:], "||"):
+			i += 2
+		default:
+			i++
+		}
+		text := s[start:i]
+		out = append(out, lexeme{text: text, start: start, name: isNameStart(s[start]) && !keywords[text]})
+	}
+	return out
+}
+
+// keywords are the words of the condition language that are no identifier.
+var keywords = map[string]bool{"true": true, "false": true, "in": true}
+
+// literalEnd is the index just past the string literal that the quote s[i] opens.
 func literalEnd(s string, i int) int {
+	quote := s[i]
 	for i++; i < len(s); i++ {
 		switch s[i] {
 		case '\\':
 			i++
-		case '"':
+		case quote:
 			return i + 1
 		}
 	}

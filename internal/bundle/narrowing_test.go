@@ -140,37 +140,59 @@ func TestBreakageNamesTheNarrowedMember(t *testing.T) {
 	}
 	withoutTool := func(c map[string]any) { c["profiles"] = []any{"session", "content"} }
 	tier := `"requires":{"facts":["oar.test.tier"]}`
+	// facts declares the host facts a and b with the types given, in that order.
+	facts := func(a, b string) func(map[string]any) {
+		return func(c map[string]any) {
+			c["host_facts"] = []any{map[string]any{"name": "oar.test.a", "type": a}, map[string]any{"name": "oar.test.b", "type": b}}
+		}
+	}
+	ab := `"requires":{"facts":["oar.test.a","oar.test.b"]}`
 	for _, c := range []struct {
 		clause string
 		rule   any
 		narrow func(map[string]any)
 		field  string
+		// before, when set, changes the capability the rule loads under first.
+		before func(map[string]any)
 	}{
-		{"OAR-FACT-3", rule(t, "acme", "A", tier, `"when":"oar.test.tier == \"gold\""`), withoutTier, "spec.host_facts"},
-		{"OAR-FACT-3", rule(t, "acme", "A", `"requires":{"profiles":["tool"]}`, `"when":"tool == \"oar.test.tier\""`), withoutTool, "spec.profiles"},
-		{"OAR-EXPR-11", rule(t, "acme", "A", tier, `"when":"oar.test.tier == \"gold\""`), tierAnInt, "spec.host_facts[1].type"},
-		{"OAR-FIRE-10", rule(t, "acme", "A", tier, `"counter_scope":"oar.test.tier"`), tierAnInt, "spec.host_facts[1].type"},
-		{"OAR-COPY-2", rule(t, "acme", "A", tier, `"copy":{"what":"tool tier {{ oar.test.tier }}"}`), withoutTier, "spec.host_facts"},
-		{"OAR-SEL-3", rule(t, "acme", "A", `"requires":{"profiles":["tool"]}`, `"selector":{"tool":["read"]}`), withoutTool, "spec.profiles"},
-		{"OAR-FACT-19", rule(t, "acme", "A", `"requires":{"facts":["tool_args"]}`), withoutTool, "spec.profiles"},
-		{"OAR-FACT-19", rule(t, "acme", "A", tier), withoutTier, "spec.host_facts"},
+		{"OAR-FACT-3", rule(t, "acme", "A", tier, `"when":"oar.test.tier == \"gold\""`), withoutTier, "spec.host_facts", nil},
+		{"OAR-FACT-3", rule(t, "acme", "A", `"requires":{"profiles":["tool"]}`, `"when":"tool == \"oar.test.tier\""`), withoutTool, "spec.profiles", nil},
+		{"OAR-EXPR-11", rule(t, "acme", "A", tier, `"when":"oar.test.tier == \"gold\""`), tierAnInt, "spec.host_facts[1].type", nil},
+		{"OAR-FIRE-10", rule(t, "acme", "A", tier, `"counter_scope":"oar.test.tier"`), tierAnInt, "spec.host_facts[1].type", nil},
+		{"OAR-COPY-2", rule(t, "acme", "A", tier, `"copy":{"what":"tool tier {{ oar.test.tier }}"}`), withoutTier, "spec.host_facts", nil},
+		{"OAR-SEL-3", rule(t, "acme", "A", `"requires":{"profiles":["tool"]}`, `"selector":{"tool":["read"]}`), withoutTool, "spec.profiles", nil},
+		{"OAR-FACT-19", rule(t, "acme", "A", `"requires":{"facts":["tool_args"]}`), withoutTool, "spec.profiles", nil},
+		{"OAR-FACT-19", rule(t, "acme", "A", tier), withoutTier, "spec.host_facts", nil},
 		{"OAR-PROF-4", rule(t, "acme", "A", `"anchor":"model.output"`), func(c map[string]any) {
 			anchors := c["anchors"].(map[string]any)
 			delete(anchors["core"].(map[string]any), "model.output")
 			anchors["unsupported"] = append(anchors["unsupported"].([]any), "model.output")
-		}, "spec.anchors.unsupported[6]"},
-		{"OAR-DOC-12", rule(t, "acme", "A", `"anchor":"gw.render"`), func(c map[string]any) { c["anchors"].(map[string]any)["host"] = []any{} }, "spec.anchors.host"},
-		{"OAR-FACT-13", rule(t, "acme", "A", `"requires":{"profiles":["session"]}`, `"flow":["a","b","c"]`), func(c map[string]any) { c["activity_window"] = 2 }, "spec.activity_window"},
+		}, "spec.anchors.unsupported[6]", nil},
+		{"OAR-DOC-12", rule(t, "acme", "A", `"anchor":"gw.render"`), func(c map[string]any) { c["anchors"].(map[string]any)["host"] = []any{} }, "spec.anchors.host", nil},
+		{"OAR-FACT-13", rule(t, "acme", "A", `"requires":{"profiles":["session"]}`, `"flow":["a","b","c"]`), func(c map[string]any) { c["activity_window"] = 2 }, "spec.activity_window", nil},
+		// A type error's offset is its operator's: the operand next to it names the fact,
+		// not the first narrowed one of the condition, nor one past && ...
+		{"OAR-EXPR-11", rule(t, "acme", "A", ab, `"when":"oar.test.a == 1 && oar.test.b == \"x\""`), facts("double", "int"), "spec.host_facts[1].type", facts("int", "string")},
+		{"OAR-EXPR-11", rule(t, "acme", "A", ab, `"when":"oar.test.b == \"x\" && oar.test.a == 1"`), facts("double", "int"), "spec.host_facts[1].type", facts("int", "string")},
+		// ... and two narrowed operands name the list that holds both.
+		{"OAR-EXPR-11", rule(t, "acme", "A", ab, `"when":"oar.test.a == oar.test.b"`), facts("string", "double"), "spec.host_facts", facts("int", "int")},
 	} {
 		t.Run(c.clause+" "+c.field, func(t *testing.T) {
+			base := capability(t)
+			if c.before != nil {
+				c.before(base)
+			}
 			narrow := capability(t)
+			if c.before != nil {
+				c.before(narrow)
+			}
 			c.narrow(narrow)
-			before, errs := engine.LoadCapability(capability(t))
+			before, errs := engine.LoadCapability(base)
 			after, moreErrs := engine.LoadCapability(narrow)
 			if len(errs)+len(moreErrs) > 0 {
 				t.Fatalf("the test's capabilities do not load: %v %v", errs, moreErrs)
 			}
-			published := &Bundle{Capability: capability(t), Packs: []Pack{{Name: "p", Generation: 1, Rules: []any{c.rule}}}}
+			published := &Bundle{Capability: base, Packs: []Pack{{Name: "p", Generation: 1, Rules: []any{c.rule}}}}
 			if _, le := load(published); le != nil {
 				t.Fatalf("the rule does not load before the narrowing: %v", le)
 			}
