@@ -68,12 +68,9 @@ func CapabilityMember(e *diag.Error) string {
 		return "spec.host_facts"
 	case "OAR-OPS-12":
 		return "spec.detectors"
-	case "OAR-OPS-18":
-		return "spec.supports_transform"
-	case "OAR-PROF-3", "OAR-FACT-13":
-		return "spec.activity_window"
-	case "OAR-EXPR-17":
-		return "spec.expression_nodes_max"
+	}
+	if m := scalarMember(e.Clause); m != "" {
+		return m
 	}
 	return "spec"
 }
