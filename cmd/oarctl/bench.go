@@ -147,20 +147,15 @@ func (l *loader) readOccurrences(file string) []recorded {
 // warmup and of each measured pass over occs: were one runtime kept across passes, the
 // recorded sessions would go on counting, and rules whose conditions read fire_count
 // would stop firing after the first pass, measuring a workload the recording is not.
-// Each pass's runtime is made as the pass begins, outside the timed evaluations, and
-// neither its allocations nor its time are counted; the session state a pass builds is, as a sidecar
-// allocates its new sessions' state. A pass's runtime is dropped when the next begins,
-// so memory stays that of one pass however many there are.
+// Each pass's runtime is made as the pass begins and dropped when the next begins, so
+// memory stays that of one pass however many there are; making it is neither timed nor
+// counted in the allocations, while the session state a pass builds is, as a sidecar
+// allocates its new sessions' state.
 func measure(p *engine.Program, occs []recorded, n int, byAnchor bool, newRuntime func() *engine.Runtime) benchResult {
 	buf := &engine.DecisionBuffer{}
 	rt := newRuntime()
 	for i := range min(warmup, n) {
-		occ := occs[i%len(occs)].occ
-		pinned := pin(rt, occ.SessionID)
-		p.EvaluateInto(rt, occ, buf)
-		if pinned != nil {
-			pinned.Unpin(occ.SessionID)
-		}
+		evaluatePinned(p, rt, occs[i%len(occs)].occ, buf)
 	}
 	latencies := make([]time.Duration, n)
 	allocs := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
@@ -185,13 +180,7 @@ func measure(p *engine.Program, occs []recorded, n int, byAnchor bool, newRuntim
 			setup += allocated() - a
 			setupTime += time.Since(t)
 		}
-		pinned := pin(rt, occ.SessionID)
-		t0 := time.Now()
-		p.EvaluateInto(rt, occ, buf)
-		latencies[i] = time.Since(t0)
-		if pinned != nil {
-			pinned.Unpin(occ.SessionID)
-		}
+		latencies[i] = evaluatePinned(p, rt, occ, buf)
 	}
 	wall := time.Since(start) - setupTime
 	cpu1, _ := cputime.Process()
@@ -243,15 +232,17 @@ type pinner interface {
 	Unpin(session string)
 }
 
-// pin pins the session in rt's session store, as the sidecar does while it evaluates
-// an occurrence, and returns the store to unpin it in; nil when the store pins nothing.
-func pin(rt *engine.Runtime, sessionID string) pinner {
-	st, ok := rt.Counters.(pinner)
-	if !ok {
-		return nil
+// evaluatePinned evaluates occ into buf and returns how long that took. Its session is
+// pinned in rt's session store meanwhile, when the store pins, as the sidecar does; the
+// pinning is not timed.
+func evaluatePinned(p *engine.Program, rt *engine.Runtime, occ *engine.Occurrence, buf *engine.DecisionBuffer) time.Duration {
+	if st, ok := rt.Counters.(pinner); ok {
+		st.Pin(occ.SessionID)
+		defer st.Unpin(occ.SessionID)
 	}
-	st.Pin(sessionID)
-	return st
+	t0 := time.Now()
+	p.EvaluateInto(rt, occ, buf)
+	return time.Since(t0)
 }
 
 // discardEvents is the measured runtime's event stream: it keeps no record. The
