@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,9 @@ import (
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/sidecar/session"
 )
+
+// clauseID is the form of a clause identifier a diagnostic carries.
+var clauseID = regexp.MustCompile(`^OAR-[A-Z]+-[0-9]+$`)
 
 // decisions are the values an answer's decision may take (section 10.2).
 var decisions = []string{"none", "warn", "nudge", "transform", "block"}
@@ -26,7 +30,7 @@ var decisions = []string{"none", "warn", "nudge", "transform", "block"}
 // same each time it runs, as a fuzzer needs, while the bundles stay loaded. Whatever the
 // body, the answer is a decision (200) or a refusal naming the problem (400, or 413 past
 // the size limit) — never a 500, whether from an engine error or a recovered panic, and
-// never a body that is not the documented JSON.
+// never a body that is not the documented JSON, and every diagnostic names a clause.
 func FuzzEvaluate(f *testing.F) {
 	bench, occs := benchBundle(f)
 	f.Add(bytes.Join(occs[:min(len(occs), 10)], []byte("\n")))
@@ -81,6 +85,11 @@ func checkAnswer(t *testing.T, h http.Handler, body []byte) {
 		var p Problem
 		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || p.Error == "" {
 			t.Fatalf("%d with a body that is not a problem (%v): %s", rec.Code, err, rec.Body)
+		}
+		for _, d := range p.Diagnostics {
+			if !clauseID.MatchString(d.Clause) {
+				t.Fatalf("a diagnostic without a clause for %q: %s", body, rec.Body)
+			}
 		}
 	default:
 		t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body)
