@@ -47,6 +47,7 @@ FUZZ_TARGETS := \
 	./internal/decisionlog:FuzzReadDecisionLog \
 	./internal/replay:FuzzReadAndReplay \
 	./internal/bundle:FuzzDecode \
+	./internal/bundle:FuzzLoad \
 	./internal/sidecar:FuzzAppendString \
 	./internal/sidecar:FuzzEvaluate \
 	./internal/inject:FuzzInject \

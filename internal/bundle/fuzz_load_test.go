@@ -1,0 +1,134 @@
+package bundle
+
+import (
+	"errors"
+	"regexp"
+	"testing"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+)
+
+// clauseID is the form of a clause identifier a diagnostic carries.
+var clauseID = regexp.MustCompile(`^OAR-[A-Z]+-[0-9]+$`)
+
+// FuzzLoad is the engine sidecar's reload of a bundle ConfigMap past its digest: any
+// bundle document, sealed with its own digest (the check FuzzDecode stops at, which a
+// mutated document almost never passes), is encoded, decoded and loaded as the sidecar
+// installs it. It never panics; a refusal is a *LoadError whose every diagnostic names
+// a clause and the pack or configuration it belongs to, with a rule index inside that
+// pack; a bundle that loads evaluates an occurrence at every anchor it declares.
+func FuzzLoad(f *testing.F) {
+	for _, b := range []*Bundle{sample(f), {Capability: capability(f)}, {}} {
+		canon, err := canonical(b)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(canon)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := engine.DecodeJSON(data)
+		if err != nil {
+			return
+		}
+		if obj, ok := v.(map[string]any); ok {
+			obj["digest"] = ""
+		}
+		b, err := fromValue(v)
+		if err != nil || b.Seal() != nil {
+			return
+		}
+		enc, err := Encode(b)
+		if err != nil {
+			return
+		}
+		got, err := Decode(enc.Data, enc.BinaryData)
+		if err != nil || got.Digest != b.Digest {
+			t.Fatalf("a sealed bundle does not decode: %v", err)
+		}
+		l, err := Load(got)
+		if err != nil {
+			checkLoadError(t, got, err)
+			return
+		}
+		evaluateEveryAnchor(t, l)
+	})
+}
+
+// checkLoadError checks that err is a *LoadError whose diagnostics each name a clause
+// and, past the capability stage, their owner: a pack holding the rule at Index, or a
+// configuration of the bundle.
+func checkLoadError(t *testing.T, b *Bundle, err error) {
+	t.Helper()
+	var le *LoadError
+	if !errors.As(err, &le) {
+		t.Fatalf("Load's error is no *LoadError: %v", err)
+	}
+	if len(le.Errors) == 0 || len(le.Owners) != len(le.Errors) {
+		t.Fatalf("%d diagnostics and %d owners: %v", len(le.Errors), len(le.Owners), err)
+	}
+	packs := map[string]int{}
+	for _, p := range b.Packs {
+		packs[p.Name] = max(packs[p.Name], len(p.Rules))
+	}
+	configs := map[string]bool{}
+	for _, c := range b.Configs {
+		configs[c.Name] = true
+	}
+	for i, e := range le.Errors {
+		if !clauseID.MatchString(e.Clause) {
+			t.Fatalf("diagnostic without a clause: %v", e)
+		}
+		owner := le.Owners[i]
+		switch le.Stage {
+		case StageRules:
+			if (owner == "") != (e.Index < 0) {
+				t.Fatalf("rule index %d with owner %q: %v", e.Index, owner, e)
+			}
+			if n, ok := packs[owner]; owner != "" && (!ok || e.Index >= n) {
+				t.Fatalf("rule index %d outside pack %q of %d rules: %v", e.Index, owner, n, e)
+			}
+		case StageConfigs:
+			if owner != "" && !configs[owner] {
+				t.Fatalf("owner %q is no configuration of the bundle: %v", owner, e)
+			}
+		}
+	}
+}
+
+// evaluateEveryAnchor evaluates an occurrence with content and a tool call at each
+// anchor the loaded capability serves, and at one it does not declare.
+func evaluateEveryAnchor(t *testing.T, l *Loaded) {
+	t.Helper()
+	if l.Program == nil || l.RuleSet == nil || len(l.RuleOwner) != ruleCount(l.Bundle) {
+		t.Fatalf("a loaded bundle with program %v and %d rule owners", l.Program != nil, len(l.RuleOwner))
+	}
+	anchors := []string{"undeclared.anchor"}
+	for _, core := range engine.CoreAnchors {
+		if local, ok := l.Capability.LocalAnchor(core); ok {
+			anchors = append(anchors, local)
+		}
+	}
+	declared, _ := l.Capability.Document()["anchors"].(map[string]any)
+	host, _ := declared["host"].([]any)
+	for _, a := range host {
+		if s, ok := a.(string); ok {
+			anchors = append(anchors, s)
+		}
+	}
+	rt := engine.NewMemoryRuntime()
+	for _, anchor := range anchors {
+		occ := &engine.Occurrence{Anchor: anchor, SessionID: "s", Content: "héllo", HasContent: true,
+			ToolCall: &engine.ToolCall{Name: "read", Arguments: map[string]any{"path": "/x"}}}
+		if d := l.Program.Evaluate(rt, occ); d == nil || d.Decision == "" {
+			t.Fatalf("evaluate %s: no decision", anchor)
+		}
+	}
+}
+
+func ruleCount(b *Bundle) int {
+	n := 0
+	for _, p := range b.Packs {
+		n += len(p.Rules)
+	}
+	return n
+}
