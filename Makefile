@@ -43,6 +43,7 @@ FUZZ_TARGETS := \
 	./internal/engine:FuzzLoadCapability \
 	./internal/engine:FuzzDecodeDocuments \
 	./internal/engine:FuzzDecodeJSON \
+	./internal/engine/fixture:FuzzRunFixture \
 	./internal/occurrence:FuzzDecode \
 	./internal/decisionlog:FuzzReadDecisionLog \
 	./internal/replay:FuzzReadAndReplay \
