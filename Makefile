@@ -43,6 +43,7 @@ FUZZ_TARGETS := \
 	./internal/engine:FuzzLoadCapability \
 	./internal/engine:FuzzDecodeDocuments \
 	./internal/engine:FuzzDecodeJSON \
+	./internal/engine:FuzzGrammarMatchers \
 	./internal/engine/fixture:FuzzRunFixture \
 	./internal/occurrence:FuzzDecode \
 	./internal/decisionlog:FuzzReadDecisionLog \
