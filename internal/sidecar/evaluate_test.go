@@ -155,7 +155,8 @@ type failingWriter struct{}
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
 // TestSessionIDLimit: a session_id is held for as long as its session lives, so its
-// length is bounded; a longer one is refused naming the field.
+// length is bounded; a longer one is refused naming the field and the clause that
+// defines it ([OAR-CONF-18]) in the diagnostics, as every malformed member is.
 func TestSessionIDLimit(t *testing.T) {
 	b := sealed(t, testCapability, testRules)
 	ts := serve(t, b, Options{})
@@ -164,8 +165,11 @@ func TestSessionIDLimit(t *testing.T) {
 		t.Errorf("a session_id of %d bytes: %s, want warn", len(at), a.Decision.Decision)
 	}
 	p := ts.problem(t, http.StatusBadRequest, http.MethodPost, "/v1/evaluate", occ("tool.pre_invoke", at+"s", ""))
-	if want := fmt.Sprintf("session_id: %d bytes", MaxSessionIDBytes+1); !strings.HasPrefix(p.Error, want) || p.Bundle != b.Digest {
+	if want := fmt.Sprintf("session_id: [OAR-CONF-18] %d bytes", MaxSessionIDBytes+1); !strings.HasPrefix(p.Error, want) || p.Bundle != b.Digest {
 		t.Errorf("got %+v, want an error starting %q", p, want)
+	}
+	if len(p.Diagnostics) != 1 || p.Diagnostics[0].Field != "session_id" || p.Diagnostics[0].Clause != "OAR-CONF-18" {
+		t.Errorf("diagnostics %+v, want one naming session_id and OAR-CONF-18", p.Diagnostics)
 	}
 }
 
