@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"testing"
 
@@ -11,30 +12,32 @@ import (
 // clauseID is the form of a clause identifier a diagnostic carries.
 var clauseID = regexp.MustCompile(`^OAR-[A-Z]+-[0-9]+$`)
 
-// FuzzLoad is the engine sidecar's reload of a bundle ConfigMap past its digest: any
-// bundle document, sealed with its own digest (the check FuzzDecode stops at, which a
-// mutated document almost never passes), is encoded, decoded and loaded as the sidecar
-// installs it. It never panics; a refusal is a *LoadError whose every diagnostic names
-// a clause and the pack or configuration it belongs to, with a rule index inside that
-// pack; a bundle that loads evaluates an occurrence at every anchor it declares.
+// FuzzLoad is the engine sidecar's reload of a bundle ConfigMap past its digest check,
+// which FuzzDecode stops at (a mutated document almost never matches its digest): a
+// capability, rules split into two packs at split, and configurations, each any JSON,
+// make a bundle that is sealed, encoded, decoded and loaded as the sidecar installs it.
+// It never panics; a refusal is a *LoadError whose every diagnostic names a clause and
+// the pack or configuration it belongs to, with a rule index inside that pack; a bundle
+// that loads evaluates an occurrence at every anchor it declares.
 func FuzzLoad(f *testing.F) {
-	for _, b := range []*Bundle{sample(f), {Capability: capability(f)}, {}} {
-		canon, err := canonical(b)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(canon)
+	b := sample(f)
+	var rules []any
+	for _, p := range b.Packs {
+		rules = append(rules, p.Rules...)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := engine.DecodeJSON(data)
-		if err != nil {
-			return
-		}
-		if obj, ok := v.(map[string]any); ok {
-			obj["digest"] = ""
-		}
-		b, err := fromValue(v)
-		if err != nil || b.Seal() != nil {
+	var configs []any
+	for _, c := range b.Configs {
+		configs = append(configs, c.Document)
+	}
+	capDoc, ruleDocs, configDocs := canonicalOf(f, b.Capability), canonicalOf(f, rules), canonicalOf(f, configs)
+	f.Add(capDoc, ruleDocs, configDocs, uint8(1))
+	f.Add(capDoc, ruleDocs, []byte(`[{"oar_config":"1.0","disable":["beta.sec/WRITE"]},null]`), uint8(0))
+	f.Add(capDoc, []byte(`[{"oar":"1.0","id":"A","kind":"policy","anchor":"gw.pre_call","effect":"block","overrides":["B"]},`+
+		`{"oar":"1.0","id":"B","kind":"policy","anchor":"gw.render","effect":"warn","when":"oar.test.tier == \"free\""}]`), []byte(`[]`), uint8(2))
+	f.Add([]byte(`null`), []byte(`[]`), []byte(`null`), uint8(0))
+	f.Fuzz(func(t *testing.T, capability, ruleDocs, configDocs []byte, split uint8) {
+		b, ok := bundleOf(capability, ruleDocs, configDocs, int(split))
+		if !ok || b.Seal() != nil {
 			return
 		}
 		enc, err := Encode(b)
@@ -52,6 +55,56 @@ func FuzzLoad(f *testing.F) {
 		}
 		evaluateEveryAnchor(t, l)
 	})
+}
+
+// bundleOf makes a bundle of a capability document (an object or null), rules (a list,
+// whose members split divides between packs "a" and "b") and configurations (a list
+// of objects or nulls); ok is false when the JSON does not have that shape.
+func bundleOf(capability, ruleDocs, configDocs []byte, split int) (b *Bundle, ok bool) {
+	capDoc, err := engine.DecodeJSON(capability)
+	if err != nil {
+		return nil, false
+	}
+	rules, err := engine.DecodeJSON(ruleDocs)
+	if err != nil {
+		return nil, false
+	}
+	configs, err := engine.DecodeJSON(configDocs)
+	if err != nil {
+		return nil, false
+	}
+	b = &Bundle{}
+	if b.Capability, err = objectOrNull(capDoc, "capability"); err != nil {
+		return nil, false
+	}
+	list, err := listOrNull(rules, "rules")
+	if err != nil {
+		return nil, false
+	}
+	split = min(split, len(list))
+	b.Packs = []Pack{{Name: "a", Generation: 1, Rules: list[:split]}, {Name: "b", Generation: 1, Rules: list[split:]}}
+	docs, err := listOrNull(configs, "configs")
+	if err != nil {
+		return nil, false
+	}
+	for i, d := range docs {
+		doc, err := objectOrNull(d, "document")
+		if err != nil {
+			return nil, false
+		}
+		b.Configs = append(b.Configs, Config{Name: fmt.Sprintf("c%d", i), Generation: 1, Order: int64(i), Document: doc})
+	}
+	return b, true
+}
+
+// canonicalOf is the JSON text of v, as a bundle holds it.
+func canonicalOf(t testing.TB, v any) []byte {
+	t.Helper()
+	data, err := marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 // checkLoadError checks that err is a *LoadError whose diagnostics each name a clause
