@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"regexp"
+	"slices"
 	"testing"
 
 	yamlv2 "go.yaml.in/yaml/v2"
@@ -52,8 +53,9 @@ func checkDiagnostic(t *testing.T, e *diag.Error, docs int) {
 }
 
 // FuzzLoadRules feeds arbitrary bytes through decoding, loading, configuration and one
-// evaluation: no input may panic, and every diagnostic names a clause and a document
-// of the set.
+// evaluation: no input may panic, every diagnostic names a clause and a document of
+// the set, and the documents in reverse order load or not alike and decide alike
+// ([OAR-DOC-31]).
 func FuzzLoadRules(f *testing.F) {
 	seeds := []string{
 		`{"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"block"}`,
@@ -77,6 +79,12 @@ func FuzzLoadRules(f *testing.F) {
 		for _, e := range errs {
 			checkDiagnostic(t, e, len(docs))
 		}
+		reversed := slices.Clone(docs)
+		slices.Reverse(reversed)
+		rrs, _ := LoadRules(c, reversed)
+		if (rs == nil) != (rrs == nil) {
+			t.Fatalf("the set loads %v, in reverse order %v", rs != nil, rrs != nil)
+		}
 		if rs == nil {
 			return
 		}
@@ -85,6 +93,7 @@ func FuzzLoadRules(f *testing.F) {
 			t.Fatalf("an empty configuration was refused: %v", errs)
 		}
 		merged := withoutPlans(p)
+		inReverse, _ := Configure(rrs, nil)
 		for _, anchor := range []string{"tool.pre_invoke", "gw.output", "gw.render"} {
 			occ := &Occurrence{Anchor: anchor, SessionID: "s", Content: "héllo wörld", HasContent: true,
 				ToolCall: &ToolCall{Name: "read", Arguments: map[string]any{"path": "/x"}}}
@@ -97,6 +106,10 @@ func FuzzLoadRules(f *testing.F) {
 			want, _ := json.Marshal(merged.Evaluate(NewMemoryRuntime(), occ))
 			if !bytes.Equal(got, want) {
 				t.Fatalf("evaluate %s: with plans %s, merging the buckets %s", anchor, got, want)
+			}
+			// A member's position in the collection decides nothing ([OAR-DOC-31]).
+			if again, _ := json.Marshal(inReverse.Evaluate(NewMemoryRuntime(), occ)); !bytes.Equal(got, again) {
+				t.Fatalf("evaluate %s: %s, with the documents in reverse order %s", anchor, got, again)
 			}
 		}
 	})
