@@ -43,10 +43,13 @@ FUZZ_TARGETS := \
 	./internal/engine:FuzzLoadCapability \
 	./internal/engine:FuzzDecodeDocuments \
 	./internal/engine:FuzzDecodeJSON \
+	./internal/engine:FuzzGrammarMatchers \
+	./internal/engine/fixture:FuzzRunFixture \
 	./internal/occurrence:FuzzDecode \
 	./internal/decisionlog:FuzzReadDecisionLog \
 	./internal/replay:FuzzReadAndReplay \
 	./internal/bundle:FuzzDecode \
+	./internal/bundle:FuzzLoad \
 	./internal/sidecar:FuzzAppendString \
 	./internal/sidecar:FuzzEvaluate \
 	./internal/inject:FuzzInject \

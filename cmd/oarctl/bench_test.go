@@ -141,7 +141,7 @@ func TestBenchOccurrenceErrorsNameTheLine(t *testing.T) {
 		{
 			name: "a line that is not JSON",
 			file: write("notjson.jsonl", good+"\nanchor: tool.pre_invoke\n"),
-			want: "notjson.jsonl:2: an occurrence is one JSON object: invalid character 'a' looking for beginning of value\n",
+			want: "notjson.jsonl:2: [OAR-CONF-18] an occurrence is one JSON object: invalid character 'a' looking for beginning of value\n",
 		},
 		{
 			name: "no occurrence at all",

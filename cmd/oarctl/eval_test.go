@@ -118,7 +118,7 @@ func TestEvalRefuses(t *testing.T) {
 			args:  evalArgs(),
 			stdin: "testdata/bench/occurrences.jsonl",
 			code:  exitFail,
-			want:  []string{`stdin: an occurrence is one JSON object: unexpected data after the JSON value`},
+			want:  []string{`stdin: [OAR-CONF-18] an occurrence is one JSON object: unexpected data after the JSON value`},
 		},
 		{
 			name: "a rule that does not load, printed like validate",

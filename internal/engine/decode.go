@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
@@ -287,7 +288,9 @@ func (e *DuplicateKeyError) Error() string {
 // DecodeDocuments reads a file holding JSON or YAML: one document, a JSON array of
 // documents, or a multi-document YAML stream ([OAR-DOC-1], [OAR-DOC-31]). It returns
 // the members in order. YAML is read the way kubectl reads it (YAML 1.1 through
-// sigs.k8s.io/yaml), so a file gets the verdict here that it gets at admission.
+// sigs.k8s.io/yaml), so a file gets the verdict here that it gets at admission; a
+// document kubectl's split would silently drop (one beginning on its "---" line after
+// another document) is refused rather than dropped here too ([OAR-DOC-31]).
 func DecodeDocuments(data []byte) ([]any, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
@@ -314,6 +317,11 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		// `{...} }{` would pass as one document: refuse it, naming the offset.
 		if off := trailingAfterFlow(doc); off >= 0 {
 			return nil, fmt.Errorf("unexpected data at offset %d, after the document that ends before it: a file holds one JSON document or one YAML stream", starts[i]+off)
+		}
+		// The parser reads one document of each part and drops the rest: refuse a
+		// second one, which only a marker line carrying more than its marker can begin.
+		if off := droppedDocument(doc); off >= 0 {
+			return nil, fmt.Errorf("unexpected document at offset %d, on its marker line: a stream is split at lines holding only \"---\" (as kubectl splits it) and one document is read between two of them, so this one would be dropped; put it on the line after a \"---\" alone [OAR-DOC-31]", starts[i]+off)
 		}
 		v, err := DecodeYAML(doc)
 		if err != nil {
@@ -386,6 +394,46 @@ func splitYAML(data []byte) (docs [][]byte, starts []int) {
 	}
 	flush(len(data))
 	return docs, starts
+}
+
+// droppedDocument returns, for one part of a split stream, the offset of the first
+// marker line after content that carries more than its marker ("--- {a: 1}", "... #
+// end") when the YAML parser finds a second document in the part, which it would
+// drop; -1 otherwise. The parser is asked only when there is such a line, which a
+// stream whose markers stand alone on their lines never has.
+func droppedDocument(doc []byte) int {
+	off := markerLineAfterContent(doc)
+	if off < 0 || !holdsMoreThanOneDocument(doc) {
+		return -1
+	}
+	return off
+}
+
+// markerLineAfterContent returns the offset of the first line of doc that begins with
+// "---" or "..." followed by a space or a tab and comes after a line with content; -1
+// when there is none.
+func markerLineAfterContent(doc []byte) int {
+	content, pos := false, 0
+	for line := range bytes.Lines(doc) {
+		if content && len(line) > 3 && (bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("..."))) && (line[3] == ' ' || line[3] == '\t') {
+			return pos
+		}
+		content = content || hasYAMLContent(line)
+		pos += len(line)
+	}
+	return -1
+}
+
+// holdsMoreThanOneDocument reports whether the YAML parser reads a first document of
+// doc and then anything but its end.
+func holdsMoreThanOneDocument(doc []byte) bool {
+	dec := yamlv2.NewDecoder(bytes.NewReader(doc))
+	var v any
+	if dec.Decode(&v) != nil {
+		// DecodeYAML reports what is wrong with the first document.
+		return false
+	}
+	return dec.Decode(&v) != io.EOF
 }
 
 // trailingAfterFlow returns, for a document whose content is a flow node (a JSON

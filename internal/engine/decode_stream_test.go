@@ -47,3 +47,43 @@ func TestDecodeDocumentsReadsExactlyOneStream(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop ([OAR-DOC-31]): a stream is split
+// at lines holding only a document marker, and the YAML parser reads one document of
+// each part, so a document that begins on its "---" line after another document, or
+// follows a "..." line carrying a comment, would be silently dropped, as kubectl drops
+// it. It is refused, naming the offset of its marker line; a first document that begins
+// on its "---" line, and a stream that ends with "... # comment", still read.
+func TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop(t *testing.T) {
+	for in, off := range map[string]int{
+		"a: 1\n--- {b: 2}\n":           5,
+		"--- {a: 1}\n--- {b: 2}\n":     11,
+		"a: 1\n--- b: 2\n":             5,
+		"a: 1\n---\t!!map {b: 2}\n":    5,
+		"a: |\n  x\n--- >\n  text\n":   9,
+		"a: 1\n... # end\nb: 2\n":      5,
+		"a: 1\n... x\n":                5,
+		"x: 0\n---\na: 1\n--- &y {}\n": 14,
+	} {
+		docs, err := DecodeDocuments([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), "[OAR-DOC-31]") {
+			t.Errorf("%q: read as %v, %v; want a refusal citing OAR-DOC-31", in, docs, err)
+			continue
+		}
+		if want := "offset " + strconv.Itoa(off) + ","; !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", in, err, want)
+		}
+	}
+	for in, n := range map[string]int{
+		"--- {a: 1}\n":                  1,
+		"# lead\n--- {a: 1}\n---\nb: 2": 2,
+		"a: 1\n... # end\n":             1,
+		"a: |\n  --- x\n  ... y\n":      1,
+		"a: 1\n---foo: 2\n":             1,
+	} {
+		docs, err := DecodeDocuments([]byte(in))
+		if err != nil || len(docs) != n {
+			t.Errorf("%q: want %d documents, got %v, %v", in, n, docs, err)
+		}
+	}
+}

@@ -3,7 +3,14 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"regexp"
+	"slices"
 	"testing"
+
+	yamlv2 "go.yaml.in/yaml/v2"
+
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
 
 const fuzzCapability = `{"oar_capability_version":"1.0","host":"oar.test",
@@ -27,8 +34,28 @@ func fuzzCap(t testing.TB) *Capability {
 	return c
 }
 
+// clauseID is the form of a clause identifier a diagnostic carries.
+var clauseID = regexp.MustCompile(`^OAR-[A-Z]+-[0-9]+$`)
+
+// checkDiagnostic checks that e names a clause, and the document it concerns by an
+// index among docs (-1 for none, the only choice when docs is 0).
+func checkDiagnostic(t *testing.T, e *diag.Error, docs int) {
+	t.Helper()
+	if !clauseID.MatchString(e.Clause) {
+		t.Fatalf("diagnostic without a clause: %v", e)
+	}
+	if e.Index < -1 || e.Index >= docs {
+		t.Fatalf("diagnostic of document %d among %d: %v", e.Index, docs, e)
+	}
+	if e.Offset < -1 {
+		t.Fatalf("diagnostic at offset %d: %v", e.Offset, e)
+	}
+}
+
 // FuzzLoadRules feeds arbitrary bytes through decoding, loading, configuration and one
-// evaluation: no input may panic, and every diagnostic names a clause.
+// evaluation: no input may panic, every diagnostic names a clause and a document of
+// the set, and the documents in reverse order load or not alike and decide alike
+// ([OAR-DOC-31]).
 func FuzzLoadRules(f *testing.F) {
 	seeds := []string{
 		`{"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"block"}`,
@@ -50,9 +77,13 @@ func FuzzLoadRules(f *testing.F) {
 		}
 		rs, errs := LoadRules(c, docs)
 		for _, e := range errs {
-			if e.Clause == "" {
-				t.Fatalf("diagnostic without a clause: %v", e)
-			}
+			checkDiagnostic(t, e, len(docs))
+		}
+		reversed := slices.Clone(docs)
+		slices.Reverse(reversed)
+		rrs, _ := LoadRules(c, reversed)
+		if (rs == nil) != (rrs == nil) {
+			t.Fatalf("the set loads %v, in reverse order %v", rs != nil, rrs != nil)
 		}
 		if rs == nil {
 			return
@@ -62,6 +93,7 @@ func FuzzLoadRules(f *testing.F) {
 			t.Fatalf("an empty configuration was refused: %v", errs)
 		}
 		merged := withoutPlans(p)
+		inReverse, _ := Configure(rrs, nil)
 		for _, anchor := range []string{"tool.pre_invoke", "gw.output", "gw.render"} {
 			occ := &Occurrence{Anchor: anchor, SessionID: "s", Content: "héllo wörld", HasContent: true,
 				ToolCall: &ToolCall{Name: "read", Arguments: map[string]any{"path": "/x"}}}
@@ -75,12 +107,16 @@ func FuzzLoadRules(f *testing.F) {
 			if !bytes.Equal(got, want) {
 				t.Fatalf("evaluate %s: with plans %s, merging the buckets %s", anchor, got, want)
 			}
+			// A member's position in the collection decides nothing ([OAR-DOC-31]).
+			if again, _ := json.Marshal(inReverse.Evaluate(NewMemoryRuntime(), occ)); !bytes.Equal(got, again) {
+				t.Fatalf("evaluate %s: %s, with the documents in reverse order %s", anchor, got, again)
+			}
 		}
 	})
 }
 
 // FuzzLoadCapability: no capability document may panic the loader, and every
-// diagnostic names a clause.
+// diagnostic names a clause (and no document index: there is one document).
 func FuzzLoadCapability(f *testing.F) {
 	f.Add([]byte(fuzzCapability))
 	f.Add([]byte(`{"oar_capability_version":"1.0","host":"h","anchors":{"core":{},"unsupported":[]}}`))
@@ -93,9 +129,7 @@ func FuzzLoadCapability(f *testing.F) {
 		}
 		c, errs := LoadCapability(docs[0])
 		for _, e := range errs {
-			if e.Clause == "" {
-				t.Fatalf("diagnostic without a clause: %v", e)
-			}
+			checkDiagnostic(t, e, 0)
 		}
 		if c == nil && len(errs) == 0 {
 			t.Fatal("no capability and no diagnostic")
@@ -103,14 +137,16 @@ func FuzzLoadCapability(f *testing.F) {
 	})
 }
 
-// FuzzDecodeDocuments: decoding never panics, and what it returns is plain JSON data
-// that encodes again.
+// FuzzDecodeDocuments: decoding never panics, what it returns is plain JSON data that
+// encodes again, and a YAML stream yields as many members as the YAML parser reads
+// from the whole stream: splitting it drops no document ([OAR-DOC-31]).
 func FuzzDecodeDocuments(f *testing.F) {
 	f.Add([]byte(`{"a":1}`))
 	f.Add([]byte(`[{"a":1},{"b":[1,2,{"c":null}]}]`))
 	f.Add([]byte("a: 1\n---\nb: 2\n...\n"))
 	f.Add([]byte("a: 1\na: 2\n"))
 	f.Add([]byte(`{"a":1,"a":2}`))
+	f.Add([]byte("--- {a: 1}\n--- [x, y]\n---\n- {c: 3}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		docs, err := DecodeDocuments(data)
 		if err != nil {
@@ -121,5 +157,32 @@ func FuzzDecodeDocuments(f *testing.F) {
 				t.Fatalf("member %d does not encode as JSON: %v", i, err)
 			}
 		}
+		if trimmed := bytes.TrimSpace(data); trimmed[0] == '{' || trimmed[0] == '[' {
+			return
+		}
+		if n, ok := parserMembers(data); ok && n != len(docs) {
+			t.Fatalf("%d members; the YAML parser reads %d from the stream", len(docs), n)
+		}
 	})
+}
+
+// parserMembers counts the members the YAML parser reads from a whole stream, as
+// DecodeDocuments counts them: a sequence document's items, no null document; ok is
+// false when the parser refuses the stream.
+func parserMembers(data []byte) (n int, ok bool) {
+	dec := yamlv2.NewDecoder(bytes.NewReader(data))
+	for {
+		var v any
+		switch err := dec.Decode(&v); {
+		case err == io.EOF:
+			return n, true
+		case err != nil:
+			return 0, false
+		}
+		if items, isList := v.([]any); isList {
+			n += len(items)
+		} else if v != nil {
+			n++
+		}
+	}
 }

@@ -20,10 +20,12 @@
 package occurrence
 
 import (
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
@@ -92,9 +94,26 @@ func Decode(data []byte, m Members) (*engine.Occurrence, diag.List) {
 	}
 	v, err := engine.DecodeJSON(data)
 	if err != nil {
-		return nil, diag.List{diag.New("", "", "an occurrence is one JSON object: %v", err)}
+		return nil, diag.List{malformed(data, err)}
 	}
 	return parse(v, m)
+}
+
+// malformed reports a body that is not one JSON value under the clause it breaks, so a
+// caller reads the clause from the same field as every other refusal (DESIGN.md
+// "Errors"): a member given twice has no single reading ([OAR-DOC-1]) and names that
+// member, bytes that are not UTF-8 are no string ([OAR-FACT-23]), and anything else is
+// not the JSON object an occurrence is ([OAR-CONF-18]).
+func malformed(data []byte, err error) *diag.Error {
+	clause, field := "OAR-CONF-18", ""
+	var dup *engine.DuplicateKeyError
+	switch {
+	case errors.As(err, &dup):
+		clause, field = "OAR-DOC-1", dup.Path
+	case !utf8.Valid(data):
+		clause = "OAR-FACT-23"
+	}
+	return diag.New(clause, field, "an occurrence is one JSON object: %s", strings.TrimSuffix(err.Error(), " ["+clause+"]"))
 }
 
 // parse converts a decoded occurrence object to the engine's Occurrence, reporting

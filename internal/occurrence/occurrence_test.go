@@ -75,14 +75,17 @@ func TestDefaults(t *testing.T) {
 }
 
 // TestNamesTheMemberAndClause checks that each malformed member is reported under its
-// own name and the clause that defines it, whichever member set reads it.
+// own name and the clause that defines it, whichever member set reads it, and a body
+// that is no JSON value under the clause it breaks: [OAR-CONF-18], [OAR-FACT-23], or
+// [OAR-DOC-1] naming the member given twice.
 func TestNamesTheMemberAndClause(t *testing.T) {
 	tests := []struct {
 		json string
 		want string // the formatted diagnostic
 	}{
 		{`[]`, `[OAR-CONF-18] an occurrence must be a JSON object; got array`},
-		{`{"anchor": "a"} x`, `an occurrence is one JSON object: unexpected data after the JSON value`},
+		{`{"anchor": "a"} x`, `[OAR-CONF-18] an occurrence is one JSON object: unexpected data after the JSON value`},
+		{"{\"anchor\": \"\xff\"}", `[OAR-FACT-23] an occurrence is one JSON object: byte 0xff at offset 12 is not UTF-8: a document is UTF-8 text, and this engine refuses bytes that are not rather than replace them`},
 		{`{}`, `anchor: [OAR-CONF-29] missing required member "anchor", the host-local anchor the occurrence is at`},
 		{`{"anchor": 3}`, `anchor: [OAR-CONF-29] anchor must be a non-empty string naming the host-local anchor; got number 3`},
 		{`{"anchor": "a", "session_id": 1}`, `session_id: [OAR-CONF-18] session_id must be a string; got number 1`},
@@ -94,7 +97,8 @@ func TestNamesTheMemberAndClause(t *testing.T) {
 		{`{"anchor": "a", "tool_call": {}}`, `tool_call.name: [OAR-CONF-40] missing required member "name", the tool called`},
 		{`{"anchor": "a", "tool_call": {"name": "r", "arguments": [1]}}`, `tool_call.arguments: [OAR-CONF-40] tool_call.arguments must be an object; got array`},
 		{`{"anchor": "a", "tool_call": {"name": "r", "argument": {}}}`, `tool_call.argument: [OAR-CONF-40] unknown tool_call member "argument"; the members are name and arguments; did you mean "arguments"?`},
-		{`{"anchor": "a", "anchor": "b"}`, `an occurrence is one JSON object: duplicate key "anchor": a document with a member given twice has no single JSON reading [OAR-DOC-1]`},
+		{`{"anchor": "a", "anchor": "b"}`, `anchor: [OAR-DOC-1] an occurrence is one JSON object: duplicate key "anchor": a document with a member given twice has no single JSON reading`},
+		{`{"anchor": "a", "tool_call": {"name": "r", "name": "w"}}`, `tool_call.name: [OAR-DOC-1] an occurrence is one JSON object: duplicate key "tool_call.name": a document with a member given twice has no single JSON reading`},
 	}
 	for _, members := range []Members{HostMembers, FixtureMembers} {
 		for _, tt := range tests {

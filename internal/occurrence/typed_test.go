@@ -2,6 +2,7 @@ package occurrence
 
 import (
 	"reflect"
+	"regexp"
 	"testing"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
@@ -76,7 +77,10 @@ func typedAgrees(t *testing.T, data []byte, m Members) {
 	}
 }
 
-// FuzzDecode: the typed path agrees with the general one on every input.
+// FuzzDecode: the typed path agrees with the general one on every input, and Decode
+// answers every input with an occurrence or with diagnostics that each name a clause
+// (DESIGN.md "Errors"): a body the sidecar refuses tells its caller why in the same
+// fields as every other refusal.
 func FuzzDecode(f *testing.F) {
 	for _, c := range typedCases {
 		f.Add([]byte(c.in), false)
@@ -87,5 +91,17 @@ func FuzzDecode(f *testing.F) {
 			m = FixtureMembers
 		}
 		typedAgrees(t, data, m)
+		occ, errs := Decode(data, m)
+		if (occ == nil) == (len(errs) == 0) {
+			t.Fatalf("%q: occurrence %+v with %d diagnostics", data, occ, len(errs))
+		}
+		for _, e := range errs {
+			if !clauseID.MatchString(e.Clause) {
+				t.Fatalf("%q: a diagnostic without a clause: %s", data, e.Format(""))
+			}
+		}
 	})
 }
+
+// clauseID is the form of a clause identifier a diagnostic carries.
+var clauseID = regexp.MustCompile(`^OAR-[A-Z]+-[0-9]+$`)

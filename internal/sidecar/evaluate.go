@@ -77,8 +77,8 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 	}
 	if n := len(occ.SessionID); n > MaxSessionIDBytes {
 		s.metrics.Rejected(metrics.RejectMalformed)
-		writeProblem(w, http.StatusBadRequest, Problem{Bundle: digest,
-			Error: fmt.Sprintf("session_id: %d bytes, over the limit of %d that bounds what one session holds in memory", n, MaxSessionIDBytes)})
+		writeProblem(w, http.StatusBadRequest, problemOf(diag.List{diag.New("OAR-CONF-18", "session_id",
+			"%d bytes, over the limit of %d that bounds what one session holds in memory", n, MaxSessionIDBytes)}, digest))
 		return
 	}
 	dbuf := decisionBuffers.Get().(*engine.DecisionBuffer)

@@ -155,7 +155,8 @@ type failingWriter struct{}
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
 // TestSessionIDLimit: a session_id is held for as long as its session lives, so its
-// length is bounded; a longer one is refused naming the field.
+// length is bounded; a longer one is refused naming the field and the clause that
+// defines it ([OAR-CONF-18]) in the diagnostics, as every malformed member is.
 func TestSessionIDLimit(t *testing.T) {
 	b := sealed(t, testCapability, testRules)
 	ts := serve(t, b, Options{})
@@ -164,13 +165,17 @@ func TestSessionIDLimit(t *testing.T) {
 		t.Errorf("a session_id of %d bytes: %s, want warn", len(at), a.Decision.Decision)
 	}
 	p := ts.problem(t, http.StatusBadRequest, http.MethodPost, "/v1/evaluate", occ("tool.pre_invoke", at+"s", ""))
-	if want := fmt.Sprintf("session_id: %d bytes", MaxSessionIDBytes+1); !strings.HasPrefix(p.Error, want) || p.Bundle != b.Digest {
+	if want := fmt.Sprintf("session_id: [OAR-CONF-18] %d bytes", MaxSessionIDBytes+1); !strings.HasPrefix(p.Error, want) || p.Bundle != b.Digest {
 		t.Errorf("got %+v, want an error starting %q", p, want)
+	}
+	if len(p.Diagnostics) != 1 || p.Diagnostics[0].Field != "session_id" || p.Diagnostics[0].Clause != "OAR-CONF-18" {
+		t.Errorf("diagnostics %+v, want one naming session_id and OAR-CONF-18", p.Diagnostics)
 	}
 }
 
-// TestMalformedRequests checks that every refusal is JSON naming the field and, where
-// one applies, the clause.
+// TestMalformedRequests checks that every refusal of a malformed occurrence is JSON
+// naming the clause and the field (none for the body as a whole), and that a body
+// over the size limit and a wrong method or path are refused in JSON too.
 func TestMalformedRequests(t *testing.T) {
 	b := sealed(t, testCapability, testRules)
 	ts := serve(t, b, Options{MaxBodyBytes: 512})
@@ -179,25 +184,22 @@ func TestMalformedRequests(t *testing.T) {
 		field, clause string
 		contains      string
 	}{
-		{"not JSON", `{"anchor": `, "", "", "an occurrence is one JSON object"},
+		{"not JSON", `{"anchor": `, "", "OAR-CONF-18", "an occurrence is one JSON object"},
 		{"not an object", `["tool.pre_invoke"]`, "", "OAR-CONF-18", "must be a JSON object"},
 		{"no anchor", `{"session_id": "s"}`, "anchor", "OAR-CONF-29", `missing required member "anchor"`},
 		{"unknown member", occ("tool.pre_invoke", "s", `"fact": {}`), "fact", "OAR-CONF-18", `unknown occurrence member "fact"`},
 		{"detector facts", occ("tool.pre_invoke", "s", `"detector_facts": {"score": 1}`), "detector_facts", "OAR-CONF-25", "registers"},
 		{"tool name", occ("tool.pre_invoke", "s", `"tool_call": {"name": 1}`), "tool_call.name", "OAR-CONF-40", "non-empty string"},
 		{"window step", occ("tool.pre_invoke", "s", `"recent_activity": [1]`), "recent_activity[0]", "OAR-CONF-40", "tool name"},
-		{"duplicate member", `{"anchor": "tool.pre_invoke", "anchor": "x"}`, "", "", "OAR-DOC-1"},
+		{"duplicate member", `{"anchor": "tool.pre_invoke", "anchor": "x"}`, "anchor", "OAR-DOC-1", "OAR-DOC-1"},
 		// [OAR-FACT-26]: refused, never replaced by U+FFFD.
-		{"bytes that are not UTF-8", occ("tool.pre_invoke", "s", "\"content\": \"a\xed\xa0\x80\""), "", "", "byte 0xed at offset 62 is not UTF-8"},
+		{"bytes that are not UTF-8", occ("tool.pre_invoke", "s", "\"content\": \"a\xed\xa0\x80\""), "", "OAR-FACT-23", "byte 0xed at offset 62 is not UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := ts.problem(t, http.StatusBadRequest, http.MethodPost, "/v1/evaluate", tt.body)
 			if !strings.Contains(p.Error, tt.contains) || p.Bundle != b.Digest {
 				t.Errorf("got %+v, want an error containing %q", p, tt.contains)
-			}
-			if tt.field == "" && tt.clause == "" {
-				return
 			}
 			if len(p.Diagnostics) == 0 || p.Diagnostics[0].Field != tt.field || p.Diagnostics[0].Clause != tt.clause {
 				t.Errorf("diagnostics %+v, want field %q clause %q", p.Diagnostics, tt.field, tt.clause)

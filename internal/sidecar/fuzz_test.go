@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +16,9 @@ import (
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/sidecar/session"
 )
+
+// clauseID is the form of a clause identifier a diagnostic carries.
+var clauseID = regexp.MustCompile(`^OAR-[A-Z]+-[0-9]+$`)
 
 // decisions are the values an answer's decision may take (section 10.2).
 var decisions = []string{"none", "warn", "nudge", "transform", "block"}
@@ -24,9 +29,10 @@ var decisions = []string{"none", "warn", "nudge", "transform", "block"}
 // counters and activity window evolve within an input. The sessions' clock moves past
 // their idle TTL between inputs, so every input starts from no sessions and behaves the
 // same each time it runs, as a fuzzer needs, while the bundles stay loaded. Whatever the
-// body, the answer is a decision (200) or a refusal naming the problem (400, or 413 past
-// the size limit) — never a 500, whether from an engine error or a recovered panic, and
-// never a body that is not the documented JSON.
+// body, the answer is a decision (200) or a refusal naming the problem (400 with
+// diagnostics, each naming a clause, or 413 past the size limit) — never a 500, whether
+// from an engine error or a recovered panic, and never a body that is not the
+// documented JSON.
 func FuzzEvaluate(f *testing.F) {
 	bench, occs := benchBundle(f)
 	f.Add(bytes.Join(occs[:min(len(occs), 10)], []byte("\n")))
@@ -45,6 +51,7 @@ func FuzzEvaluate(f *testing.F) {
 		occ("gateway.pre_render", "", ""),
 		`{"anchor": "tool.pre_invoke", "session_id": "s", "facts": {"tool": ["not", "a", "string"]}}`,
 		`{"anchor": "agent.finalize"}`, `{}`, `[]`, `null`, `{"anchor": 1}`, `{"anchor": "tool.pre_invoke", "x": 1}`, ``,
+		occ("tool.pre_invoke", strings.Repeat("s", MaxSessionIDBytes+1), ""),
 	} {
 		f.Add([]byte(seed))
 	}
@@ -81,6 +88,14 @@ func checkAnswer(t *testing.T, h http.Handler, body []byte) {
 		var p Problem
 		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || p.Error == "" {
 			t.Fatalf("%d with a body that is not a problem (%v): %s", rec.Code, err, rec.Body)
+		}
+		if rec.Code == http.StatusBadRequest && len(p.Diagnostics) == 0 {
+			t.Fatalf("a malformed occurrence refused without diagnostics: %s", rec.Body)
+		}
+		for _, d := range p.Diagnostics {
+			if !clauseID.MatchString(d.Clause) {
+				t.Fatalf("a diagnostic without a clause for %q: %s", body, rec.Body)
+			}
 		}
 	default:
 		t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body)
