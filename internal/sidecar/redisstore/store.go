@@ -377,7 +377,9 @@ func (s *Store) parse(session string, fields map[string]string) (*state, error) 
 // checks that its version is still current; a Correction with none leaves the corrected
 // commit as it is. A snapshot marked MayNeedCorrection writes the session's pending
 // marker with its changes, any other commit clears it, and a Correction applies only
-// while the corrected commit's marker holds the session (else ErrCorrectionTooLate).
+// while the corrected commit's marker holds the session (else ErrCorrectionTooLate);
+// a Correction of a commit that changed nothing wrote no marker and exposed nothing to
+// other replicas, so it is committed as any snapshot read at that version is.
 // A commit that may have reached the store but got no answer is sent
 // once more, with the same new version, so a first one that was applied is recognised;
 // when that does not settle it, the error matches ErrOutcomeUnknown. After a successful
@@ -402,7 +404,7 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 	if snap.correctable {
 		args[5] = max(1, s.opt.PendingTTL.Milliseconds())
 	}
-	if snap.supersedes != nil {
+	if snap.correctsWrite() {
 		args[7] = "1"
 	}
 	args = append(args, fields...)
