@@ -290,13 +290,16 @@ func (s *Store) read(ctx context.Context, session string) (*state, time.Duration
 	start := time.Now()
 	// A session read is a session in use: its TTL is refreshed in the same round trip,
 	// as a session in memory stays while it is read. Redis's clock, read in the same
-	// round trip, says whether a pending marker has expired.
+	// round trip, says whether a pending marker has expired; it is read first, since
+	// another client's correction may run between the pipeline's commands: a "now"
+	// from before the fields can only find a marker still live that has just expired
+	// (a wait), never take a marker as expired before its correction could land.
 	pipe := s.client.Pipeline()
+	now := pipe.Time(ctx)
 	read := pipe.HGetAll(ctx, s.key(session))
 	if s.opt.IdleTTL > 0 {
 		pipe.PExpire(ctx, s.key(session), s.opt.IdleTTL)
 	}
-	now := pipe.Time(ctx)
 	_, err := pipe.Exec(ctx)
 	s.observe("load", start, err)
 	if err != nil {
