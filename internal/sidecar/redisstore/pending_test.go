@@ -166,3 +166,19 @@ func TestSessionKeptPendingIsContention(t *testing.T) {
 		t.Errorf("the load gave up after %v; want Timeout, %v, at least", took, timeout)
 	}
 }
+
+// TestTimeoutShorterThanAMarkerWaitsItOut: a Timeout shorter than PendingTTL does not
+// make every wait for a live marker contention: the load waits out the marker and reads
+// the session as committed.
+func TestTimeoutShorterThanAMarkerWaitsItOut(t *testing.T) {
+	opt := Options{PendingTTL: 300 * time.Millisecond, Timeout: 50 * time.Millisecond}
+	writer, reader := newStore(t, opt), newStore(t, opt)
+	pendingCommit(t, writer)
+	snap, err := reader.Load(context.Background(), "s1")
+	if err != nil {
+		t.Fatalf("the load of a session held by one marker: %v; want it read once the marker expired", err)
+	}
+	if c, err := snap.Get(plain); err != nil || c.Fire != 1 {
+		t.Errorf("the load read %+v (%v); want the committed increment", c, err)
+	}
+}
