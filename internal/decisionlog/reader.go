@@ -194,8 +194,10 @@ func (r *Record) check(occ *engine.Occurrence) error {
 		return errors.New("session_state: a commit never leaves a session without a version, but \"written\" is empty")
 	case r.SessionUnavailable && (r.SessionState != nil || r.SessionBegan):
 		return errors.New("session_unavailable: an occurrence answered without its session found nothing of it, but the line has session_state or session_began")
-	case r.SessionOutcomeUnknown != nil && (r.SessionState != nil || r.SessionUnavailable):
-		return errors.New("session_outcome_unknown: an occurrence whose commit's outcome is unknown was neither committed nor left the session alone, but the line has session_state or session_unavailable")
+	case r.SessionOutcomeUnknown != nil && r.SessionUnavailable:
+		return errors.New("session_outcome_unknown: an occurrence whose commit's outcome is unknown did not leave the session alone, but the line has session_unavailable")
+	case r.SessionOutcomeUnknown != nil && r.SessionState != nil && r.SessionOutcomeUnknown.Read != r.SessionState.Written:
+		return errors.New("session_outcome_unknown: with session_state, it is the correction of the committed changes, which expects the version they left, but \"read\" is not session_state's \"written\"")
 	case r.SessionOutcomeUnknown != nil && (r.SessionOutcomeUnknown.Written == "" || r.SessionOutcomeUnknown.Written == r.SessionOutcomeUnknown.Read):
 		return errors.New("session_outcome_unknown: only a commit that changes the session is sent, and it leaves a new version, but \"written\" is empty or the version read")
 	case r.Content == nil && occ.HasContent:

@@ -120,14 +120,17 @@ func TestReadSessionUnavailable(t *testing.T) {
 // whose outcome is unknown reads with the versions its commit read and would have left,
 // session_began included when the session did not exist; one that also says it was
 // committed or left the session alone, or whose commit would have left no new version,
-// contradicts itself and is refused, as is an unknown member of the versions. A line of
-// an older writer, which says session_unavailable for such an occurrence, still reads.
+// contradicts itself and is refused, as is an unknown member of the versions; one
+// committed whose correction's outcome is unknown says session_state and, from the
+// version it left, session_outcome_unknown. A line of an older writer, which says
+// session_unavailable for such an occurrence, still reads.
 func TestReadSessionOutcomeUnknown(t *testing.T) {
 	const head = `{"kind":"decision","anchor":"a","decision":"none","occurrence":{"anchor":"a"}`
 	input := strings.Join([]string{
 		head + `,"session_outcome_unknown":{"read":"v1","written":"v2"}}`,
 		head + `,"session_began":true,"session_outcome_unknown":{"read":"","written":"v2"}}`,
 		head + `,"session_unavailable":true}`,
+		head + `,"session_state":{"read":"v1","written":"v2"},"session_outcome_unknown":{"read":"v2","written":"v3"}}`,
 		head + `,"session_outcome_unknown":{"read":"v1","written":"v2"},"session_state":{"read":"v1","written":"v2"}}`,
 		head + `,"session_outcome_unknown":{"read":"v1","written":"v2"},"session_unavailable":true}`,
 		head + `,"session_outcome_unknown":{"read":"v1","written":"v1"}}`,
@@ -135,7 +138,7 @@ func TestReadSessionOutcomeUnknown(t *testing.T) {
 		head + `,"session_outcome_unknown":{"read":"v1","written":"v2","applied":true}}`,
 	}, "\n")
 	log, err := Read(strings.NewReader(input))
-	if len(log.Entries) != 3 {
+	if len(log.Entries) != 4 {
 		t.Fatalf("entries %+v", log.Entries)
 	}
 	if u := log.Entries[0].Record.SessionOutcomeUnknown; u == nil || *u != (SessionState{Read: "v1", Written: "v2"}) || log.Entries[0].Record.SessionUnavailable {
@@ -147,9 +150,12 @@ func TestReadSessionOutcomeUnknown(t *testing.T) {
 	if r := log.Entries[2].Record; !r.SessionUnavailable || r.SessionOutcomeUnknown != nil {
 		t.Errorf("line 3, an older writer's: %+v", r)
 	}
-	for _, want := range []string{"line 4: a decision line: session_outcome_unknown:", "line 5: a decision line: session_outcome_unknown:",
-		"line 6: a decision line: session_outcome_unknown:", "line 7: a decision line: session_outcome_unknown:",
-		`line 8: a decision line: unknown member "session_outcome_unknown.applied"`} {
+	if r := log.Entries[3].Record; r.SessionState == nil || r.SessionOutcomeUnknown == nil || r.SessionOutcomeUnknown.Read != r.SessionState.Written {
+		t.Errorf("line 4, a commit whose correction's outcome is unknown: %+v", r)
+	}
+	for _, want := range []string{"line 5: a decision line: session_outcome_unknown:", "line 6: a decision line: session_outcome_unknown:",
+		"line 7: a decision line: session_outcome_unknown:", "line 8: a decision line: session_outcome_unknown:",
+		`line 9: a decision line: unknown member "session_outcome_unknown.applied"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

@@ -117,7 +117,11 @@ type Record struct {
 	// the session: a later line that read Written proves they are, one that committed
 	// other changes to Read (not empty) proves they are not (a commit applies only at
 	// the version it read, and versions never repeat). Lines of older writers say
-	// session_unavailable instead.
+	// session_unavailable instead. With SessionState, the occurrence was committed
+	// (SessionState) and answered so, but the stream refused one of its events and
+	// the correction of its changes has an unknown outcome: Read is the version the
+	// commit left (SessionState.Written), Written the one the correction would have
+	// left, and the session holds the commit's changes or the correction's.
 	SessionOutcomeUnknown *SessionState `json:"session_outcome_unknown,omitempty"`
 }
 

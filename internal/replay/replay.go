@@ -311,10 +311,16 @@ func commitFates(s []decisionlog.Entry) map[string]fate {
 // session: a committed line's (session_state), or those of a line whose commit's
 // outcome the sidecar did not know and the other lines prove applied. Else nil.
 func changesIn(e decisionlog.Entry, fates map[string]fate) *decisionlog.SessionState {
-	if u := e.Record.SessionOutcomeUnknown; u != nil && fates[u.Written] == fateApplied {
-		return u
+	u, st := e.Record.SessionOutcomeUnknown, e.Record.SessionState
+	switch {
+	case u == nil || fates[u.Written] != fateApplied:
+		return st
+	case st != nil:
+		// A correction replaced the committed changes: the line read st.Read and
+		// left the correction's version.
+		return &decisionlog.SessionState{Read: st.Read, Written: u.Written}
 	}
-	return e.Record.SessionState
+	return u
 }
 
 // inOrder orders one session's entries as they took effect. The lines whose changes
@@ -522,11 +528,12 @@ func (r *runner) replay(e decisionlog.Entry) {
 	switch {
 	case rec.SessionUnavailable:
 		rtBefore, rtAfter = withoutSession(occ.SessionID), withoutSession(occ.SessionID)
-	case rec.SessionOutcomeUnknown != nil:
+	case rec.SessionOutcomeUnknown != nil && rec.SessionState == nil:
 		rtBefore, rtAfter = withoutSession(occ.SessionID), withoutSession(occ.SessionID)
 		r.commitOf(e, occ)
 	default:
 		uncertain = r.uncertainAt(occ.Anchor)
+		defer r.correctionOf(e)
 	}
 	if uncertain != nil {
 		r.unreproducible(fmt.Sprintf("%s since %s: its commit may or may not have been applied and no line of the session says which, so the later lines that use the session were replayed as if it had not been", ReasonUncertain, uncertain), Place{e.Source, e.Line})
@@ -582,6 +589,20 @@ func (r *runner) commitOf(e decisionlog.Entry, occ *engine.Occurrence) {
 			r.uncertain = &Place{e.Source, e.Line}
 		}
 	}
+}
+
+// correctionOf follows a committed line whose correction's outcome the sidecar did
+// not know (session_state with session_outcome_unknown): the stream refused one of its
+// events, which the log does not record, so a correction proved applied cannot be
+// replayed, and one unproved may have been applied. Either way the session's state is
+// unknown from after the line on; only a correction proved not applied leaves the
+// committed changes, which the line's replay made, in place.
+func (r *runner) correctionOf(e decisionlog.Entry) {
+	u := e.Record.SessionOutcomeUnknown
+	if u == nil || r.fates[u.Written] == fateNotApplied || r.uncertain != nil {
+		return
+	}
+	r.uncertain = &Place{e.Source, e.Line}
 }
 
 // uncertainAt is the line since which the session's state is unknown, when an

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -229,5 +230,66 @@ func TestLogOfAnUnknownCommitOutcomeReplays(t *testing.T) {
 	s := replay.Side{Program: l.Program, Digest: b.Digest}
 	if rep := replay.Run(log.Entries, replay.Options{Before: s, After: s}); rep.Reproduced != 3 || rep.Mismatched != 0 {
 		t.Errorf("the replay reproduces %d and not %d: %+v", rep.Reproduced, rep.Mismatched, rep.Mismatches)
+	}
+}
+
+// failsOnce is an event writer that refuses its first record and takes the others.
+type failsOnce struct{ refused bool }
+
+func (w *failsOnce) Write(p []byte) (int, error) {
+	if !w.refused {
+		w.refused = true
+		return 0, errors.New("disk full")
+	}
+	return len(p), nil
+}
+
+// TestLogOfAnUnknownCorrectionOutcome: a shell call is committed, its event is
+// refused, and neither its correction nor the correction sent again is answered
+// (Redis applied it). The line says the versions the commit read and left
+// (session_state) and, from the version left, the one the correction would have left
+// (session_outcome_unknown): the next call read the correction's version, so the log
+// still orders the session's lines, and a replay, which cannot replay a refused
+// event, says the session's state is unknown from that line on rather than blame the
+// rules for the next line.
+func TestLogOfAnUnknownCorrectionOutcome(t *testing.T) {
+	out := &syncBuffer{}
+	dl := decisionlog.NewWriter(out, decisionlog.Options{Sample: 1})
+	b := sealed(t, testCapability, testRules)
+	srv := redistest.Shared(t)
+	p := newReplyDropper(t, srv.Addr)
+	store := sharedStore(t, "redis://"+p.ln.Addr().String(), redisstore.Options{PendingTTL: 10 * time.Second, Timeout: 300 * time.Millisecond})
+	r := serve(t, b, Options{Events: &failsOnce{}, DecisionLog: dl, SharedSessions: store})
+	store.SetObserver(&afterFirstCommit{Metrics: r.Metrics(), do: func() { p.drop.Store(1 << 40) }})
+	first := r.evaluate(t, shellCall("s1"))
+	p.drop.Store(0)
+	second := r.evaluate(t, shellCall("s1"))
+	if len(first.Failures) != 1 || !strings.Contains(first.Failures[0].Error, "whether they were taken back is unknown") || second.Counters["acme.ops/COUNT_SHELL"].Fire != 1 {
+		t.Fatalf("the call whose correction's outcome is unknown %+v; the next %+v", first.Decision, second.Decision)
+	}
+	if err := dl.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	log, err := decisionlog.Read(strings.NewReader(out.String()))
+	if err != nil || len(log.Entries) != 2 {
+		t.Fatalf("%v, %d lines:\n%s", err, len(log.Entries), out.String())
+	}
+	line, next := log.Entries[0].Record, log.Entries[1].Record
+	if st, u := line.SessionState, line.SessionOutcomeUnknown; st == nil || u == nil || u.Read != st.Written || next.SessionState == nil || u.Written != next.SessionState.Read {
+		t.Fatalf("line 1 says of its session %s", out.String())
+	}
+	l, err := bundle.Load(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := replay.Side{Program: l.Program, Digest: b.Digest}
+	rep := replay.Run(log.Entries, replay.Options{Before: s, After: s})
+	for _, m := range rep.Mismatches {
+		if m.Line == 2 && !strings.HasPrefix(m.Reason, replay.ReasonUncertain) {
+			t.Errorf("the replay blames line 2 on the rules: %+v", m)
+		}
+	}
+	if len(rep.Unreproducible) != 1 || !strings.HasPrefix(rep.Unreproducible[0].Reason, replay.ReasonUncertain) {
+		t.Errorf("the replay's unreproducible lines %+v; want line 2, the session's state unknown", rep.Unreproducible)
 	}
 }

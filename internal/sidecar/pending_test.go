@@ -137,3 +137,48 @@ func TestCorrectionTooLateKeepsTheCommit(t *testing.T) {
 		t.Errorf("Redis holds COUNT_SHELL %q (%v); the increment stands, so \"1 0\"", got, err)
 	}
 }
+
+// announceOverCount announces every output (an event, nothing else) and overrides
+// COUNT_OUT, which counts outputs; when the announcement cannot be evaluated, it fails
+// open and so suppresses nothing ([OAR-OPS-4]).
+const announceOverCount = `
+---
+oar: "1.0"
+namespace: acme.ops
+id: ANNOUNCE
+kind: policy
+anchor: model.output
+on_fire: [publish_event]
+on_error: fail_open
+effect: warn
+overrides: [acme.ops/COUNT_OUT]
+---
+oar: "1.0"
+namespace: acme.ops
+id: COUNT_OUT
+kind: policy
+anchor: model.output
+on_fire: [increment_counter]
+effect: warn
+`
+
+// TestCorrectionOfACommitThatChangedNothing: an evaluation that only publishes an
+// event changes nothing in the session, so its commit writes nothing and holds no
+// pending marker. When the stream refuses the event, the rule that published it
+// suppresses nothing, and the corrected evaluation increments a counter: it is
+// committed as any commit of changes is, and the answer is the one memory mode gives
+// ([OAR-FIRE-9], [OAR-OPS-4]).
+func TestCorrectionOfACommitThatChangedNothing(t *testing.T) {
+	b := sealed(t, testCapability, announceOverCount)
+	store := sharedStore(t, redistest.Shared(t).URL, redisstore.Options{PendingTTL: 10 * time.Second, Timeout: 10 * time.Second})
+	modes := map[string]*testSidecar{
+		"memory": serve(t, b, Options{Events: failingWriter{}}),
+		"redis":  serve(t, b, Options{Events: failingWriter{}, SharedSessions: store}),
+	}
+	for mode, r := range modes {
+		d := r.evaluate(t, occ("content.output", "s1", ""))
+		if d.Rule != "acme.ops/COUNT_OUT" || d.Counters["acme.ops/COUNT_OUT"].Fire != 1 || len(d.Failures) != 1 || strings.Contains(d.Failures[0].Error, "taken back") {
+			t.Errorf("%s mode: %+v; want COUNT_OUT fired once, ANNOUNCE failed open", mode, d.Decision)
+		}
+	}
+}

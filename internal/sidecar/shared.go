@@ -38,7 +38,9 @@ var ErrContention = errors.New("session store contention")
 // say that it may have. found is what the decision log says of the session: its
 // versions read and left when the changes were committed; the version read and the
 // one the commit would have left when its outcome is unknown, so a replay can tell
-// from later lines whether it was applied; else that it was unavailable.
+// from later lines whether it was applied; else that it was unavailable. A committed
+// occurrence whose correction's outcome is unknown says both: the versions its commit
+// read and left, and those its correction read (the one left) and would have left.
 func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) (d *engine.Decision, found decisionlog.Session) {
 	ctx := context.Background()
 	prog := sv.Loaded.Program
@@ -72,10 +74,11 @@ func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf 
 			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), unavailable
 		}
 		if ok {
-			d, snap = s.publishCommitted(ctx, sv, occ, d, snap, events)
+			var unknown *decisionlog.SessionState
+			d, snap, unknown = s.publishCommitted(ctx, sv, occ, d, snap, events)
 			var state decisionlog.SessionState
 			state.Read, state.Written, _ = snap.Versions()
-			return d, decisionlog.Session{Began: state.Read == "", State: &state}
+			return d, decisionlog.Session{Began: state.Read == "", State: &state, OutcomeUnknown: unknown}
 		}
 	}
 	s.metrics.SessionContended()
@@ -103,7 +106,9 @@ func (s *Sidecar) evaluateWithoutSession(sv *reload.Served, occ *engine.Occurren
 // have read the committed changes, or another replica changed the session since, or
 // the store failed), the committed decision stands: the refused event is dropped from
 // its events and on_fire and reported in its failures, which say its changes stayed.
-func (s *Sidecar) publishCommitted(ctx context.Context, sv *reload.Served, occ *engine.Occurrence, d *engine.Decision, snap *redisstore.Snapshot, events *eventBuffer) (*engine.Decision, *redisstore.Snapshot) {
+// When the correction's own outcome is unknown, unknown is the version it expected
+// and the one it would have left: the session may hold either.
+func (s *Sidecar) publishCommitted(ctx context.Context, sv *reload.Served, occ *engine.Occurrence, d *engine.Decision, snap *redisstore.Snapshot, events *eventBuffer) (_ *engine.Decision, _ *redisstore.Snapshot, unknown *decisionlog.SessionState) {
 	for {
 		refused := -1
 		for i, e := range events.pending {
@@ -113,7 +118,7 @@ func (s *Sidecar) publishCommitted(ctx context.Context, sv *reload.Served, occ *
 			}
 		}
 		if refused < 0 {
-			return d, snap
+			return d, snap, nil
 		}
 		answers := slices.Concat(events.answers, make([]error, refused), []error{events.refusal})
 		corr := snap.Correction()
@@ -127,13 +132,15 @@ func (s *Sidecar) publishCommitted(ctx context.Context, sv *reload.Served, occ *
 		switch {
 		case errors.Is(err, redisstore.ErrOutcomeUnknown):
 			s.keepCommitted(sv, d, events, refused, "whether they were taken back is unknown: "+err.Error())
-			return d, snap
+			_, left, _ := snap.Versions()
+			_, sent, _ := corr.Versions()
+			return d, snap, &decisionlog.SessionState{Read: left, Written: sent}
 		case err != nil:
 			s.keepCommitted(sv, d, events, refused, "they could not be taken back: "+err.Error())
-			return d, snap
+			return d, snap, nil
 		case !ok:
 			s.keepCommitted(sv, d, events, refused, "they could not be taken back: another replica changed the session since")
-			return d, snap
+			return d, snap, nil
 		}
 		d, snap, events = cd, corr, next
 	}

@@ -213,6 +213,14 @@ func (s *Snapshot) changes() (expect string, fields []any, window bool) {
 	return s.version, fields, s.windowChanged
 }
 
+// correctsWrite reports whether s is a Correction of a commit that wrote the session
+// (and so its pending marker): one whose commit changed nothing left the version it
+// read, wrote no marker and exposed nothing to other replicas.
+func (s *Snapshot) correctsWrite() bool {
+	p := s.supersedes
+	return p != nil && p.written != p.version
+}
+
 // Correction returns a snapshot of the session as s read it, for evaluating s's
 // occurrence again after its committed evaluation turned out not to be the one that
 // took effect (the event stream refused an event of it, so that rule contributes no

@@ -110,6 +110,9 @@ const DefaultPendingTTL = 5 * time.Millisecond
 const (
 	firstPendingWait = 500 * time.Microsecond
 	maxPendingWait   = 2 * time.Millisecond
+	// pendingMargin is what a Load waits past PendingTTL, at least, before a session
+	// still pending is contention: a few reads and waits.
+	pendingMargin = 10 * time.Millisecond
 )
 
 // Observer is told of every round trip and every conflict (the sidecar's metrics).
@@ -134,7 +137,7 @@ type Options struct {
 	// writes the session; zero keeps keys forever.
 	IdleTTL time.Duration
 	// Timeout bounds each call to the store, so an outage costs milliseconds, and the
-	// time a Load waits for pending sessions.
+	// time a Load waits for pending sessions (never less than PendingTTL and a margin).
 	Timeout time.Duration
 	// PendingTTL is how long a commit that may need a correction holds the session
 	// pending, for other replicas' loads and for its correction
@@ -256,14 +259,16 @@ func (s *Store) key(session string) string { return s.opt.Prefix + session }
 // Load returns a snapshot of a session's state: the state the cache holds, or else
 // what one round trip reads. A session another replica's commit holds pending a
 // possible correction is read again, after a short wait that doubles each time, until
-// the marker is gone or expired; one still held after Timeout (replicas that keep
-// committing such changes) is an error matching ErrPending. The cache never holds a
+// the marker is gone or expired; one still held after Timeout, or after one marker's
+// PendingTTL and a margin when that is longer (replicas that keep committing such
+// changes), is an error matching ErrPending. The cache never holds a
 // pending state.
 func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 	if st := s.cache.get(session); st != nil {
 		return s.snapshot(session, st, true), nil
 	}
-	giveUp := time.Now().Add(s.opt.Timeout)
+	bound := s.pendingBound()
+	giveUp := time.Now().Add(bound)
 	for wait := firstPendingWait; ; wait = min(2*wait, maxPendingWait) {
 		st, pending, err := s.read(ctx, session)
 		if err != nil {
@@ -274,12 +279,20 @@ func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 			return s.snapshot(session, st, false), nil
 		}
 		if !time.Now().Before(giveUp) {
-			return nil, fmt.Errorf("session %q in %s, pending for %v: %w", session, s.display, s.opt.Timeout, ErrPending)
+			return nil, fmt.Errorf("session %q in %s, pending for %v: %w", session, s.display, bound, ErrPending)
 		}
 		if err := sleep(ctx, min(wait, pending)); err != nil {
 			return nil, fmt.Errorf("reading session %q from %s, pending another replica's correction: %w", session, s.display, err)
 		}
 	}
+}
+
+// pendingBound is how long a Load waits for a session held pending before it is
+// contention: Timeout, but never less than one marker lasts (PendingTTL, which the
+// replicas share) and a margin for the reads, so waiting out a single marker is never
+// contention however short Timeout is.
+func (s *Store) pendingBound() time.Duration {
+	return max(s.opt.Timeout, s.opt.PendingTTL+pendingMargin)
 }
 
 // read reads a session's state in one round trip, and how long another replica's
@@ -290,13 +303,16 @@ func (s *Store) read(ctx context.Context, session string) (*state, time.Duration
 	start := time.Now()
 	// A session read is a session in use: its TTL is refreshed in the same round trip,
 	// as a session in memory stays while it is read. Redis's clock, read in the same
-	// round trip, says whether a pending marker has expired.
+	// round trip, says whether a pending marker has expired; it is read first, since
+	// another client's correction may run between the pipeline's commands: a "now"
+	// from before the fields can only find a marker still live that has just expired
+	// (a wait), never take a marker as expired before its correction could land.
 	pipe := s.client.Pipeline()
+	now := pipe.Time(ctx)
 	read := pipe.HGetAll(ctx, s.key(session))
 	if s.opt.IdleTTL > 0 {
 		pipe.PExpire(ctx, s.key(session), s.opt.IdleTTL)
 	}
-	now := pipe.Time(ctx)
 	_, err := pipe.Exec(ctx)
 	s.observe("load", start, err)
 	if err != nil {
@@ -377,7 +393,9 @@ func (s *Store) parse(session string, fields map[string]string) (*state, error) 
 // checks that its version is still current; a Correction with none leaves the corrected
 // commit as it is. A snapshot marked MayNeedCorrection writes the session's pending
 // marker with its changes, any other commit clears it, and a Correction applies only
-// while the corrected commit's marker holds the session (else ErrCorrectionTooLate).
+// while the corrected commit's marker holds the session (else ErrCorrectionTooLate);
+// a Correction of a commit that changed nothing wrote no marker and exposed nothing to
+// other replicas, so it is committed as any snapshot read at that version is.
 // A commit that may have reached the store but got no answer is sent
 // once more, with the same new version, so a first one that was applied is recognised;
 // when that does not settle it, the error matches ErrOutcomeUnknown. After a successful
@@ -402,7 +420,7 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 	if snap.correctable {
 		args[5] = max(1, s.opt.PendingTTL.Milliseconds())
 	}
-	if snap.supersedes != nil {
+	if snap.correctsWrite() {
 		args[7] = "1"
 	}
 	args = append(args, fields...)
