@@ -220,14 +220,7 @@ func TestPackEditNeverDropsAPublishedConfiguration(t *testing.T) {
 // back for it, so the Capability says so (Ready=False, LeftOut) until it is resolved.
 func TestPublishedConfigurationLeftOutMakesTheCapabilityNotReady(t *testing.T) {
 	ns := namespace(t)
-	c := sampleCapability(t, ns)
-	create(t, c)
-	create(t, pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "BLOCK_SHELL", "effect", "block", "enforcement", "monitor"))))
-	other := pack(ns, "other", c.Name, rulesJSON(t, rule("acme.other", "X")))
-	create(t, other)
-	cfg := operatorConfig(t, ns, "promote", c.Name, 0, map[string]any{"oar_config": "1.0",
-		"enforcement": map[string]any{"acme.security/BLOCK_SHELL": "enforce", "acme.other/X": "enforce"}})
-	create(t, cfg)
+	c, other, cfg := createPromotion(t, ns)
 	waitBundle(t, ns, c.Name, "both packs and the configuration", func(b *bundle.Bundle) bool { return len(b.Packs) == 2 && len(b.Configs) == 1 })
 	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
 

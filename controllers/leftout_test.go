@@ -16,11 +16,10 @@ import (
 	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
-// leftOutConfiguration publishes packs "security" (a block shipped in monitor) and
-// "other" and a configuration "promote" raising a rule of each to enforce, then deletes
-// "other" ([OAR-OPS-7]): promote no longer applies ([OAR-CFG-4]) and the bundle is
-// published without it. It returns the Capability, promote and the deleted pack.
-func leftOutConfiguration(t *testing.T, ns string) (*rulesv1alpha1.Capability, *rulesv1alpha1.OperatorConfig, *rulesv1alpha1.RulePack) {
+// createPromotion creates a Capability, packs "security" and "other", and a
+// configuration "promote" raising a rule of each to enforce, and returns the
+// Capability, "other" and "promote".
+func createPromotion(t *testing.T, ns string) (*rulesv1alpha1.Capability, *rulesv1alpha1.RulePack, *rulesv1alpha1.OperatorConfig) {
 	t.Helper()
 	c := sampleCapability(t, ns)
 	create(t, c)
@@ -30,6 +29,16 @@ func leftOutConfiguration(t *testing.T, ns string) (*rulesv1alpha1.Capability, *
 	cfg := operatorConfig(t, ns, "promote", c.Name, 0, map[string]any{"oar_config": "1.0",
 		"enforcement": map[string]any{"acme.security/BLOCK_SHELL": "enforce", "acme.other/X": "enforce"}})
 	create(t, cfg)
+	return c, other, cfg
+}
+
+// leftOutConfiguration publishes packs "security" (a block shipped in monitor) and
+// "other" and a configuration "promote" raising a rule of each to enforce, then deletes
+// "other" ([OAR-OPS-7]): promote no longer applies ([OAR-CFG-4]) and the bundle is
+// published without it. It returns the Capability, promote and the deleted pack.
+func leftOutConfiguration(t *testing.T, ns string) (*rulesv1alpha1.Capability, *rulesv1alpha1.OperatorConfig, *rulesv1alpha1.RulePack) {
+	t.Helper()
+	c, other, cfg := createPromotion(t, ns)
 	waitBundle(t, ns, c.Name, "both packs and the configuration", func(b *bundle.Bundle) bool { return len(b.Packs) == 2 && len(b.Configs) == 1 })
 	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
 	if err := k8s.Delete(ctx, other); err != nil {
@@ -141,14 +150,7 @@ func TestLeftOutConfigurationIsPublishedWhenWhatItNamesIsRestored(t *testing.T) 
 // ran leaves the configuration out, which is recorded and keeps the Capability LeftOut.
 func TestBundleWithoutLeftOutRecordIsRead(t *testing.T) {
 	ns := namespace(t)
-	c := sampleCapability(t, ns)
-	create(t, c)
-	create(t, pack(ns, "security", c.Name, rulesJSON(t, rule("acme.security", "BLOCK_SHELL", "effect", "block", "enforcement", "monitor"))))
-	other := pack(ns, "other", c.Name, rulesJSON(t, rule("acme.other", "X")))
-	create(t, other)
-	cfg := operatorConfig(t, ns, "promote", c.Name, 0, map[string]any{"oar_config": "1.0",
-		"enforcement": map[string]any{"acme.security/BLOCK_SHELL": "enforce", "acme.other/X": "enforce"}})
-	create(t, cfg)
+	c, other, cfg := createPromotion(t, ns)
 	waitReady(t, cfg, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
 	waitReady(t, c, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
 
