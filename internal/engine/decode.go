@@ -398,9 +398,10 @@ func splitYAML(data []byte) (docs [][]byte, starts []int) {
 
 // droppedDocument returns, for one part of a split stream, the offset of the first
 // marker line after content that carries more than its marker ("--- {a: 1}", "... #
-// end") when the YAML parser finds a second document in the part, which it would
-// drop; -1 otherwise. The parser is asked only when there is such a line, which a
-// stream whose markers stand alone on their lines never has.
+// end", or "---" after a carriage return, which ends a line for the parser but not
+// for kubectl's split) when the YAML parser finds a second document in the part,
+// which it would drop; -1 otherwise. The parser is asked only when there is such a
+// line, which a stream whose markers stand alone on their lines never has.
 func droppedDocument(doc []byte) int {
 	off := markerLineAfterContent(doc)
 	if off < 0 || !holdsMoreThanOneDocument(doc) {
@@ -410,22 +411,39 @@ func droppedDocument(doc []byte) int {
 }
 
 // markerLineAfterContent returns the offset of the first line of doc that begins with
-// "---" or "..." followed by a space or a tab and comes after a line with content; -1
-// when there is none.
+// "---" or "..." followed by white space or a line break and comes after a line with
+// content; -1 when there is none. Lines end as the YAML parser ends them: at a line
+// feed, a carriage return and line feed, or a carriage return alone.
 func markerLineAfterContent(doc []byte) int {
-	content, pos := false, 0
-	for line := range bytes.Lines(doc) {
-		if content && len(line) > 3 && (bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("..."))) && (line[3] == ' ' || line[3] == '\t') {
+	content := false
+	for pos := 0; pos < len(doc); {
+		end := pos
+		for end < len(doc) && doc[end] != '\n' && doc[end] != '\r' {
+			end++
+		}
+		line := doc[pos:end]
+		if end < len(doc) && doc[end] == '\r' && end+1 < len(doc) && doc[end+1] == '\n' {
+			end++
+		}
+		if content && isDocumentMarker(doc[pos:min(end+1, len(doc))]) {
 			return pos
 		}
 		content = content || hasYAMLContent(line)
-		pos += len(line)
+		pos = end + 1
 	}
 	return -1
 }
 
+// isDocumentMarker reports whether line (with its line break, if any) begins with a
+// marker the parser reads as one: "---" or "..." followed by white space or a line
+// break.
+func isDocumentMarker(line []byte) bool {
+	return len(line) > 3 && (bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("..."))) &&
+		bytes.IndexByte([]byte(" \t\r\n"), line[3]) >= 0
+}
+
 // holdsMoreThanOneDocument reports whether the YAML parser reads a first document of
-// doc and then anything but its end.
+// doc and then a document that is not empty, or something it refuses.
 func holdsMoreThanOneDocument(doc []byte) bool {
 	dec := yamlv2.NewDecoder(bytes.NewReader(doc))
 	var v any
@@ -433,7 +451,15 @@ func holdsMoreThanOneDocument(doc []byte) bool {
 		// DecodeYAML reports what is wrong with the first document.
 		return false
 	}
-	return dec.Decode(&v) != io.EOF
+	for {
+		var next any
+		switch err := dec.Decode(&next); {
+		case err == io.EOF:
+			return false
+		case err != nil || next != nil:
+			return true
+		}
+	}
 }
 
 // trailingAfterFlow returns, for a document whose content is a flow node (a JSON

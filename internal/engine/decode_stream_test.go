@@ -52,8 +52,10 @@ func TestDecodeDocumentsReadsExactlyOneStream(t *testing.T) {
 // at lines holding only a document marker, and the YAML parser reads one document of
 // each part, so a document that begins on its "---" line after another document, or
 // follows a "..." line carrying a comment, would be silently dropped, as kubectl drops
-// it. It is refused, naming the offset of its marker line; a first document that begins
-// on its "---" line, and a stream that ends with "... # comment", still read.
+// it. So is a document after a "---" that follows a carriage return alone, which ends a
+// line for the parser but not for the split. It is refused, naming the offset of its
+// marker line; a first document that begins on its "---" line, a stream that ends with
+// "... # comment", and an empty document after a carriage return still read.
 func TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop(t *testing.T) {
 	for in, off := range map[string]int{
 		"a: 1\n--- {b: 2}\n":           5,
@@ -64,6 +66,9 @@ func TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop(t *testing.T) {
 		"a: 1\n... # end\nb: 2\n":      5,
 		"a: 1\n... x\n":                5,
 		"x: 0\n---\na: 1\n--- &y {}\n": 14,
+		"0\n---\r0":                    2,
+		"a: 1\r---\rb: 2\r":            5,
+		"a: 1\r\n...\rb: 2\r\n":        6,
 	} {
 		docs, err := DecodeDocuments([]byte(in))
 		if err == nil || !strings.Contains(err.Error(), "[OAR-DOC-31]") {
@@ -80,6 +85,8 @@ func TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop(t *testing.T) {
 		"a: 1\n... # end\n":             1,
 		"a: |\n  --- x\n  ... y\n":      1,
 		"a: 1\n---foo: 2\n":             1,
+		"a: 1\r---\r":                   1,
+		"a: 1\r\n---\r\nb: 2\r\n":       2,
 	} {
 		docs, err := DecodeDocuments([]byte(in))
 		if err != nil || len(docs) != n {
