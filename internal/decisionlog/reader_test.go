@@ -119,8 +119,10 @@ func TestReadSessionUnavailable(t *testing.T) {
 // TestReadSessionOutcomeUnknown: a line answered without its session after a commit
 // whose outcome is unknown reads with the versions its commit read and would have left,
 // session_began included when the session did not exist; one that also says it was
-// committed or left the session alone, or whose commit would have left no new version,
-// contradicts itself and is refused, as is an unknown member of the versions; one
+// committed or left the session alone, whose commit would have left no new version, or
+// whose commit read no version (the session held no state) without session_began, which
+// the sidecar always writes then, contradicts itself and is refused, as is an unknown
+// member of the versions; one
 // committed whose correction's outcome is unknown says session_state and, from the
 // version it left, session_outcome_unknown. A line of an older writer, which says
 // session_unavailable for such an occurrence, still reads.
@@ -136,6 +138,7 @@ func TestReadSessionOutcomeUnknown(t *testing.T) {
 		head + `,"session_outcome_unknown":{"read":"v1","written":"v1"}}`,
 		head + `,"session_outcome_unknown":{"read":"v1","written":""}}`,
 		head + `,"session_outcome_unknown":{"read":"v1","written":"v2","applied":true}}`,
+		head + `,"session_outcome_unknown":{"read":"","written":"v2"}}`,
 	}, "\n")
 	log, err := Read(strings.NewReader(input))
 	if len(log.Entries) != 4 {
@@ -155,7 +158,8 @@ func TestReadSessionOutcomeUnknown(t *testing.T) {
 	}
 	for _, want := range []string{"line 5: a decision line: session_outcome_unknown:", "line 6: a decision line: session_outcome_unknown:",
 		"line 7: a decision line: session_outcome_unknown:", "line 8: a decision line: session_outcome_unknown:",
-		`line 9: a decision line: unknown member "session_outcome_unknown.applied"`} {
+		`line 9: a decision line: unknown member "session_outcome_unknown.applied"`,
+		`line 10: a decision line: session_outcome_unknown: "read" is empty`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
