@@ -46,7 +46,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	flags.Var(&logs, "log", "a decision log `FILE` (oar-engine --decision-log); repeatable, the logs of several replicas replay together, each session in the order it took effect (by its lines' session_state, else by time)")
 	maxChanges := flags.Int("max-changes", replay.DefaultMaxListed, "list at most `N` changed occurrences (and N mismatches, and N lines per reason an occurrence cannot be reproduced); the rest are counted")
 	asJSON := flags.Bool("json", false, "print the report as one JSON object")
-	failOnChange := flags.Bool("fail-on-change", false, "exit 1 when any decision changed, in any part: effect, deciding rule, trace, on_fire, transforms, content, advisories, copy")
+	failOnChange := flags.Bool("fail-on-change", false, "exit 1 when any decision changed, in any part: effect, deciding rule, trace, on_fire, transforms, content, advisories, copy; an unconfirmed change too")
 	failOnMismatch := flags.Bool("fail-on-mismatch", false, "exit 1 when the before side did not reproduce a logged decision")
 	rest, code, ok := parseFlags(flags, replaySynopsis, args, stdout, stderr)
 	if !ok {
@@ -80,7 +80,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "oarctl replay: %v\n", err)
 		return exitFail
 	}
-	if *failOnChange && rep.Changed > 0 || *failOnMismatch && rep.Mismatched > 0 {
+	if *failOnChange && rep.Changed+rep.Unconfirmed > 0 || *failOnMismatch && rep.Mismatched > 0 {
 		return exitFail
 	}
 	return exitOK
@@ -256,18 +256,21 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 		p("%s\t%d\t%d\n", b.Name, b.Count, r.After[i].Count)
 	}
 	p("changed\t\t%d\n", r.Changed)
-	if len(r.ByRule) > 0 {
-		p("\nchanged by rule\toccurrences\n")
-		for _, c := range r.ByRule {
-			p("%s\t%d\n", c.Name, c.Count)
-		}
-		p("\nchanged by tool\toccurrences\n")
-		for _, c := range r.ByTool {
-			p("%s\t%d\n", c.Name, c.Count)
-		}
+	if r.Unconfirmed > 0 {
+		p("unconfirmed\t\t%d\n", r.Unconfirmed)
+	}
+	if len(r.ByRule) > 0 || len(r.UnconfirmedByRule) > 0 {
+		p("\n")
+		countTable(p, "changed by rule", r.ByRule, r.UnconfirmedByRule, r.Unconfirmed > 0)
+		p("\n")
+		countTable(p, "changed by tool", r.ByTool, r.UnconfirmedByTool, r.Unconfirmed > 0)
 	}
 	if len(r.Changes) > 0 {
-		p("\nchanges (%d of %d):\nline\tsession\tanchor\ttool\tbefore → after\trules\tdiffers in\n", len(r.Changes), r.Changed)
+		of := fmt.Sprint(r.Changed + r.Unconfirmed)
+		if r.Unconfirmed > 0 {
+			of += fmt.Sprintf(", %d unconfirmed", r.Unconfirmed)
+		}
+		p("\nchanges (%d of %s):\nline\tsession\tanchor\ttool\tbefore → after\trules\tdiffers in\n", len(r.Changes), of)
 		for _, c := range r.Changes {
 			note := ""
 			if c.WithoutContent {
@@ -305,6 +308,36 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 		p("\n")
 	}
 	return tw.Flush()
+}
+
+// countTable prints changes counted by name: the confirmed ones, and, with
+// unconfirmed, a column of those the log cannot confirm, the names only they have
+// last.
+func countTable(p func(string, ...any), title string, confirmed, unconfirmed []replay.Count, withUnconfirmed bool) {
+	if !withUnconfirmed {
+		p("%s\toccurrences\n", title)
+		for _, c := range confirmed {
+			p("%s\t%d\n", c.Name, c.Count)
+		}
+		return
+	}
+	p("%s\toccurrences\tunconfirmed\n", title)
+	of := func(cs []replay.Count, name string) int {
+		for _, c := range cs {
+			if c.Name == name {
+				return c.Count
+			}
+		}
+		return 0
+	}
+	for _, c := range confirmed {
+		p("%s\t%d\t%d\n", c.Name, c.Count, of(unconfirmed, c.Name))
+	}
+	for _, c := range unconfirmed {
+		if of(confirmed, c.Name) == 0 {
+			p("%s\t0\t%d\n", c.Name, c.Count)
+		}
+	}
 }
 
 // outcome spells a decision and its deciding rule: "block (acme/NO_SHELL)".
