@@ -80,10 +80,17 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "oarctl replay: %v\n", err)
 		return exitFail
 	}
-	if *failOnChange && rep.Changed+rep.Unconfirmed > 0 || *failOnMismatch && rep.Mismatched > 0 {
+	if failing(rep, *failOnChange, *failOnMismatch) {
 		return exitFail
 	}
 	return exitOK
+}
+
+// failing reports whether a report fails the command: with onChange, any change, an
+// unconfirmed one too (it may be the rule change's); with onMismatch, any logged
+// decision the before side did not reproduce.
+func failing(rep *replay.Report, onChange, onMismatch bool) bool {
+	return onChange && rep.Changed+rep.Unconfirmed > 0 || onMismatch && rep.Mismatched > 0
 }
 
 // replayUsage names what is wrong with the command line, or returns "".

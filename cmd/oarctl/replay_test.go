@@ -132,6 +132,27 @@ func TestReplayFailOnChange(t *testing.T) {
 	}
 }
 
+// TestReplayFailOnUnconfirmedChange: a change the log cannot confirm may still be the
+// rule change's, so --fail-on-change fails on it as on a confirmed one.
+func TestReplayFailOnUnconfirmedChange(t *testing.T) {
+	for _, tc := range []struct {
+		rep                  replay.Report
+		onChange, onMismatch bool
+		want                 bool
+	}{
+		{replay.Report{Unconfirmed: 1}, true, false, true},
+		{replay.Report{Changed: 1}, true, false, true},
+		{replay.Report{Unconfirmed: 1, Changed: 1}, false, true, false},
+		{replay.Report{Mismatched: 1}, false, true, true},
+		{replay.Report{}, true, true, false},
+	} {
+		if got := failing(&tc.rep, tc.onChange, tc.onMismatch); got != tc.want {
+			t.Errorf("%d changed, %d unconfirmed, %d mismatched, --fail-on-change %v, --fail-on-mismatch %v: failing %v, want %v",
+				tc.rep.Changed, tc.rep.Unconfirmed, tc.rep.Mismatched, tc.onChange, tc.onMismatch, got, tc.want)
+		}
+	}
+}
+
 // TestReplayMismatches: replaying a log under other rules than those that wrote it
 // names each occurrence not reproduced and why, and --fail-on-mismatch fails. Rules
 // from files have no digest the log knows, so the reason is the rules themselves.
