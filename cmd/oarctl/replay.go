@@ -90,7 +90,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 // unconfirmed one too (it may be the rule change's); with onMismatch, any logged
 // decision the before side did not reproduce.
 func failing(rep *replay.Report, onChange, onMismatch bool) bool {
-	return onChange && rep.Changed+rep.Unconfirmed > 0 || onMismatch && rep.Mismatched > 0
+	return onChange && rep.Changed > 0 || onMismatch && rep.Mismatched > 0
 }
 
 // replayUsage names what is wrong with the command line, or returns "".
@@ -264,16 +264,16 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 	}
 	p("changed\t\t%d\n", r.Changed)
 	if r.Unconfirmed > 0 {
-		p("unconfirmed\t\t%d\n", r.Unconfirmed)
+		p("  confirmed\t\t%d\n  unconfirmed\t\t%d\n", r.Confirmed, r.Unconfirmed)
 	}
-	if len(r.ByRule) > 0 || len(r.UnconfirmedByRule) > 0 {
+	if len(r.ByRule) > 0 {
 		p("\n")
 		countTable(p, "changed by rule", r.ByRule, r.UnconfirmedByRule, r.Unconfirmed > 0)
 		p("\n")
 		countTable(p, "changed by tool", r.ByTool, r.UnconfirmedByTool, r.Unconfirmed > 0)
 	}
 	if len(r.Changes) > 0 {
-		of := fmt.Sprint(r.Changed + r.Unconfirmed)
+		of := fmt.Sprint(r.Changed)
 		if r.Unconfirmed > 0 {
 			of += fmt.Sprintf(", %d unconfirmed", r.Unconfirmed)
 		}
@@ -317,18 +317,17 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 	return tw.Flush()
 }
 
-// countTable prints changes counted by name: the confirmed ones, and, with
-// unconfirmed, a column of those the log cannot confirm, the names only they have
-// last.
-func countTable(p func(string, ...any), title string, confirmed, unconfirmed []replay.Count, withUnconfirmed bool) {
+// countTable prints changes counted by name and, with unconfirmed, how many of them
+// the log confirms and how many it cannot.
+func countTable(p func(string, ...any), title string, all, unconfirmed []replay.Count, withUnconfirmed bool) {
 	if !withUnconfirmed {
 		p("%s\toccurrences\n", title)
-		for _, c := range confirmed {
+		for _, c := range all {
 			p("%s\t%d\n", c.Name, c.Count)
 		}
 		return
 	}
-	p("%s\toccurrences\tunconfirmed\n", title)
+	p("%s\toccurrences\tconfirmed\tunconfirmed\n", title)
 	of := func(cs []replay.Count, name string) int {
 		for _, c := range cs {
 			if c.Name == name {
@@ -337,13 +336,9 @@ func countTable(p func(string, ...any), title string, confirmed, unconfirmed []r
 		}
 		return 0
 	}
-	for _, c := range confirmed {
-		p("%s\t%d\t%d\n", c.Name, c.Count, of(unconfirmed, c.Name))
-	}
-	for _, c := range unconfirmed {
-		if of(confirmed, c.Name) == 0 {
-			p("%s\t0\t%d\n", c.Name, c.Count)
-		}
+	for _, c := range all {
+		u := of(unconfirmed, c.Name)
+		p("%s\t%d\t%d\t%d\n", c.Name, c.Count, c.Count-u, u)
 	}
 }
 

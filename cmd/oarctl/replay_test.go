@@ -98,7 +98,7 @@ func TestReplayJSON(t *testing.T) {
 	if err := dec.Decode(&rep); err != nil {
 		t.Fatalf("%v:\n%s", err, stdout)
 	}
-	for _, key := range []string{`"by_rule"`, `"by_tool"`, `"unconfirmed": 0`, `"unconfirmed_by_rule": []`, `"unconfirmed_by_tool": []`, `"changes_not_listed"`, `"mismatches"`, `"unreproducible"`} {
+	for _, key := range []string{`"by_rule"`, `"by_tool"`, `"confirmed": 30`, `"unconfirmed": 0`, `"unconfirmed_by_rule": []`, `"unconfirmed_by_tool": []`, `"changes_not_listed"`, `"mismatches"`, `"unreproducible"`} {
 		if !strings.Contains(stdout, key) {
 			t.Errorf("no %s member", key)
 		}
@@ -140,9 +140,9 @@ func TestReplayFailOnUnconfirmedChange(t *testing.T) {
 		onChange, onMismatch bool
 		want                 bool
 	}{
-		{replay.Report{Unconfirmed: 1}, true, false, true},
-		{replay.Report{Changed: 1}, true, false, true},
-		{replay.Report{Unconfirmed: 1, Changed: 1}, false, true, false},
+		{replay.Report{Changed: 1, Unconfirmed: 1}, true, false, true},
+		{replay.Report{Changed: 1, Confirmed: 1}, true, false, true},
+		{replay.Report{Changed: 2, Confirmed: 1, Unconfirmed: 1}, false, true, false},
 		{replay.Report{Mismatched: 1}, false, true, true},
 		{replay.Report{}, true, true, false},
 	} {
@@ -270,14 +270,14 @@ func TestReplayTransformChange(t *testing.T) {
 
 // TestReplayTableMarksUnconfirmedChanges: a change replayed against a session whose
 // state is unknown since an earlier line (a commit whose outcome the sidecar did not
-// know) says so where it is listed, and the totals count such changes apart: a row of
-// their own under changed, a column of their own by rule and by tool.
+// know) says so where it is listed, and the totals say how many of the changes the log
+// confirms and how many it cannot: rows under changed, columns by rule and by tool.
 func TestReplayTableMarksUnconfirmedChanges(t *testing.T) {
 	var out strings.Builder
 	const limit, count = "acme.ops/SHELL_LIMIT", "acme.ops/COUNT_SHELL"
 	rep := &replay.Report{Before: []replay.Count{{Name: "block", Count: 1}}, After: []replay.Count{{Name: "block", Count: 3}},
-		Changed: 1, ByRule: []replay.Count{{Name: limit, Count: 1}}, ByTool: []replay.Count{{Name: "shell", Count: 1}},
-		Unconfirmed: 2, UnconfirmedByRule: []replay.Count{{Name: count, Count: 1}, {Name: limit, Count: 1}}, UnconfirmedByTool: []replay.Count{{Name: "shell", Count: 2}},
+		Changed: 3, ByRule: []replay.Count{{Name: limit, Count: 2}, {Name: count, Count: 1}}, ByTool: []replay.Count{{Name: "shell", Count: 3}},
+		Confirmed: 1, Unconfirmed: 2, UnconfirmedByRule: []replay.Count{{Name: count, Count: 1}, {Name: limit, Count: 1}}, UnconfirmedByTool: []replay.Count{{Name: "shell", Count: 2}},
 		Changes: []replay.Change{{Line: 9, Session: "s", Anchor: "tool.pre_invoke", Tool: "shell",
 			Before: replay.Outcome{Decision: "warn"}, After: replay.Outcome{Decision: "block"}, UncertainSince: &replay.Place{Line: 7}}},
 		ChangesNotListed: 2}
@@ -285,14 +285,15 @@ func TestReplayTableMarksUnconfirmedChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	containsInOrder(t, lines(out.String()), []string{
-		"block        1       3",
-		"changed              1",
-		"unconfirmed          2",
-		"changed by rule       occurrences  unconfirmed",
-		"acme.ops/SHELL_LIMIT  1            1",
-		"acme.ops/COUNT_SHELL  0            1",
-		"changed by tool  occurrences  unconfirmed",
-		"shell            1            2",
+		"block          1       3",
+		"changed                3",
+		"  confirmed            1",
+		"  unconfirmed          2",
+		"changed by rule       occurrences  confirmed  unconfirmed",
+		"acme.ops/SHELL_LIMIT  2            1          1",
+		"acme.ops/COUNT_SHELL  1            0          1",
+		"changed by tool  occurrences  confirmed  unconfirmed",
+		"shell            3            1          2",
 		"changes (1 of 3, 2 unconfirmed):",
 		"9     s        tool.pre_invoke  shell  warn → block (unconfirmed: the session's state is unknown since line 7)",
 		"... and 2 more (--max-changes)",

@@ -189,10 +189,10 @@ func replayUnproved(t *testing.T, maxListed int) *Report {
 
 // TestUnconfirmedChangesCountedApart: the changes replayed against a session whose
 // state is unknown are what the rule change does only if the log's doubt resolves one
-// way, so they are not in the totals a reviewer reads first (changed, by_rule,
-// by_tool), which count what the log confirms, but in their own (unconfirmed,
-// unconfirmed_by_rule, unconfirmed_by_tool); the changes listed are of both kinds,
-// and those not listed are counted from both.
+// way. They are in changed, by_rule and by_tool, which count every change as they
+// always did (a CI check on changed still fails closed), and counted apart in
+// unconfirmed, unconfirmed_by_rule and unconfirmed_by_tool, the others in confirmed;
+// the changes listed are of both kinds, and those not listed are the rest of changed.
 func TestUnconfirmedChangesCountedApart(t *testing.T) {
 	rep := replayUnproved(t, 0)
 	var confirmed, unconfirmed int
@@ -206,18 +206,18 @@ func TestUnconfirmedChangesCountedApart(t *testing.T) {
 	if confirmed == 0 || unconfirmed == 0 || rep.ChangesNotListed != 0 {
 		t.Fatalf("changes %+v, %d not listed; want all listed, some confirmed and some not", rep.Changes, rep.ChangesNotListed)
 	}
-	if rep.Changed != confirmed || rep.Unconfirmed != unconfirmed {
-		t.Errorf("%d changed and %d unconfirmed; want %d and %d", rep.Changed, rep.Unconfirmed, confirmed, unconfirmed)
+	if rep.Changed != confirmed+unconfirmed || rep.Confirmed != confirmed || rep.Unconfirmed != unconfirmed {
+		t.Errorf("%d changed, %d confirmed and %d unconfirmed; want %d, %d and %d", rep.Changed, rep.Confirmed, rep.Unconfirmed, confirmed+unconfirmed, confirmed, unconfirmed)
 	}
 	const limit = "acme.ops/SHELL_LIMIT"
-	if !slices.Equal(rep.ByRule, []Count{{limit, confirmed}}) || !slices.Equal(rep.ByTool, []Count{{"shell", confirmed}}) {
-		t.Errorf("by rule %v, by tool %v; want the %d confirmed changes, SHELL_LIMIT's, of shell calls", rep.ByRule, rep.ByTool, confirmed)
+	if !slices.Equal(rep.ByRule, []Count{{limit, confirmed + unconfirmed}}) || !slices.Equal(rep.ByTool, []Count{{"shell", confirmed + unconfirmed}}) {
+		t.Errorf("by rule %v, by tool %v; want the %d changes, SHELL_LIMIT's, of shell calls", rep.ByRule, rep.ByTool, confirmed+unconfirmed)
 	}
 	if !slices.Equal(rep.UnconfirmedByRule, []Count{{limit, unconfirmed}}) || !slices.Equal(rep.UnconfirmedByTool, []Count{{"shell", unconfirmed}}) {
 		t.Errorf("unconfirmed by rule %v, by tool %v; want the %d unconfirmed changes", rep.UnconfirmedByRule, rep.UnconfirmedByTool, unconfirmed)
 	}
 
-	if one := replayUnproved(t, 1); len(one.Changes) != 1 || one.ChangesNotListed != confirmed+unconfirmed-1 {
-		t.Errorf("%d changes listed and %d not; want 1 and %d", len(one.Changes), one.ChangesNotListed, confirmed+unconfirmed-1)
+	if one := replayUnproved(t, 1); len(one.Changes) != 1 || one.ChangesNotListed != one.Changed-1 {
+		t.Errorf("%d changes listed and %d not of %d; want 1 and %d", len(one.Changes), one.ChangesNotListed, one.Changed, one.Changed-1)
 	}
 }

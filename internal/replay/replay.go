@@ -13,7 +13,8 @@
 // (see commitFates); when they tell neither way, the session's later lines are replayed
 // as if it had not, and every difference they show is reported as one the log cannot
 // confirm (Change.UncertainSince, ReasonUncertain), counted apart from the changes the
-// log confirms (Report.Unconfirmed), never as the rule change's alone.
+// log confirms (Report.Confirmed, Report.Unconfirmed), never as the rule change's
+// alone.
 //
 // The before side is also checked against the log: replaying the rules that produced
 // it must reproduce every logged decision. Where it cannot, the report says which
@@ -190,22 +191,23 @@ type Report struct {
 	After  []Count `json:"after"`
 	// Changed counts the occurrences whose decision differs in any part: effect,
 	// deciding rule, code, trace, on_fire, transforms, the content delivered, skipped
-	// transforms, advisories or copy; only those the log confirms, what the rule change
-	// does. ByRule and ByTool count them by responsible rule and by tool.
+	// transforms, advisories or copy, whether the log confirms the change or not.
+	// ByRule and ByTool count them by responsible rule and by tool.
 	Changed int     `json:"changed"`
 	ByRule  []Count `json:"by_rule"`
 	ByTool  []Count `json:"by_tool"`
-	// Unconfirmed counts the changes the log cannot confirm (Change.UncertainSince):
-	// replayed against a session whose state is unknown, they may be the rule change's
-	// or the unknown state's. UnconfirmedByRule and UnconfirmedByTool count them by
-	// responsible rule and by tool. None of them is in Changed, ByRule or ByTool.
+	// Confirmed counts the changes the log confirms, what the rule change does;
+	// Unconfirmed those it cannot (Change.UncertainSince): replayed against a session
+	// whose state is unknown, they may be the rule change's or the unknown state's.
+	// UnconfirmedByRule and UnconfirmedByTool count the unconfirmed ones by responsible
+	// rule and by tool.
+	Confirmed         int     `json:"confirmed"`
 	Unconfirmed       int     `json:"unconfirmed"`
 	UnconfirmedByRule []Count `json:"unconfirmed_by_rule"`
 	UnconfirmedByTool []Count `json:"unconfirmed_by_tool"`
 	// Changes lists the changes, confirmed or not, in replay order (MaxListed).
 	Changes []Change `json:"changes"`
-	// ChangesNotListed is the changes not listed: Changed and Unconfirmed, minus the
-	// changes listed.
+	// ChangesNotListed is Changed minus the changes listed.
 	ChangesNotListed int `json:"changes_not_listed"`
 	// Reproduced counts the logged decisions the before side reproduced (decision,
 	// deciding rule and trace); Mismatched those it did not, listed in Mismatches.
@@ -575,17 +577,20 @@ func (r *runner) replay(e decisionlog.Entry) {
 	}
 	c := Change{Log: e.Source, Line: e.Line, Session: rec.Session, Anchor: rec.Anchor, Tool: tool, Before: before, After: after,
 		Differs: parts, Rules: responsible(before, after, r.modified), WithoutContent: !rec.Reproducible(), UncertainSince: uncertain}
-	ruleTable, toolTable := "rule", "tool"
+	tables := []string{""}
+	r.rep.Changed++
 	if uncertain != nil {
 		r.rep.Unconfirmed++
-		ruleTable, toolTable = "unconfirmed rule", "unconfirmed tool"
+		tables = append(tables, "unconfirmed ")
 	} else {
-		r.rep.Changed++
+		r.rep.Confirmed++
 	}
-	for _, rule := range c.Rules {
-		r.count(ruleTable, rule)
+	for _, table := range tables {
+		for _, rule := range c.Rules {
+			r.count(table+"rule", rule)
+		}
+		r.count(table+"tool", cmp.Or(tool, "(no tool call)"))
 	}
-	r.count(toolTable, cmp.Or(tool, "(no tool call)"))
 	if len(r.rep.Changes) < r.opt.MaxListed {
 		r.rep.Changes = append(r.rep.Changes, c)
 	}
@@ -804,7 +809,7 @@ func (r *runner) finish() {
 	rep.UnconfirmedByRule = byCount(r.counts["unconfirmed rule"])
 	rep.UnconfirmedByTool = byCount(r.counts["unconfirmed tool"])
 	rep.Bundles = byCount(r.counts["bundle"])
-	rep.ChangesNotListed = rep.Changed + rep.Unconfirmed - len(rep.Changes)
+	rep.ChangesNotListed = rep.Changed - len(rep.Changes)
 	rep.MismatchesNotListed = rep.Mismatched - len(rep.Mismatches)
 	for _, reason := range slices.Sorted(maps.Keys(r.unrepro)) {
 		rep.Unreproducible = append(rep.Unreproducible, *r.unrepro[reason])
