@@ -266,9 +266,13 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 	if r.Unconfirmed > 0 {
 		p("  confirmed\t\t%d\n  unconfirmed\t\t%d\n", r.Confirmed, r.Unconfirmed)
 	}
+	// A change may have no responsible rule (responsible), so each table is printed
+	// when it has a row.
 	if len(r.ByRule) > 0 {
 		p("\n")
 		countTable(p, "changed by rule", r.ByRule, r.UnconfirmedByRule, r.Unconfirmed > 0)
+	}
+	if len(r.ByTool) > 0 {
 		p("\n")
 		countTable(p, "changed by tool", r.ByTool, r.UnconfirmedByTool, r.Unconfirmed > 0)
 	}

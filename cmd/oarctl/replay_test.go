@@ -299,3 +299,17 @@ func TestReplayTableMarksUnconfirmedChanges(t *testing.T) {
 		"... and 2 more (--max-changes)",
 	})
 }
+
+// TestReplayTableByToolWithoutRules: a change may have no responsible rule, and its
+// tool is still counted: the table by tool is printed without one by rule.
+func TestReplayTableByToolWithoutRules(t *testing.T) {
+	var out strings.Builder
+	rep := &replay.Report{Changed: 1, Confirmed: 1, ByRule: []replay.Count{}, ByTool: []replay.Count{{Name: "shell", Count: 1}}}
+	if err := writeReport(&out, rep, []string{"decisions.jsonl"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "changed by rule") {
+		t.Errorf("a table by rule without rows:\n%s", out.String())
+	}
+	containsInOrder(t, lines(out.String()), []string{"changed by tool  occurrences", "shell            1"})
+}
