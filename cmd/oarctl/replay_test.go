@@ -23,6 +23,12 @@ const (
 	sampleConfig = "../../config/samples/oar/config.yaml"
 	shellBlocks  = "testdata/replay/rules-shell-blocks.yaml"
 	sampleLog    = "testdata/replay/decisions.jsonl"
+	// unknownLog is a session of a sidecar sharing its store, written by hand: a web
+	// fetch, a shell call nudged (line 2), a web fetch whose commit's outcome the
+	// sidecar did not know (line 3, session_outcome_unknown), and a shell call nudged
+	// that read a version whose writer is in no log given (line 4), so no line settles
+	// line 3.
+	unknownLog = "testdata/replay/outcome-unknown.jsonl"
 )
 
 func replayArgs(extra ...string) []string {
@@ -312,4 +318,43 @@ func TestReplayTableByToolWithoutRules(t *testing.T) {
 		t.Errorf("a table by rule without rows:\n%s", out.String())
 	}
 	containsInOrder(t, lines(out.String()), []string{"changed by tool  occurrences", "shell            1"})
+}
+
+// TestReplayUnsettledOutcome: replayed against the blocking pack, the log whose line 3
+// no line settles changes two decisions: line 2's, which the log confirms, and line
+// 4's, which it cannot. --json counts both in changed and each in confirmed or
+// unconfirmed, --fail-on-change fails on them, and the tables say how many the log
+// confirms.
+func TestReplayUnsettledOutcome(t *testing.T) {
+	args := []string{"replay", "--capability", sampleCap, "--rules", sampleRules, "--config", sampleConfig,
+		"--against", shellBlocks, "--against-config", sampleConfig, "--log", unknownLog, "--fail-on-change"}
+	stdout, stderr, code := oarctl(t, append(args, "--json")...)
+	if code != exitFail || stderr != "" {
+		t.Fatalf("exit %d, stderr %s; want %d", code, stderr, exitFail)
+	}
+	var rep struct{ Changed, Confirmed, Unconfirmed int }
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	if rep.Changed != 2 || rep.Confirmed != 1 || rep.Unconfirmed != 1 {
+		t.Errorf("%d changed, %d confirmed, %d unconfirmed; want 2, 1 and 1:\n%s", rep.Changed, rep.Confirmed, rep.Unconfirmed, stdout)
+	}
+
+	stdout, stderr, code = oarctl(t, args...)
+	if code != exitFail || stderr != "" {
+		t.Fatalf("exit %d, stderr %s; want %d", code, stderr, exitFail)
+	}
+	containsInOrder(t, lines(stdout), []string{
+		"changed                2",
+		"  confirmed            1",
+		"  unconfirmed          1",
+		"changed by rule                  occurrences  confirmed  unconfirmed",
+		"acme.security/SHELL_AFTER_FETCH  2            1          1",
+		"changed by tool  occurrences  confirmed  unconfirmed",
+		"shell            2            1          1",
+		"changes (2 of 2, 1 unconfirmed):",
+		"2     agent-01",
+		"4     agent-01  tool.pre_invoke  shell  nudge (acme.security/SHELL_AFTER_FETCH) → block (acme.security/SHELL_AFTER_FETCH) (unconfirmed: the session's state is unknown since line 3 of " + unknownLog + ")",
+		"the before side against the log: 4 of 4 decisions reproduced, 0 not",
+	})
 }
