@@ -122,10 +122,9 @@ func TestReadSessionUnavailable(t *testing.T) {
 // committed or left the session alone, whose commit would have left no new version, or
 // whose commit read no version (the session held no state) without session_began, which
 // the sidecar always writes then, contradicts itself and is refused, as is an unknown
-// member of the versions; one
-// committed whose correction's outcome is unknown says session_state and, from the
-// version it left, session_outcome_unknown. A line of an older writer, which says
-// session_unavailable for such an occurrence, still reads.
+// member of the versions; one committed whose correction's outcome is unknown says
+// session_state and, from the version it left, session_outcome_unknown. A line of an
+// older writer, which says session_unavailable for such an occurrence, still reads.
 func TestReadSessionOutcomeUnknown(t *testing.T) {
 	const head = `{"kind":"decision","anchor":"a","decision":"none","occurrence":{"anchor":"a"}`
 	input := strings.Join([]string{
