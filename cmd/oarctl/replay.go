@@ -323,7 +323,7 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 
 // countTable prints changes counted by name and, with unconfirmed, how many of them
 // the log confirms and how many it cannot.
-func countTable(p func(string, ...any), title string, all, unconfirmed []replay.Count, withUnconfirmed bool) {
+func countTable(p func(string, ...any), title string, all, unconfirmed replay.Counts, withUnconfirmed bool) {
 	if !withUnconfirmed {
 		p("%s\toccurrences\n", title)
 		for _, c := range all {
@@ -332,16 +332,8 @@ func countTable(p func(string, ...any), title string, all, unconfirmed []replay.
 		return
 	}
 	p("%s\toccurrences\tconfirmed\tunconfirmed\n", title)
-	of := func(cs []replay.Count, name string) int {
-		for _, c := range cs {
-			if c.Name == name {
-				return c.Count
-			}
-		}
-		return 0
-	}
 	for _, c := range all {
-		u := of(unconfirmed, c.Name)
+		u := unconfirmed.Of(c.Name)
 		p("%s\t%d\t%d\t%d\n", c.Name, c.Count, c.Count-u, u)
 	}
 }

@@ -177,6 +177,19 @@ type Count struct {
 	Count int    `json:"count"`
 }
 
+// Counts is a table of the report: numbers of occurrences by name.
+type Counts []Count
+
+// Of is the count of name, 0 when the table has no row of it.
+func (cs Counts) Of(name string) int {
+	for _, c := range cs {
+		if c.Name == name {
+			return c.Count
+		}
+	}
+	return 0
+}
+
 // Report is what Run found.
 type Report struct {
 	// BeforeBundle and AfterBundle are the sides' digests, when known.
@@ -185,26 +198,26 @@ type Report struct {
 	Occurrences  int    `json:"occurrences"`
 	Sessions     int    `json:"sessions"`
 	// Bundles counts the occurrences each logged bundle digest answered.
-	Bundles []Count `json:"bundles"`
+	Bundles Counts `json:"bundles"`
 	// Before and After count the decisions of each side by effect.
-	Before []Count `json:"before"`
-	After  []Count `json:"after"`
+	Before Counts `json:"before"`
+	After  Counts `json:"after"`
 	// Changed counts the occurrences whose decision differs in any part: effect,
 	// deciding rule, code, trace, on_fire, transforms, the content delivered, skipped
 	// transforms, advisories or copy, whether the log confirms the change or not.
 	// ByRule and ByTool count them by responsible rule and by tool.
-	Changed int     `json:"changed"`
-	ByRule  []Count `json:"by_rule"`
-	ByTool  []Count `json:"by_tool"`
+	Changed int    `json:"changed"`
+	ByRule  Counts `json:"by_rule"`
+	ByTool  Counts `json:"by_tool"`
 	// Confirmed counts the changes the log confirms, what the rule change does;
 	// Unconfirmed those it cannot (Change.UncertainSince): replayed against a session
 	// whose state is unknown, they may be the rule change's or the unknown state's.
 	// UnconfirmedByRule and UnconfirmedByTool count the unconfirmed ones by responsible
 	// rule and by tool.
-	Confirmed         int     `json:"confirmed"`
-	Unconfirmed       int     `json:"unconfirmed"`
-	UnconfirmedByRule []Count `json:"unconfirmed_by_rule"`
-	UnconfirmedByTool []Count `json:"unconfirmed_by_tool"`
+	Confirmed         int    `json:"confirmed"`
+	Unconfirmed       int    `json:"unconfirmed"`
+	UnconfirmedByRule Counts `json:"unconfirmed_by_rule"`
+	UnconfirmedByTool Counts `json:"unconfirmed_by_tool"`
 	// Changes lists the changes, confirmed or not, in replay order (MaxListed).
 	Changes []Change `json:"changes"`
 	// ChangesNotListed is Changed minus the changes listed.
@@ -817,8 +830,8 @@ func (r *runner) finish() {
 }
 
 // effects lists every effect, in severity order, then any other decision (an error).
-func effects(m map[string]int) []Count {
-	out := []Count{}
+func effects(m map[string]int) Counts {
+	out := Counts{}
 	for _, e := range effectOrder {
 		out = append(out, Count{e, m[e]})
 	}
@@ -831,8 +844,8 @@ func effects(m map[string]int) []Count {
 }
 
 // byCount lists a table most first, ties by name.
-func byCount(m map[string]int) []Count {
-	out := []Count{}
+func byCount(m map[string]int) Counts {
+	out := Counts{}
 	for k, n := range m {
 		out = append(out, Count{k, n})
 	}
