@@ -213,7 +213,7 @@ func readLogs(l *loader, files []string) []decisionlog.Entry {
 		}
 		log, err := decisionlog.Read(f)
 		_ = f.Close()
-		for _, e := range unjoin(err) {
+		for _, e := range decisionlog.Errors(err) {
 			var le *decisionlog.LineError
 			if errors.As(e, &le) {
 				l.errorf(fmt.Sprintf("%s:%d", file, le.Line), "%v", le.Err)
@@ -230,17 +230,6 @@ func readLogs(l *loader, files []string) []decisionlog.Entry {
 		out = append(out, log.Entries...)
 	}
 	return out
-}
-
-// unjoin lists the errors errors.Join joined.
-func unjoin(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 // writeReport prints the report as tables.

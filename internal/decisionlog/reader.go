@@ -57,6 +57,18 @@ func (e *LineError) Unwrap() error { return e.Err }
 // such error is returned, joined, with the entries that did read.
 func Read(r io.Reader) (*Log, error) { return read(r, MaxLineBytes) }
 
+// Errors lists the errors Read joined, so that each line's can be reported on its
+// own: a *LineError per line that did not read, then the input's error, if any.
+func Errors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
 // read is Read with lines bounded by maxLine bytes.
 func read(r io.Reader, maxLine int) (*Log, error) {
 	out := &Log{}

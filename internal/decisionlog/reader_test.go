@@ -100,6 +100,20 @@ func FuzzReadDecisionLog(f *testing.F) {
 	})
 }
 
+// TestErrors: the errors of a Read are listed one per line that did not read, in
+// line order, and a Read without error lists none.
+func TestErrors(t *testing.T) {
+	_, err := Read(strings.NewReader("x\n" + decisionLine + "\n[]\n"))
+	errs := Errors(err)
+	var first, second *LineError
+	if len(errs) != 2 || !errors.As(errs[0], &first) || !errors.As(errs[1], &second) || first.Line != 1 || second.Line != 3 {
+		t.Errorf("errors %v; want lines 1 and 3's", errs)
+	}
+	if _, err := Read(strings.NewReader(decisionLine)); err != nil || Errors(err) != nil {
+		t.Errorf("errors %v of a log that reads", Errors(err))
+	}
+}
+
 // TestReadSessionUnavailable: a line answered without its session reads with
 // SessionUnavailable; one that also says it found the session's state contradicts
 // itself and is refused.

@@ -46,7 +46,7 @@ func FuzzReadAndReplay(f *testing.F) {
 		data := append(planned, raw...)
 		log, err := decisionlog.Read(bytes.NewReader(data))
 		last := bytes.Count(data, []byte("\n")) + 1
-		for _, e := range unjoin(err) {
+		for _, e := range decisionlog.Errors(err) {
 			var le *decisionlog.LineError
 			if !errors.As(e, &le) || le.Line < 1 || le.Line > last || !strings.HasPrefix(e.Error(), fmt.Sprintf("line %d: ", le.Line)) {
 				t.Fatalf("an error that names no line of the %d: %v", last, e)
@@ -110,17 +110,6 @@ func checkTotals(t *testing.T, rep *Report, n int) {
 			t.Fatalf("%d changes listed as unconfirmed, %d counted", unconfirmed, rep.Unconfirmed)
 		}
 	}
-}
-
-// unjoin lists the errors errors.Join joined.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	if err != nil {
-		return []error{err}
-	}
-	return nil
 }
 
 // The ways a planned line says what it found of its session (planLog).
