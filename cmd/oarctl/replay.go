@@ -46,7 +46,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	flags.Var(&logs, "log", "a decision log `FILE` (oar-engine --decision-log); repeatable, the logs of several replicas replay together, each session in the order it took effect (by its lines' session_state, else by time)")
 	maxChanges := flags.Int("max-changes", replay.DefaultMaxListed, "list at most `N` changed occurrences (and N mismatches, and N lines per reason an occurrence cannot be reproduced); the rest are counted")
 	asJSON := flags.Bool("json", false, "print the report as one JSON object")
-	failOnChange := flags.Bool("fail-on-change", false, "exit 1 when any decision changed, in any part: effect, deciding rule, trace, on_fire, transforms, content, advisories, copy")
+	failOnChange := flags.Bool("fail-on-change", false, "exit 1 when any decision changed, in any part: effect, deciding rule, trace, on_fire, transforms, content, advisories, copy; an unconfirmed change too")
 	failOnMismatch := flags.Bool("fail-on-mismatch", false, "exit 1 when the before side did not reproduce a logged decision")
 	rest, code, ok := parseFlags(flags, replaySynopsis, args, stdout, stderr)
 	if !ok {
@@ -80,10 +80,17 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "oarctl replay: %v\n", err)
 		return exitFail
 	}
-	if *failOnChange && rep.Changed > 0 || *failOnMismatch && rep.Mismatched > 0 {
+	if failing(rep, *failOnChange, *failOnMismatch) {
 		return exitFail
 	}
 	return exitOK
+}
+
+// failing reports whether a report fails the command: with onChange, any change, an
+// unconfirmed one too (it may be the rule change's); with onMismatch, any logged
+// decision the before side did not reproduce.
+func failing(rep *replay.Report, onChange, onMismatch bool) bool {
+	return onChange && rep.Changed > 0 || onMismatch && rep.Mismatched > 0
 }
 
 // replayUsage names what is wrong with the command line, or returns "".
@@ -206,7 +213,7 @@ func readLogs(l *loader, files []string) []decisionlog.Entry {
 		}
 		log, err := decisionlog.Read(f)
 		_ = f.Close()
-		for _, e := range unjoin(err) {
+		for _, e := range decisionlog.Errors(err) {
 			var le *decisionlog.LineError
 			if errors.As(e, &le) {
 				l.errorf(fmt.Sprintf("%s:%d", file, le.Line), "%v", le.Err)
@@ -223,17 +230,6 @@ func readLogs(l *loader, files []string) []decisionlog.Entry {
 		out = append(out, log.Entries...)
 	}
 	return out
-}
-
-// unjoin lists the errors errors.Join joined.
-func unjoin(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 // writeReport prints the report as tables.
@@ -256,18 +252,25 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 		p("%s\t%d\t%d\n", b.Name, b.Count, r.After[i].Count)
 	}
 	p("changed\t\t%d\n", r.Changed)
+	if r.Unconfirmed > 0 {
+		p("  confirmed\t\t%d\n  unconfirmed\t\t%d\n", r.Confirmed, r.Unconfirmed)
+	}
+	// A change may have no responsible rule (responsible), so each table is printed
+	// when it has a row.
 	if len(r.ByRule) > 0 {
-		p("\nchanged by rule\toccurrences\n")
-		for _, c := range r.ByRule {
-			p("%s\t%d\n", c.Name, c.Count)
-		}
-		p("\nchanged by tool\toccurrences\n")
-		for _, c := range r.ByTool {
-			p("%s\t%d\n", c.Name, c.Count)
-		}
+		p("\n")
+		countTable(p, "changed by rule", r.ByRule, r.UnconfirmedByRule, r.Unconfirmed > 0)
+	}
+	if len(r.ByTool) > 0 {
+		p("\n")
+		countTable(p, "changed by tool", r.ByTool, r.UnconfirmedByTool, r.Unconfirmed > 0)
 	}
 	if len(r.Changes) > 0 {
-		p("\nchanges (%d of %d):\nline\tsession\tanchor\ttool\tbefore → after\trules\tdiffers in\n", len(r.Changes), r.Changed)
+		of := fmt.Sprint(r.Changed)
+		if r.Unconfirmed > 0 {
+			of += fmt.Sprintf(", %d unconfirmed", r.Unconfirmed)
+		}
+		p("\nchanges (%d of %s):\nline\tsession\tanchor\ttool\tbefore → after\trules\tdiffers in\n", len(r.Changes), of)
 		for _, c := range r.Changes {
 			note := ""
 			if c.WithoutContent {
@@ -305,6 +308,23 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 		p("\n")
 	}
 	return tw.Flush()
+}
+
+// countTable prints changes counted by name and, with unconfirmed, how many of them
+// the log confirms and how many it cannot.
+func countTable(p func(string, ...any), title string, all, unconfirmed replay.Counts, withUnconfirmed bool) {
+	if !withUnconfirmed {
+		p("%s\toccurrences\n", title)
+		for _, c := range all {
+			p("%s\t%d\n", c.Name, c.Count)
+		}
+		return
+	}
+	p("%s\toccurrences\tconfirmed\tunconfirmed\n", title)
+	for _, c := range all {
+		u := unconfirmed.Of(c.Name)
+		p("%s\t%d\t%d\t%d\n", c.Name, c.Count, c.Count-u, u)
+	}
 }
 
 // outcome spells a decision and its deciding rule: "block (acme/NO_SHELL)".

@@ -23,6 +23,12 @@ const (
 	sampleConfig = "../../config/samples/oar/config.yaml"
 	shellBlocks  = "testdata/replay/rules-shell-blocks.yaml"
 	sampleLog    = "testdata/replay/decisions.jsonl"
+	// unknownLog is a session of a sidecar sharing its store, written by hand: a web
+	// fetch, a shell call nudged (line 2), a web fetch whose commit's outcome the
+	// sidecar did not know (line 3, session_outcome_unknown), and a shell call nudged
+	// that read a version whose writer is in no log given (line 4), so no line settles
+	// line 3.
+	unknownLog = "testdata/replay/outcome-unknown.jsonl"
 )
 
 func replayArgs(extra ...string) []string {
@@ -98,7 +104,7 @@ func TestReplayJSON(t *testing.T) {
 	if err := dec.Decode(&rep); err != nil {
 		t.Fatalf("%v:\n%s", err, stdout)
 	}
-	for _, key := range []string{`"by_rule"`, `"by_tool"`, `"changes_not_listed"`, `"mismatches"`, `"unreproducible"`} {
+	for _, key := range []string{`"by_rule"`, `"by_tool"`, `"confirmed": 30`, `"unconfirmed": 0`, `"unconfirmed_by_rule": []`, `"unconfirmed_by_tool": []`, `"changes_not_listed"`, `"mismatches"`, `"unreproducible"`} {
 		if !strings.Contains(stdout, key) {
 			t.Errorf("no %s member", key)
 		}
@@ -129,6 +135,27 @@ func TestReplayFailOnChange(t *testing.T) {
 	stdout, stderr, code := oarctl(t, same...)
 	if code != exitOK || !strings.Contains(stdout, "changed            0") {
 		t.Errorf("no change: exit %d, %s%s", code, stdout, stderr)
+	}
+}
+
+// TestReplayFailOnUnconfirmedChange: a change the log cannot confirm may still be the
+// rule change's, so --fail-on-change fails on it as on a confirmed one.
+func TestReplayFailOnUnconfirmedChange(t *testing.T) {
+	for _, tc := range []struct {
+		rep                  replay.Report
+		onChange, onMismatch bool
+		want                 bool
+	}{
+		{replay.Report{Changed: 1, Unconfirmed: 1}, true, false, true},
+		{replay.Report{Changed: 1, Confirmed: 1}, true, false, true},
+		{replay.Report{Changed: 2, Confirmed: 1, Unconfirmed: 1}, false, true, false},
+		{replay.Report{Mismatched: 1}, false, true, true},
+		{replay.Report{}, true, true, false},
+	} {
+		if got := failing(&tc.rep, tc.onChange, tc.onMismatch); got != tc.want {
+			t.Errorf("%d changed, %d unconfirmed, %d mismatched, --fail-on-change %v, --fail-on-mismatch %v: failing %v, want %v",
+				tc.rep.Changed, tc.rep.Unconfirmed, tc.rep.Mismatched, tc.onChange, tc.onMismatch, got, tc.want)
+		}
 	}
 }
 
@@ -249,15 +276,85 @@ func TestReplayTransformChange(t *testing.T) {
 
 // TestReplayTableMarksUnconfirmedChanges: a change replayed against a session whose
 // state is unknown since an earlier line (a commit whose outcome the sidecar did not
-// know) says so where it is listed.
+// know) says so where it is listed, and the totals say how many of the changes the log
+// confirms and how many it cannot: rows under changed, columns by rule and by tool.
 func TestReplayTableMarksUnconfirmedChanges(t *testing.T) {
 	var out strings.Builder
-	rep := &replay.Report{Changed: 1, Changes: []replay.Change{{Line: 9, Session: "s", Anchor: "tool.pre_invoke", Tool: "shell",
-		Before: replay.Outcome{Decision: "warn"}, After: replay.Outcome{Decision: "block"}, UncertainSince: &replay.Place{Line: 7}}}}
+	const limit, count = "acme.ops/SHELL_LIMIT", "acme.ops/COUNT_SHELL"
+	rep := &replay.Report{Before: []replay.Count{{Name: "block", Count: 1}}, After: []replay.Count{{Name: "block", Count: 3}},
+		Changed: 3, ByRule: []replay.Count{{Name: limit, Count: 2}, {Name: count, Count: 1}}, ByTool: []replay.Count{{Name: "shell", Count: 3}},
+		Confirmed: 1, Unconfirmed: 2, UnconfirmedByRule: []replay.Count{{Name: count, Count: 1}, {Name: limit, Count: 1}}, UnconfirmedByTool: []replay.Count{{Name: "shell", Count: 2}},
+		Changes: []replay.Change{{Line: 9, Session: "s", Anchor: "tool.pre_invoke", Tool: "shell",
+			Before: replay.Outcome{Decision: "warn"}, After: replay.Outcome{Decision: "block"}, UncertainSince: &replay.Place{Line: 7}}},
+		ChangesNotListed: 2}
 	if err := writeReport(&out, rep, []string{"decisions.jsonl"}); err != nil {
 		t.Fatal(err)
 	}
-	if want := "warn → block (unconfirmed: the session's state is unknown since line 7)"; !strings.Contains(out.String(), want) {
-		t.Errorf("the table lacks %q:\n%s", want, out.String())
+	containsInOrder(t, lines(out.String()), []string{
+		"block          1       3",
+		"changed                3",
+		"  confirmed            1",
+		"  unconfirmed          2",
+		"changed by rule       occurrences  confirmed  unconfirmed",
+		"acme.ops/SHELL_LIMIT  2            1          1",
+		"acme.ops/COUNT_SHELL  1            0          1",
+		"changed by tool  occurrences  confirmed  unconfirmed",
+		"shell            3            1          2",
+		"changes (1 of 3, 2 unconfirmed):",
+		"9     s        tool.pre_invoke  shell  warn → block (unconfirmed: the session's state is unknown since line 7)",
+		"... and 2 more (--max-changes)",
+	})
+}
+
+// TestReplayTableByToolWithoutRules: a change may have no responsible rule, and its
+// tool is still counted: the table by tool is printed without one by rule.
+func TestReplayTableByToolWithoutRules(t *testing.T) {
+	var out strings.Builder
+	rep := &replay.Report{Changed: 1, Confirmed: 1, ByRule: []replay.Count{}, ByTool: []replay.Count{{Name: "shell", Count: 1}}}
+	if err := writeReport(&out, rep, []string{"decisions.jsonl"}); err != nil {
+		t.Fatal(err)
 	}
+	if strings.Contains(out.String(), "changed by rule") {
+		t.Errorf("a table by rule without rows:\n%s", out.String())
+	}
+	containsInOrder(t, lines(out.String()), []string{"changed by tool  occurrences", "shell            1"})
+}
+
+// TestReplayUnsettledOutcome: replayed against the blocking pack, the log whose line 3
+// no line settles changes two decisions: line 2's, which the log confirms, and line
+// 4's, which it cannot. --json counts both in changed and each in confirmed or
+// unconfirmed, --fail-on-change fails on them, and the tables say how many the log
+// confirms.
+func TestReplayUnsettledOutcome(t *testing.T) {
+	args := []string{"replay", "--capability", sampleCap, "--rules", sampleRules, "--config", sampleConfig,
+		"--against", shellBlocks, "--against-config", sampleConfig, "--log", unknownLog, "--fail-on-change"}
+	stdout, stderr, code := oarctl(t, append(args, "--json")...)
+	if code != exitFail || stderr != "" {
+		t.Fatalf("exit %d, stderr %s; want %d", code, stderr, exitFail)
+	}
+	var rep struct{ Changed, Confirmed, Unconfirmed int }
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	if rep.Changed != 2 || rep.Confirmed != 1 || rep.Unconfirmed != 1 {
+		t.Errorf("%d changed, %d confirmed, %d unconfirmed; want 2, 1 and 1:\n%s", rep.Changed, rep.Confirmed, rep.Unconfirmed, stdout)
+	}
+
+	stdout, stderr, code = oarctl(t, args...)
+	if code != exitFail || stderr != "" {
+		t.Fatalf("exit %d, stderr %s; want %d", code, stderr, exitFail)
+	}
+	containsInOrder(t, lines(stdout), []string{
+		"changed                2",
+		"  confirmed            1",
+		"  unconfirmed          1",
+		"changed by rule                  occurrences  confirmed  unconfirmed",
+		"acme.security/SHELL_AFTER_FETCH  2            1          1",
+		"changed by tool  occurrences  confirmed  unconfirmed",
+		"shell            2            1          1",
+		"changes (2 of 2, 1 unconfirmed):",
+		"2     agent-01",
+		"4     agent-01  tool.pre_invoke  shell  nudge (acme.security/SHELL_AFTER_FETCH) → block (acme.security/SHELL_AFTER_FETCH) (unconfirmed: the session's state is unknown since line 3 of " + unknownLog + ")",
+		"the before side against the log: 4 of 4 decisions reproduced, 0 not",
+	})
 }

@@ -57,6 +57,18 @@ func (e *LineError) Unwrap() error { return e.Err }
 // such error is returned, joined, with the entries that did read.
 func Read(r io.Reader) (*Log, error) { return read(r, MaxLineBytes) }
 
+// Errors lists the errors Read joined, so that each line's can be reported on its
+// own: a *LineError per line that did not read, then the input's error, if any.
+func Errors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
 // read is Read with lines bounded by maxLine bytes.
 func read(r io.Reader, maxLine int) (*Log, error) {
 	out := &Log{}
@@ -200,6 +212,10 @@ func (r *Record) check(occ *engine.Occurrence) error {
 		return errors.New("session_outcome_unknown: with session_state, it is the correction of the committed changes, which expects the version they left, but \"read\" is not session_state's \"written\"")
 	case r.SessionOutcomeUnknown != nil && (r.SessionOutcomeUnknown.Written == "" || r.SessionOutcomeUnknown.Written == r.SessionOutcomeUnknown.Read):
 		return errors.New("session_outcome_unknown: only a commit that changes the session is sent, and it leaves a new version, but \"written\" is empty or the version read")
+	// Unlike this, session_state with an empty "read" needs no session_began: logs
+	// written between commits c3c5b1b and c5b8004 have such lines, and they still read.
+	case r.SessionOutcomeUnknown != nil && r.SessionOutcomeUnknown.Read == "" && !r.SessionBegan:
+		return errors.New("session_outcome_unknown: \"read\" is empty, so the commit was made against a session the store held no state of, which the sidecar logs as session_began, but the line has no session_began")
 	case r.Content == nil && occ.HasContent:
 		return errors.New("the occurrence carries content but the line has no \"content\" member")
 	case r.Content == nil:

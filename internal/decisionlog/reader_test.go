@@ -100,6 +100,20 @@ func FuzzReadDecisionLog(f *testing.F) {
 	})
 }
 
+// TestErrors: the errors of a Read are listed one per line that did not read, in
+// line order, and a Read without error lists none.
+func TestErrors(t *testing.T) {
+	_, err := Read(strings.NewReader("x\n" + decisionLine + "\n[]\n"))
+	errs := Errors(err)
+	var first, second *LineError
+	if len(errs) != 2 || !errors.As(errs[0], &first) || !errors.As(errs[1], &second) || first.Line != 1 || second.Line != 3 {
+		t.Errorf("errors %v; want lines 1 and 3's", errs)
+	}
+	if _, err := Read(strings.NewReader(decisionLine)); err != nil || Errors(err) != nil {
+		t.Errorf("errors %v of a log that reads", Errors(err))
+	}
+}
+
 // TestReadSessionUnavailable: a line answered without its session reads with
 // SessionUnavailable; one that also says it found the session's state contradicts
 // itself and is refused.
@@ -119,11 +133,12 @@ func TestReadSessionUnavailable(t *testing.T) {
 // TestReadSessionOutcomeUnknown: a line answered without its session after a commit
 // whose outcome is unknown reads with the versions its commit read and would have left,
 // session_began included when the session did not exist; one that also says it was
-// committed or left the session alone, or whose commit would have left no new version,
-// contradicts itself and is refused, as is an unknown member of the versions; one
-// committed whose correction's outcome is unknown says session_state and, from the
-// version it left, session_outcome_unknown. A line of an older writer, which says
-// session_unavailable for such an occurrence, still reads.
+// committed or left the session alone, whose commit would have left no new version, or
+// whose commit read no version (the session held no state) without session_began, which
+// the sidecar always writes then, contradicts itself and is refused, as is an unknown
+// member of the versions; one committed whose correction's outcome is unknown says
+// session_state and, from the version it left, session_outcome_unknown. A line of an
+// older writer, which says session_unavailable for such an occurrence, still reads.
 func TestReadSessionOutcomeUnknown(t *testing.T) {
 	const head = `{"kind":"decision","anchor":"a","decision":"none","occurrence":{"anchor":"a"}`
 	input := strings.Join([]string{
@@ -136,6 +151,7 @@ func TestReadSessionOutcomeUnknown(t *testing.T) {
 		head + `,"session_outcome_unknown":{"read":"v1","written":"v1"}}`,
 		head + `,"session_outcome_unknown":{"read":"v1","written":""}}`,
 		head + `,"session_outcome_unknown":{"read":"v1","written":"v2","applied":true}}`,
+		head + `,"session_outcome_unknown":{"read":"","written":"v2"}}`,
 	}, "\n")
 	log, err := Read(strings.NewReader(input))
 	if len(log.Entries) != 4 {
@@ -155,7 +171,8 @@ func TestReadSessionOutcomeUnknown(t *testing.T) {
 	}
 	for _, want := range []string{"line 5: a decision line: session_outcome_unknown:", "line 6: a decision line: session_outcome_unknown:",
 		"line 7: a decision line: session_outcome_unknown:", "line 8: a decision line: session_outcome_unknown:",
-		`line 9: a decision line: unknown member "session_outcome_unknown.applied"`} {
+		`line 9: a decision line: unknown member "session_outcome_unknown.applied"`,
+		`line 10: a decision line: session_outcome_unknown: "read" is empty`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

@@ -116,7 +116,9 @@ type Record struct {
 	// answered without its session, as an unavailable one is, but its changes may be in
 	// the session: a later line that read Written proves they are, one that committed
 	// other changes to Read (not empty) proves they are not (a commit applies only at
-	// the version it read, and versions never repeat). Lines of older writers say
+	// the version it read, and versions never repeat). Read is empty only when the
+	// session held no state, so the line then says SessionBegan too, and the reader
+	// refuses a line without it. Lines of older writers say
 	// session_unavailable instead. With SessionState, the occurrence was committed
 	// (SessionState) and answered so, but the stream refused one of its events and
 	// the correction of its changes has an unknown outcome: Read is the version the

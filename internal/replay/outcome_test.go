@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,13 +141,7 @@ func TestOutcomeUnknownProvedNotApplied(t *testing.T) {
 // naming the line; a line at an anchor that uses no session state, and the lines after
 // the session began again, are reported as usual.
 func TestOutcomeUnknownUnprovedIsUncertain(t *testing.T) {
-	b := sealedBundle(t, rules)
-	s := side(t, b)
-	after := side(t, sealedBundle(t, strings.Replace(rules, `fire_count_of("acme.ops/COUNT_SHELL") >= 3`, `fire_count_of("acme.ops/COUNT_SHELL") >= 2`, 1)))
-	calls := []call{{how: committed, written: "v1"}, {how: unknownApplied, read: "v1", written: "v2"}, {how: unlogged, read: "v2", written: "v9"},
-		{how: committed, read: "v9", written: "v10"}, {how: committed, read: "v10", written: "v11"}, {output: true},
-		{how: committed, written: "w1"}, {how: committed, read: "w1", written: "w2"}, {how: committed, read: "w2", written: "w3"}}
-	rep := Run(read(t, outcomeLog(t, b.Digest, s.Program, calls, false)), Options{Before: s, After: after})
+	rep := replayUnproved(t, 0)
 	if rep.Mismatched == 0 {
 		t.Fatalf("the replay as if line 2's commit had not been applied reproduces every line: the test shows nothing")
 	}
@@ -175,5 +170,54 @@ func TestOutcomeUnknownUnprovedIsUncertain(t *testing.T) {
 	}
 	if uncertain == 0 || certain == 0 {
 		t.Errorf("changes %+v; want some in the uncertain lines and some after the session began again", rep.Changes)
+	}
+}
+
+// replayUnproved replays, under a tighter breaker, the log of a session whose state is
+// unknown from line 2 on (a commit whose outcome no line proves) until it begins again
+// at line 6, listing at most maxListed changes.
+func replayUnproved(t *testing.T, maxListed int) *Report {
+	t.Helper()
+	b := sealedBundle(t, rules)
+	s := side(t, b)
+	after := side(t, sealedBundle(t, strings.Replace(rules, `fire_count_of("acme.ops/COUNT_SHELL") >= 3`, `fire_count_of("acme.ops/COUNT_SHELL") >= 2`, 1)))
+	calls := []call{{how: committed, written: "v1"}, {how: unknownApplied, read: "v1", written: "v2"}, {how: unlogged, read: "v2", written: "v9"},
+		{how: committed, read: "v9", written: "v10"}, {how: committed, read: "v10", written: "v11"}, {output: true},
+		{how: committed, written: "w1"}, {how: committed, read: "w1", written: "w2"}, {how: committed, read: "w2", written: "w3"}}
+	return Run(read(t, outcomeLog(t, b.Digest, s.Program, calls, false)), Options{Before: s, After: after, MaxListed: maxListed})
+}
+
+// TestUnconfirmedChangesCountedApart: the changes replayed against a session whose
+// state is unknown are what the rule change does only if the log's doubt resolves one
+// way. They are in changed, by_rule and by_tool, which count every change as they
+// always did (a CI check on changed still fails closed), and counted apart in
+// unconfirmed, unconfirmed_by_rule and unconfirmed_by_tool, the others in confirmed;
+// the changes listed are of both kinds, and those not listed are the rest of changed.
+func TestUnconfirmedChangesCountedApart(t *testing.T) {
+	rep := replayUnproved(t, 0)
+	var confirmed, unconfirmed int
+	for _, c := range rep.Changes {
+		if c.UncertainSince != nil {
+			unconfirmed++
+		} else {
+			confirmed++
+		}
+	}
+	if confirmed == 0 || unconfirmed == 0 || rep.ChangesNotListed != 0 {
+		t.Fatalf("changes %+v, %d not listed; want all listed, some confirmed and some not", rep.Changes, rep.ChangesNotListed)
+	}
+	if rep.Changed != confirmed+unconfirmed || rep.Confirmed != confirmed || rep.Unconfirmed != unconfirmed {
+		t.Errorf("%d changed, %d confirmed and %d unconfirmed; want %d, %d and %d", rep.Changed, rep.Confirmed, rep.Unconfirmed, confirmed+unconfirmed, confirmed, unconfirmed)
+	}
+	const limit = "acme.ops/SHELL_LIMIT"
+	if !slices.Equal(rep.ByRule, []Count{{limit, confirmed + unconfirmed}}) || !slices.Equal(rep.ByTool, []Count{{"shell", confirmed + unconfirmed}}) {
+		t.Errorf("by rule %v, by tool %v; want the %d changes, SHELL_LIMIT's, of shell calls", rep.ByRule, rep.ByTool, confirmed+unconfirmed)
+	}
+	if !slices.Equal(rep.UnconfirmedByRule, []Count{{limit, unconfirmed}}) || !slices.Equal(rep.UnconfirmedByTool, []Count{{"shell", unconfirmed}}) {
+		t.Errorf("unconfirmed by rule %v, by tool %v; want the %d unconfirmed changes", rep.UnconfirmedByRule, rep.UnconfirmedByTool, unconfirmed)
+	}
+
+	if one := replayUnproved(t, 1); len(one.Changes) != 1 || one.ChangesNotListed != one.Changed-1 {
+		t.Errorf("%d changes listed and %d not of %d; want 1 and %d", len(one.Changes), one.ChangesNotListed, one.Changed, one.Changed-1)
 	}
 }

@@ -12,7 +12,9 @@
 // reach the session's state when the session's other lines prove the commit applied
 // (see commitFates); when they tell neither way, the session's later lines are replayed
 // as if it had not, and every difference they show is reported as one the log cannot
-// confirm (Change.UncertainSince, ReasonUncertain), never as the rule change's alone.
+// confirm (Change.UncertainSince, ReasonUncertain), counted apart from the changes the
+// log confirms (Report.Confirmed, Report.Unconfirmed), never as the rule change's
+// alone.
 //
 // The before side is also checked against the log: replaying the rules that produced
 // it must reproduce every logged decision. Where it cannot, the report says which
@@ -175,6 +177,19 @@ type Count struct {
 	Count int    `json:"count"`
 }
 
+// Counts is a table of the report: numbers of occurrences by name.
+type Counts []Count
+
+// Of is the count of name, 0 when the table has no row of it.
+func (cs Counts) Of(name string) int {
+	for _, c := range cs {
+		if c.Name == name {
+			return c.Count
+		}
+	}
+	return 0
+}
+
 // Report is what Run found.
 type Report struct {
 	// BeforeBundle and AfterBundle are the sides' digests, when known.
@@ -183,17 +198,27 @@ type Report struct {
 	Occurrences  int    `json:"occurrences"`
 	Sessions     int    `json:"sessions"`
 	// Bundles counts the occurrences each logged bundle digest answered.
-	Bundles []Count `json:"bundles"`
+	Bundles Counts `json:"bundles"`
 	// Before and After count the decisions of each side by effect.
-	Before []Count `json:"before"`
-	After  []Count `json:"after"`
+	Before Counts `json:"before"`
+	After  Counts `json:"after"`
 	// Changed counts the occurrences whose decision differs in any part: effect,
 	// deciding rule, code, trace, on_fire, transforms, the content delivered, skipped
-	// transforms, advisories or copy. ByRule and ByTool count them by responsible rule
-	// and by tool.
-	Changed int      `json:"changed"`
-	ByRule  []Count  `json:"by_rule"`
-	ByTool  []Count  `json:"by_tool"`
+	// transforms, advisories or copy, whether the log confirms the change or not.
+	// ByRule and ByTool count them by responsible rule and by tool.
+	Changed int    `json:"changed"`
+	ByRule  Counts `json:"by_rule"`
+	ByTool  Counts `json:"by_tool"`
+	// Confirmed counts the changes the log confirms, what the rule change does;
+	// Unconfirmed those it cannot (Change.UncertainSince): replayed against a session
+	// whose state is unknown, they may be the rule change's or the unknown state's.
+	// UnconfirmedByRule and UnconfirmedByTool count the unconfirmed ones by responsible
+	// rule and by tool.
+	Confirmed         int    `json:"confirmed"`
+	Unconfirmed       int    `json:"unconfirmed"`
+	UnconfirmedByRule Counts `json:"unconfirmed_by_rule"`
+	UnconfirmedByTool Counts `json:"unconfirmed_by_tool"`
+	// Changes lists the changes, confirmed or not, in replay order (MaxListed).
 	Changes []Change `json:"changes"`
 	// ChangesNotListed is Changed minus the changes listed.
 	ChangesNotListed int `json:"changes_not_listed"`
@@ -454,7 +479,8 @@ type runner struct {
 	fates     map[string]fate
 	uncertain *Place
 	rep       *Report
-	// counts holds the tables by name: "before", "after", "rule", "tool", "bundle".
+	// counts holds the tables by name: "before", "after", "rule", "tool", "unconfirmed
+	// rule", "unconfirmed tool", "bundle".
 	counts  map[string]map[string]int
 	unrepro map[string]*Unreproducible
 	// modified names the rules the change touches (modifiedRules).
@@ -562,13 +588,22 @@ func (r *runner) replay(e decisionlog.Entry) {
 	if len(parts) == 0 {
 		return
 	}
-	r.rep.Changed++
 	c := Change{Log: e.Source, Line: e.Line, Session: rec.Session, Anchor: rec.Anchor, Tool: tool, Before: before, After: after,
 		Differs: parts, Rules: responsible(before, after, r.modified), WithoutContent: !rec.Reproducible(), UncertainSince: uncertain}
-	for _, rule := range c.Rules {
-		r.count("rule", rule)
+	tables := []string{""}
+	r.rep.Changed++
+	if uncertain != nil {
+		r.rep.Unconfirmed++
+		tables = append(tables, "unconfirmed ")
+	} else {
+		r.rep.Confirmed++
 	}
-	r.count("tool", cmp.Or(tool, "(no tool call)"))
+	for _, table := range tables {
+		for _, rule := range c.Rules {
+			r.count(table+"rule", rule)
+		}
+		r.count(table+"tool", cmp.Or(tool, "(no tool call)"))
+	}
 	if len(r.rep.Changes) < r.opt.MaxListed {
 		r.rep.Changes = append(r.rep.Changes, c)
 	}
@@ -784,6 +819,8 @@ func (r *runner) finish() {
 	rep.After = effects(r.counts["after"])
 	rep.ByRule = byCount(r.counts["rule"])
 	rep.ByTool = byCount(r.counts["tool"])
+	rep.UnconfirmedByRule = byCount(r.counts["unconfirmed rule"])
+	rep.UnconfirmedByTool = byCount(r.counts["unconfirmed tool"])
 	rep.Bundles = byCount(r.counts["bundle"])
 	rep.ChangesNotListed = rep.Changed - len(rep.Changes)
 	rep.MismatchesNotListed = rep.Mismatched - len(rep.Mismatches)
@@ -793,8 +830,8 @@ func (r *runner) finish() {
 }
 
 // effects lists every effect, in severity order, then any other decision (an error).
-func effects(m map[string]int) []Count {
-	out := []Count{}
+func effects(m map[string]int) Counts {
+	out := Counts{}
 	for _, e := range effectOrder {
 		out = append(out, Count{e, m[e]})
 	}
@@ -807,8 +844,8 @@ func effects(m map[string]int) []Count {
 }
 
 // byCount lists a table most first, ties by name.
-func byCount(m map[string]int) []Count {
-	out := []Count{}
+func byCount(m map[string]int) Counts {
+	out := Counts{}
 	for k, n := range m {
 		out = append(out, Count{k, n})
 	}

@@ -194,15 +194,6 @@ func read(t testing.TB, data []byte) []decisionlog.Entry {
 	return log.Entries
 }
 
-func count(cs []Count, name string) int {
-	for _, c := range cs {
-		if c.Name == name {
-			return c.Count
-		}
-	}
-	return 0
-}
-
 // TestRoundTrip is the test that the log is complete: 10,000 occurrences over 150
 // sessions, logged by a sidecar as it answered them, replayed against the rules that
 // answered reproduce every logged decision and change none; against the same rules
@@ -223,7 +214,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	// The workload exercises what must replay in order: the breaker, the flow, content.
 	for _, want := range []string{"block", "transform", "nudge", "warn", "none"} {
-		if count(same.Before, want) == 0 {
+		if same.Before.Of(want) == 0 {
 			t.Errorf("no %s decision in the workload: %v", want, same.Before)
 		}
 	}
@@ -236,7 +227,7 @@ func TestRoundTrip(t *testing.T) {
 	if rep.Mismatched != 0 || rep.Changed != g.freeTier {
 		t.Fatalf("%d changed (want %d, the free-tier outputs), %d mismatched", rep.Changed, g.freeTier, rep.Mismatched)
 	}
-	if count(rep.After, "block")-count(rep.Before, "block") != g.freeTier {
+	if rep.After.Of("block")-rep.Before.Of("block") != g.freeTier {
 		t.Errorf("blocks before %v after %v; want %d more", rep.Before, rep.After, g.freeTier)
 	}
 	if len(rep.ByRule) != 1 || rep.ByRule[0] != (Count{"acme.tenant/FREE_TIER", g.freeTier}) || len(rep.ByTool) != 1 || rep.ByTool[0].Count != g.freeTier {

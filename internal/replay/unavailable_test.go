@@ -63,7 +63,7 @@ func TestAnsweredWithoutSessionLeavesTheSessionAlone(t *testing.T) {
 	if rep.Mismatched != 0 || rep.Reproduced != 5 || rep.Changed != 0 {
 		t.Fatalf("%d reproduced, %d mismatched: %+v", rep.Reproduced, rep.Mismatched, rep.Mismatches)
 	}
-	if count(rep.Before, "block") != 2 {
+	if rep.Before.Of("block") != 2 {
 		t.Errorf("decisions %v; the fourth and fifth calls are the third and fourth counted, blocked", rep.Before)
 	}
 

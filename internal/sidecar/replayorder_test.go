@@ -90,20 +90,10 @@ func TestLogInEvaluationOrder(t *testing.T) {
 		t.Fatalf("%d of %d reproduced, %d mismatched: %+v", rep.Reproduced, len(bodies), rep.Mismatched, rep.Mismatches[:min(3, len(rep.Mismatches))])
 	}
 	for _, effect := range []string{"nudge", "block", "none"} {
-		if n := count(rep.Before, effect); n == 0 {
+		if n := rep.Before.Of(effect); n == 0 {
 			t.Errorf("no %s decision: the workload does not depend on order", effect)
 		}
 	}
-}
-
-// count is the count of name in cs.
-func count(cs []replay.Count, name string) int {
-	for _, c := range cs {
-		if c.Name == name {
-			return c.Count
-		}
-	}
-	return 0
 }
 
 // TestReplicasLogInCommitOrder: two replicas sharing sessions in Redis, each with its

@@ -66,7 +66,7 @@ func TestReplayWhileSessionsAreEvicted(t *testing.T) {
 	}
 	rep := replayed(t, b, entries)
 	for _, effect := range []string{"nudge", "block"} {
-		if count(rep.Before, effect) == 0 {
+		if rep.Before.Of(effect) == 0 {
 			t.Errorf("no %s decision: no session keeps its state long enough to matter", effect)
 		}
 	}
