@@ -86,6 +86,33 @@ func TestInjectEveryKind(t *testing.T) {
 	}
 }
 
+// TestInjectReadsTheNamespacesUIDRange: a Namespace among the manifests with OpenShift's
+// UID range gives its pods' sidecars the range's first UID, as the webhook does reading
+// the namespace; without it the rendering leaves the user unset, which OpenShift's SCC
+// then fills in when the pod, sidecar included, is created.
+func TestInjectReadsTheNamespacesUIDRange(t *testing.T) {
+	const pod = `apiVersion: v1
+kind: Pod
+metadata: {name: agent, namespace: team, labels: {rules.oar.dev/capability: team-gateway}}
+spec: {containers: [{name: agent, image: registry.example/acme-agent:1.0}]}
+`
+	const namespace = `apiVersion: v1
+kind: Namespace
+metadata: {name: team, annotations: {openshift.io/sa.scc.uid-range: 1000680000/10000}}
+---
+`
+	withStdinText(t, namespace+pod)
+	stdout, stderr, code := oarctl(t, "inject")
+	if code != exitOK || stderr != "" || !strings.Contains(stdout, "runAsUser: 1000680000") {
+		t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+	}
+	withStdinText(t, pod)
+	stdout, stderr, code = oarctl(t, "inject")
+	if code != exitOK || stderr != "" || strings.Contains(stdout, "runAsUser") || !strings.Contains(stdout, "runAsNonRoot: true") {
+		t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+	}
+}
+
 func TestInjectRefusal(t *testing.T) {
 	withStdinText(t, `apiVersion: v1
 kind: Pod
@@ -108,6 +135,7 @@ var clusterInjectorArgs = []string{
 	"--injector-image=registry.example/oar-operator:v1", "--injector-cpu-request=20m", "--injector-memory-request=32Mi", "--injector-memory-limit=1Gi",
 	"--injector-session-store=rediss://shared-redis.redis:6380", "--injector-session-store-secret=shared-redis",
 	"--injector-decision-log=stdout", "--injector-decision-log-content=hash", "--injector-decision-log-sample=0.1",
+	"--injector-run-as-user=1000680000",
 }
 
 // TestInjectRendersTheClusterSettings: README "Offline" promises that CI can render what
@@ -165,7 +193,7 @@ spec: {containers: [{name: agent, image: registry.example/acme-agent:1.0}]}
 		t.Fatalf("oarctl inject renders\n%s\nthe webhook injects\n%s", got, want)
 	}
 	for _, s := range []string{"--session-store=rediss://shared-redis.redis:6380", "--session-store-password-file=/etc/oar/session-store/password", "secretName: shared-redis",
-		"--decision-log=stdout", "--decision-log-content=hash", "--decision-log-sample=0.1", "image: registry.example/oar-operator:v1", "memory: 1Gi", "cpu: 20m"} {
+		"--decision-log=stdout", "--decision-log-content=hash", "--decision-log-sample=0.1", "image: registry.example/oar-operator:v1", "memory: 1Gi", "cpu: 20m", "runAsUser: 1000680000"} {
 		if !strings.Contains(string(got), s) {
 			t.Errorf("the rendering lacks %s:\n%s", s, got)
 		}
@@ -178,5 +206,11 @@ spec: {containers: [{name: agent, image: registry.example/acme-agent:1.0}]}
 	_, stderr, code = oarctl(t, "inject", "--decision-log=/var/log/d.jsonl")
 	if code != exitUsage || !strings.Contains(stderr, "decision-log") || !strings.Contains(stderr, "stdout") {
 		t.Fatalf("a decision log file: exit %d, %s", code, stderr)
+	}
+	for _, v := range []string{"-1", "0", "root", "1e3"} {
+		_, stderr, code = oarctl(t, "inject", "--run-as-user="+v)
+		if code != exitUsage || !strings.Contains(stderr, `invalid value "`+v+`" for flag -run-as-user: auto (only where needed`) || !strings.Contains(stderr, "a UID from 1") {
+			t.Fatalf("--run-as-user=%s: exit %d, %s", v, code, stderr)
+		}
 	}
 }

@@ -9,6 +9,7 @@ package inject
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -46,11 +47,17 @@ const (
 	StoreSecretDir = "/etc/oar/session-store"
 	// engineCommand is the engine's path in the operator's image.
 	engineCommand = "/oar-engine"
-	// EngineUser is the user and group the sidecar runs as: the image's USER (Dockerfile).
-	// It is set on the container, not left to the image, because the kubelet takes the
-	// pod's runAsUser over the image's: in a pod running as root, a sidecar with
-	// runAsNonRoot and no user of its own would never start.
+	// EngineUser is the image's USER and group (Dockerfile), which the sidecar runs as
+	// unless the pod or the cluster says otherwise. The injector sets it on the container
+	// only in a pod running as root: the kubelet takes the pod's runAsUser over the
+	// image's, and a sidecar with runAsNonRoot and no user of its own would never start.
 	EngineUser = 65532
+	// UIDRangeAnnotation is where OpenShift writes, on every namespace, the UIDs its
+	// restricted-v2 SCC lets the namespace's pods run as ("1000680000/10000": the first
+	// UID and how many). The SCC gives each container without a user the first one
+	// before mutating webhooks run, and refuses afterwards a container added without
+	// one, so the injector gives the sidecar that first UID itself.
+	UIDRangeAnnotation = "openshift.io/sa.scc.uid-range"
 )
 
 // The annotations that tune the sidecar of one pod.
@@ -79,7 +86,51 @@ const (
 	AnnotationDecisionLogContent = annotationPrefix + "decision-log-content"
 	// AnnotationDecisionLogSample is the fraction of sessions logged, 0 to 1.
 	AnnotationDecisionLogSample = annotationPrefix + "decision-log-sample"
+	// AnnotationRunAsUser is when the sidecar's securityContext.runAsUser is set: auto
+	// (the default), none, or a UID (RunAsUser).
+	AnnotationRunAsUser = annotationPrefix + "run-as-user"
 )
+
+// RunAsUser is when the injector sets the sidecar's securityContext.runAsUser. The zero
+// value is auto: only where the sidecar would not start or not be admitted without it,
+// as the image's user (65532, and its group) in a pod whose pod-level runAsUser is 0,
+// and as the first UID of the namespace's UIDRangeAnnotation in a pod that sets no
+// pod-level user; elsewhere the sidecar runs as the pod's user, else the image's.
+type RunAsUser struct {
+	// UID, when above zero, is set on every sidecar (and no runAsGroup).
+	UID int64
+	// Never leaves runAsUser and runAsGroup unset on every sidecar, for a cluster whose
+	// policy assigns them (a pod running as root is then refused: its sidecar could not
+	// start).
+	Never bool
+}
+
+// ParseRunAsUser reads a RunAsUser (the annotation, or the manager's default): auto,
+// none, or a UID from 1. The error says what is accepted.
+func ParseRunAsUser(value string) (RunAsUser, error) {
+	switch value {
+	case "auto":
+		return RunAsUser{}, nil
+	case "none":
+		return RunAsUser{Never: true}, nil
+	}
+	uid, err := strconv.ParseInt(value, 10, 64)
+	if err != nil || uid < 1 || uid > math.MaxInt32 {
+		return RunAsUser{}, fmt.Errorf("auto (only where needed: the image's user 65532 in a pod running as root, the first UID of the namespace's %s on OpenShift), none (never set) or a UID from 1 to %d (always that user; 0 is root, which the sidecar's runAsNonRoot refuses)", UIDRangeAnnotation, math.MaxInt32)
+	}
+	return RunAsUser{UID: uid}, nil
+}
+
+// String is the value ParseRunAsUser reads back.
+func (r RunAsUser) String() string {
+	switch {
+	case r.Never:
+		return "none"
+	case r.UID > 0:
+		return strconv.FormatInt(r.UID, 10)
+	}
+	return "auto"
+}
 
 // Options are the sidecar a pod gets when its annotations say nothing else.
 type Options struct {
@@ -104,6 +155,8 @@ type Options struct {
 	DecisionLog        bool
 	DecisionLogContent string
 	DecisionLogSample  string
+	// RunAsUser is when the sidecar's runAsUser is set; auto by default.
+	RunAsUser RunAsUser
 	// SkipNamespaces are never mutated: the operator's own and kube-system.
 	SkipNamespaces []string
 }
@@ -132,6 +185,20 @@ type Pod struct {
 	Spec        *corev1.PodSpec
 	// NamespaceCapability is the value of CapabilityLabel on the namespace, if any.
 	NamespaceCapability string
+	// NamespaceUIDRange is the value of UIDRangeAnnotation on the namespace, if any
+	// (NeedsNamespaceUIDRange says when it is read).
+	NamespaceUIDRange string
+}
+
+// NeedsNamespaceUIDRange tells whether Inject may read p.NamespaceUIDRange under o: only
+// for a pod that sets no pod-level runAsUser, when auto is the operator's default or
+// the pod has its own AnnotationRunAsUser. The webhook reads the namespace only then.
+func NeedsNamespaceUIDRange(p Pod, o Options) bool {
+	if p.Spec != nil && p.Spec.SecurityContext != nil && p.Spec.SecurityContext.RunAsUser != nil {
+		return false
+	}
+	_, annotated := p.Annotations[AnnotationRunAsUser]
+	return annotated || o.RunAsUser == RunAsUser{}
 }
 
 // Result says what the injector did.
@@ -203,6 +270,14 @@ func Inject(p Pod, o Options) (Result, error) {
 			return res, err
 		}
 		sidecar := container(o)
+		user, group, warning, err := engineUser(p, out, o.RunAsUser)
+		if err != nil {
+			return res, err
+		}
+		if warning != "" {
+			res.Warnings = append(res.Warnings, warning)
+		}
+		sidecar.SecurityContext.RunAsUser, sidecar.SecurityContext.RunAsGroup = user, group
 		if w := growPodResources(out, sidecar.Resources); w != "" {
 			res.Warnings = append(res.Warnings, w)
 		}
@@ -229,6 +304,43 @@ func Inject(p Pod, o Options) (Result, error) {
 		res.Spec = out
 	}
 	return res, nil
+}
+
+// engineUser is the runAsUser and runAsGroup the sidecar of the pod s is given under r
+// (nil: none, the pod's or the image's applies), with a warning, or a refusal.
+func engineUser(p Pod, s *corev1.PodSpec, r RunAsUser) (user, group *int64, warning string, err error) {
+	var podUser *int64
+	if s.SecurityContext != nil {
+		podUser = s.SecurityContext.RunAsUser
+	}
+	root := podUser != nil && *podUser == 0
+	switch {
+	case r.UID > 0:
+		uid := r.UID
+		return &uid, nil, "", nil
+	case r.Never && root:
+		return nil, nil, "", &Refusal{Field: "spec.securityContext.runAsUser", Cause: fmt.Sprintf("the pod runs as root (0) and the %s sidecar's user is left unset (run-as-user none, from the pod's %s or the manager's --injector-run-as-user), so it would run as root too, which its runAsNonRoot forbids: the kubelet would never start it; set %s to auto or to a UID from 1, or run the pod as a user other than root", ContainerName, AnnotationRunAsUser, AnnotationRunAsUser)}
+	case r.Never:
+		return nil, nil, "", nil
+	case root:
+		uid, gid := int64(EngineUser), int64(EngineUser)
+		return &uid, &gid, "", nil
+	case podUser != nil || p.NamespaceUIDRange == "":
+		return nil, nil, "", nil
+	}
+	first, ok := firstUID(p.NamespaceUIDRange)
+	if !ok {
+		return nil, nil, fmt.Sprintf("namespace %s's annotation %s is %q, not FIRST/COUNT (e.g. 1000680000/10000): the %s sidecar's user is left to the cluster", p.Namespace, UIDRangeAnnotation, p.NamespaceUIDRange, ContainerName), nil
+	}
+	return &first, nil, "", nil
+}
+
+// firstUID is the first UID of an OpenShift UID range, FIRST/COUNT.
+func firstUID(uidRange string) (int64, bool) {
+	first, count, ok := strings.Cut(uidRange, "/")
+	f, errF := strconv.ParseInt(first, 10, 64)
+	c, errC := strconv.ParseInt(count, 10, 64)
+	return f, ok && errF == nil && errC == nil && f > 0 && f <= math.MaxInt32 && c > 0
 }
 
 // capabilityOf returns the Capability the pod asks for and where it says so.
@@ -554,6 +666,11 @@ func tune(annotations map[string]string, o Options) (Options, []string, error) {
 				err = bad(key, value, err.Error())
 			}
 			o.DecisionLogSample = value
+		case AnnotationRunAsUser:
+			o.RunAsUser, err = ParseRunAsUser(value)
+			if err != nil {
+				err = bad(key, value, err.Error())
+			}
 		default:
 			warnings = append(warnings, fmt.Sprintf("annotation %s is not one the engine injector knows (%s); it is ignored", key, strings.Join(knownAnnotations, ", ")))
 		}
@@ -577,7 +694,7 @@ func tune(annotations map[string]string, o Options) (Options, []string, error) {
 }
 
 var knownAnnotations = []string{AnnotationImage, AnnotationPort, AnnotationProbePort, AnnotationMaxSessions, AnnotationSessionIdleTTL, AnnotationCPURequest, AnnotationMemoryRequest, AnnotationMemoryLimit, AnnotationSessionStore, AnnotationSessionStoreSecret,
-	AnnotationDecisionLog, AnnotationDecisionLogContent, AnnotationDecisionLogSample}
+	AnnotationDecisionLog, AnnotationDecisionLogContent, AnnotationDecisionLogSample, AnnotationRunAsUser}
 
 // ParseDecisionLog reads whether the decision log is on (the annotation, or the
 // manager's default): stdout or off. A file is not offered: the sidecar's root file
@@ -646,7 +763,6 @@ func container(o Options) corev1.Container {
 		}
 	}
 	yes, no := true, false
-	user := int64(EngineUser)
 	c := corev1.Container{
 		Name:          ContainerName,
 		Image:         o.Image,
@@ -675,8 +791,6 @@ func container(o Options) corev1.Container {
 			AllowPrivilegeEscalation: &no,
 			ReadOnlyRootFilesystem:   &yes,
 			RunAsNonRoot:             &yes,
-			RunAsUser:                &user,
-			RunAsGroup:               &user,
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
