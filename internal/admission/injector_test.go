@@ -190,6 +190,13 @@ func TestInjectorRefusals(t *testing.T) {
 			[]string{"rules.oar.dev/engine-session-idle-ttl", "a positive Go duration"}},
 		{"bad memory limit", func(p *corev1.Pod) { p.Annotations = map[string]string{inject.AnnotationMemoryLimit: "lots"} },
 			[]string{"rules.oar.dev/engine-memory-limit", "a positive Kubernetes quantity"}},
+		{"bad run-as-user", func(p *corev1.Pod) { p.Annotations = map[string]string{inject.AnnotationRunAsUser: "-1"} },
+			[]string{"metadata.annotations[rules.oar.dev/engine-run-as-user]", `"-1" is not accepted`, "a UID from 1"}},
+		{"no user for a sidecar in a pod running as root", func(p *corev1.Pod) {
+			root := int64(0)
+			p.Annotations = map[string]string{inject.AnnotationRunAsUser: "none"}
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &root}
+		}, []string{"spec.securityContext.runAsUser", "the pod runs as root (0)", "the kubelet would never start it"}},
 		{"container name", func(p *corev1.Pod) { p.Spec.Containers[1].Name = "oar-engine" },
 			[]string{"spec.containers[1].name", `already called "oar-engine"`}},
 		{"volume name", func(p *corev1.Pod) {
@@ -216,6 +223,56 @@ func TestInjectorRefusals(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("refusal %q does not say %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// The sidecar's user, as the API server stores it: the image's user and group in a pod
+// running as root, the pod's own user inherited, and, in a namespace carrying OpenShift's
+// UID range (which its restricted-v2 SCC has given the pod's other containers before the
+// webhook runs, and requires of a container added after), the range's first UID, read
+// from the namespace for a labelled pod too; nothing where nothing is needed.
+func TestInjectorRunAsUser(t *testing.T) {
+	needEnv(t)
+	plain := podNamespace(t, nil)
+	openshift := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "inject-openshift-",
+		Annotations: map[string]string{inject.UIDRangeAnnotation: "1000680000/10000"}}}
+	mustCreate(t, openshift)
+	u := func(n int64) *int64 { return &n }
+	show := func(p *int64) string {
+		if p == nil {
+			return "unset"
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	cases := []struct {
+		name, namespace   string
+		podUser           *int64
+		annotation        string
+		wantUser, wantGrp string
+	}{
+		{"root", plain, u(0), "", "65532", "65532"},
+		{"a user of its own", plain, u(1001), "", "unset", "unset"},
+		{"no user", plain, nil, "", "unset", "unset"},
+		{"openshift-no-user", openshift.Name, nil, "", "1000680000", "unset"},
+		{"openshift-a-user-of-its-own", openshift.Name, u(1000680042), "", "unset", "unset"},
+		{"openshift-none", openshift.Name, nil, "none", "unset", "unset"},
+		{"a-fixed-uid", plain, u(1001), "5000", "5000", "unset"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pod := agentPod(c.namespace, strings.ToLower(strings.ReplaceAll(c.name, " ", "-")), capabilityLabel("acme-gateway"))
+			pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: c.podUser}
+			if c.annotation != "" {
+				pod.Annotations = map[string]string{inject.AnnotationRunAsUser: c.annotation}
+			}
+			mustCreate(t, pod)
+			stored := get(t, pod)
+			assertInjected(t, stored, "acme-gateway", 8181)
+			sc := stored.Spec.InitContainers[0].SecurityContext
+			if show(sc.RunAsUser) != c.wantUser || show(sc.RunAsGroup) != c.wantGrp || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+				t.Fatalf("stored sidecar runAsUser %s runAsGroup %s runAsNonRoot %v; want %s %s true", show(sc.RunAsUser), show(sc.RunAsGroup), sc.RunAsNonRoot, c.wantUser, c.wantGrp)
 			}
 		})
 	}
