@@ -15,6 +15,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/oar-operator/oar-operator/internal/inject"
 	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
@@ -105,13 +106,14 @@ func TestInjectorFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-memory-limit=32Mi"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--injector-memory-limit 32Mi is below --injector-memory-request 64Mi") {
 		t.Fatalf("a memory limit below the request: %v", err)
 	}
-	if s.RunAsUser.String() != "auto" {
-		t.Fatalf("default runAsUser %s, want auto", s.RunAsUser)
+	if s.RunAsUser != (inject.RunAsUser{}) {
+		t.Fatalf("default runAsUser %+v, want auto", s.RunAsUser)
 	}
-	for v, want := range map[string]string{"none": "none", "1000680000": "1000680000", "auto": "auto"} {
+	for v, want := range map[string]inject.RunAsUser{"none": {Never: true}, "1000680000": {UID: 1000680000}, "auto": {}} {
+		want.From = "--injector-run-as-user"
 		o, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-run-as-user=" + v}, io.Discard)
-		if err != nil || o.webhooks.injector.sidecar.RunAsUser.String() != want {
-			t.Fatalf("--injector-run-as-user=%s: %v %v", v, o.webhooks.injector.sidecar.RunAsUser, err)
+		if err != nil || o.webhooks.injector.sidecar.RunAsUser != want {
+			t.Fatalf("--injector-run-as-user=%s: %+v %v", v, o.webhooks.injector.sidecar.RunAsUser, err)
 		}
 	}
 	for _, v := range []string{"-1", "0", "root", ""} {

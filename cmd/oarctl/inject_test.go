@@ -50,7 +50,7 @@ func TestInjectEveryKind(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	docs := documents(t, stdout)
-	if len(docs) != 10 {
+	if len(docs) != 12 {
 		t.Fatalf("%d documents out", len(docs))
 	}
 	template := []string{"spec", "template"}
@@ -68,6 +68,8 @@ func TestInjectEveryKind(t *testing.T) {
 		{nil, nil},                            // unlabelled Pod
 		{nil, []string{inject.ContainerName}}, // Pod of the labelled namespace
 		{nil, nil},                            // ConfigMap
+		{nil, []string{inject.ContainerName}}, // Pod running as root
+		{nil, []string{inject.ContainerName}}, // Pod as OpenShift's SCC admitted it
 	}
 	for i, w := range want {
 		if got := initContainers(docs[i], w.path...); strings.Join(got, ",") != strings.Join(w.init, ",") {
@@ -83,33 +85,6 @@ func TestInjectEveryKind(t *testing.T) {
 	again, _, code := oarctl(t, "inject", "--image", "registry.example/oar-operator:v1", "-")
 	if code != exitOK || again != stdout {
 		t.Fatalf("injecting the output again changed it (exit %d)", code)
-	}
-}
-
-// TestInjectReadsTheNamespacesUIDRange: a Namespace among the manifests with OpenShift's
-// UID range gives its pods' sidecars the range's first UID, as the webhook does reading
-// the namespace; without it the rendering leaves the user unset, which OpenShift's SCC
-// then fills in when the pod, sidecar included, is created.
-func TestInjectReadsTheNamespacesUIDRange(t *testing.T) {
-	const pod = `apiVersion: v1
-kind: Pod
-metadata: {name: agent, namespace: team, labels: {rules.oar.dev/capability: team-gateway}}
-spec: {containers: [{name: agent, image: registry.example/acme-agent:1.0}]}
-`
-	const namespace = `apiVersion: v1
-kind: Namespace
-metadata: {name: team, annotations: {openshift.io/sa.scc.uid-range: 1000680000/10000}}
----
-`
-	withStdinText(t, namespace+pod)
-	stdout, stderr, code := oarctl(t, "inject")
-	if code != exitOK || stderr != "" || !strings.Contains(stdout, "runAsUser: 1000680000") {
-		t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
-	}
-	withStdinText(t, pod)
-	stdout, stderr, code = oarctl(t, "inject")
-	if code != exitOK || stderr != "" || strings.Contains(stdout, "runAsUser") || !strings.Contains(stdout, "runAsNonRoot: true") {
-		t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
 	}
 }
 
@@ -209,7 +184,7 @@ spec: {containers: [{name: agent, image: registry.example/acme-agent:1.0}]}
 	}
 	for _, v := range []string{"-1", "0", "root", "1e3"} {
 		_, stderr, code = oarctl(t, "inject", "--run-as-user="+v)
-		if code != exitUsage || !strings.Contains(stderr, `invalid value "`+v+`" for flag -run-as-user: auto (only where needed`) || !strings.Contains(stderr, "a UID from 1") {
+		if code != exitUsage || !strings.Contains(stderr, `invalid value "`+v+`" for flag -run-as-user: auto (the UID OpenShift's SCC gave`) || !strings.Contains(stderr, "a UID from 1") {
 			t.Fatalf("--run-as-user=%s: exit %d, %s", v, code, stderr)
 		}
 	}

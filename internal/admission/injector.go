@@ -37,9 +37,8 @@ const InjectPath = "/mutate-v1-pod"
 // +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=inject.rules.oar.dev,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=IfNeeded,patch=`{"objectSelector":{"matchExpressions":[{"key":"rules.oar.dev/capability","operator":"Exists"}]},"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system"]}]}}`
 // +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=inject-namespace.rules.oar.dev,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=IfNeeded,patch=`{"objectSelector":{"matchExpressions":[{"key":"rules.oar.dev/capability","operator":"DoesNotExist"}]},"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system"]},{"key":"rules.oar.dev/capability","operator":"Exists"}]}}`
 //
-// A pod opted in by its namespace needs the namespace's label, and a pod setting no
-// user of its own the namespace's OpenShift UID range (inject.UIDRangeAnnotation): read
-// with a single get, no list or watch of namespaces.
+// A pod opted in by its namespace needs the namespace's label: read with a single get,
+// no list or watch of namespaces.
 //
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
@@ -85,15 +84,12 @@ func (h *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		namespace = req.Namespace
 	}
 	in := inject.Pod{Namespace: namespace, Labels: pod.Labels, Annotations: pod.Annotations, Spec: &pod.Spec}
-	if _, labelled := pod.Labels[inject.CapabilityLabel]; !labelled || inject.NeedsNamespaceUIDRange(in, h.Options) {
+	if _, labelled := pod.Labels[inject.CapabilityLabel]; !labelled {
 		ns := &corev1.Namespace{}
 		if err := h.APIReader.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
-			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read the labels and annotations of namespace %s: %w", namespace, err))
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read the labels of namespace %s: %w", namespace, err))
 		}
-		if !labelled {
-			in.NamespaceCapability = ns.Labels[inject.CapabilityLabel]
-		}
-		in.NamespaceUIDRange = ns.Annotations[inject.UIDRangeAnnotation]
+		in.NamespaceCapability = ns.Labels[inject.CapabilityLabel]
 	}
 	r, err := inject.Inject(in, h.Options)
 	var refusal *inject.Refusal

@@ -228,17 +228,13 @@ func TestInjectorRefusals(t *testing.T) {
 	}
 }
 
-// The sidecar's user, as the API server stores it: the image's user and group in a pod
-// running as root, the pod's own user inherited, and, in a namespace carrying OpenShift's
-// UID range (which its restricted-v2 SCC has given the pod's other containers before the
-// webhook runs, and requires of a container added after), the range's first UID, read
-// from the namespace for a labelled pod too; nothing where nothing is needed.
+// The sidecar's user, as the API server stores it: the image's user and group, 65532,
+// whatever the pod's own user, except in a pod OpenShift's SCC admission has annotated
+// and given its containers a user before the webhook runs (as it would have written
+// them here), whose sidecar gets that same UID; none leaves it unset, a UID sets it.
 func TestInjectorRunAsUser(t *testing.T) {
 	needEnv(t)
-	plain := podNamespace(t, nil)
-	openshift := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "inject-openshift-",
-		Annotations: map[string]string{inject.UIDRangeAnnotation: "1000680000/10000"}}}
-	mustCreate(t, openshift)
+	ns := podNamespace(t, nil)
 	u := func(n int64) *int64 { return &n }
 	show := func(p *int64) string {
 		if p == nil {
@@ -247,26 +243,27 @@ func TestInjectorRunAsUser(t *testing.T) {
 		return strconv.FormatInt(*p, 10)
 	}
 	cases := []struct {
-		name, namespace   string
+		name              string
 		podUser           *int64
-		annotation        string
+		containerUser     *int64
+		annotations       map[string]string
 		wantUser, wantGrp string
 	}{
-		{"root", plain, u(0), "", "65532", "65532"},
-		{"a user of its own", plain, u(1001), "", "unset", "unset"},
-		{"no user", plain, nil, "", "unset", "unset"},
-		{"openshift-no-user", openshift.Name, nil, "", "1000680000", "unset"},
-		{"openshift-a-user-of-its-own", openshift.Name, u(1000680042), "", "unset", "unset"},
-		{"openshift-none", openshift.Name, nil, "none", "unset", "unset"},
-		{"a-fixed-uid", plain, u(1001), "5000", "5000", "unset"},
+		{"root", u(0), nil, nil, "65532", "65532"},
+		{"a-user-of-its-own", u(1001), nil, nil, "65532", "65532"},
+		{"no-user", nil, nil, nil, "65532", "65532"},
+		{"scc-admitted", nil, u(1000680000), map[string]string{inject.SCCAnnotation: "restricted-v2"}, "1000680000", "unset"},
+		{"scc-without-container-user", u(0), nil, map[string]string{inject.SCCAnnotation: "anyuid"}, "65532", "65532"},
+		{"container-user-without-scc", nil, u(1001), nil, "65532", "65532"},
+		{"none", u(1001), nil, map[string]string{inject.AnnotationRunAsUser: "none"}, "unset", "unset"},
+		{"a-fixed-uid", u(1001), nil, map[string]string{inject.AnnotationRunAsUser: "5000"}, "5000", "unset"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			pod := agentPod(c.namespace, strings.ToLower(strings.ReplaceAll(c.name, " ", "-")), capabilityLabel("acme-gateway"))
+			pod := agentPod(ns, c.name, capabilityLabel("acme-gateway"))
+			pod.Annotations = c.annotations
 			pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: c.podUser}
-			if c.annotation != "" {
-				pod.Annotations = map[string]string{inject.AnnotationRunAsUser: c.annotation}
-			}
+			pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: c.containerUser}
 			mustCreate(t, pod)
 			stored := get(t, pod)
 			assertInjected(t, stored, "acme-gateway", 8181)
@@ -470,10 +467,10 @@ func TestInjectorEqualsOarctlInject(t *testing.T) {
 		if !ok || name == "by-namespace" || name == "untouched" {
 			continue
 		}
-		t.Run(kind, func(t *testing.T) {
-			viaWebhook := templatePod(t, sent[i], path, ns, strings.ToLower(kind)+"-webhook")
+		t.Run(kind+"/"+name, func(t *testing.T) {
+			viaWebhook := templatePod(t, sent[i], path, ns, strings.ToLower(kind)+"-"+name+"-webhook")
 			mustCreate(t, viaWebhook)
-			viaOarctl := templatePod(t, rendered[i], path, ns, strings.ToLower(kind)+"-oarctl")
+			viaOarctl := templatePod(t, rendered[i], path, ns, strings.ToLower(kind)+"-"+name+"-oarctl")
 			delete(viaOarctl.Labels, inject.CapabilityLabel)
 			mustCreate(t, viaOarctl)
 			a, _ := json.Marshal(get(t, viaWebhook).Spec)
@@ -484,8 +481,8 @@ func TestInjectorEqualsOarctlInject(t *testing.T) {
 		})
 		checked++
 	}
-	if checked != 4 {
-		t.Fatalf("%d workloads compared, want 4", checked)
+	if checked != 6 {
+		t.Fatalf("%d workloads compared, want 6", checked)
 	}
 }
 
@@ -651,8 +648,8 @@ func TestInjectorWithClusterSettingsEqualsOarctlInject(t *testing.T) {
 		if !ok || name == "by-namespace" || name == "untouched" {
 			continue
 		}
-		t.Run(kind, func(t *testing.T) {
-			pod := templatePod(t, sent[i], path, ns, strings.ToLower(kind)+"-webhook")
+		t.Run(kind+"/"+name, func(t *testing.T) {
+			pod := templatePod(t, sent[i], path, ns, strings.ToLower(kind)+"-"+name+"-webhook")
 			resp := handleWith(t, pod, o)
 			if !resp.Allowed || len(resp.Patches) == 0 {
 				t.Fatalf("allowed %v, patches %v: %v", resp.Allowed, resp.Patches, resp.Result)
@@ -673,7 +670,7 @@ func TestInjectorWithClusterSettingsEqualsOarctlInject(t *testing.T) {
 			if err := json.Unmarshal(raw, viaWebhook); err != nil {
 				t.Fatal(err)
 			}
-			viaOarctl := templatePod(t, rendered[i], path, ns, strings.ToLower(kind)+"-oarctl")
+			viaOarctl := templatePod(t, rendered[i], path, ns, strings.ToLower(kind)+"-"+name+"-oarctl")
 			for _, p := range []*corev1.Pod{viaWebhook, viaOarctl} {
 				delete(p.Labels, inject.CapabilityLabel)
 				mustCreate(t, p)
@@ -691,8 +688,8 @@ func TestInjectorWithClusterSettingsEqualsOarctlInject(t *testing.T) {
 		})
 		checked++
 	}
-	if checked != 4 {
-		t.Fatalf("%d workloads compared, want 4", checked)
+	if checked != 6 {
+		t.Fatalf("%d workloads compared, want 6", checked)
 	}
 
 	// The rendering sent with its label to the suite's webhook, whose settings are the

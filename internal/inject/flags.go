@@ -39,14 +39,15 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet, prefix string) {
 		o.DecisionLogContent = v
 		return CheckDecisionLogContent(v)
 	})
-	fs.Func(prefix+"run-as-user", "When the sidecars' securityContext.runAsUser is set, unless a pod's "+AnnotationRunAsUser+" says otherwise: auto (the default: the image's user 65532 in a pod running as root, the first UID of the namespace's "+UIDRangeAnnotation+" (OpenShift) in a pod that sets no user, else never), none (never; a pod running as root is refused) or a UID from 1 (always that user).", func(v string) error {
-		r, err := ParseRunAsUser(v)
-		o.RunAsUser = r
-		return err
-	})
 	fs.Func(prefix+"decision-log-sample", "The fraction of sessions the sidecars' decision log keeps, 0 to 1 (default 1), unless a pod's "+AnnotationDecisionLogSample+" says otherwise.", func(v string) error {
 		o.DecisionLogSample = v
 		return CheckDecisionLogSample(v)
+	})
+	fs.Func(prefix+"run-as-user", "The sidecars' securityContext.runAsUser, unless a pod's "+AnnotationRunAsUser+" says otherwise: auto (the default: the UID OpenShift's SCC gave the pod's containers where the pod has "+SCCAnnotation+", else the image's user and group 65532), none (never set; a pod running as root is refused) or a UID from 1 (always that user).", func(v string) error {
+		r, err := ParseRunAsUser(v)
+		r.From = "--" + prefix + "run-as-user"
+		o.RunAsUser = r
+		return err
 	})
 }
 

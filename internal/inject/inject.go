@@ -47,17 +47,18 @@ const (
 	StoreSecretDir = "/etc/oar/session-store"
 	// engineCommand is the engine's path in the operator's image.
 	engineCommand = "/oar-engine"
-	// EngineUser is the image's USER and group (Dockerfile), which the sidecar runs as
-	// unless the pod or the cluster says otherwise. The injector sets it on the container
-	// only in a pod running as root: the kubelet takes the pod's runAsUser over the
-	// image's, and a sidecar with runAsNonRoot and no user of its own would never start.
+	// EngineUser is the user and group the sidecar runs as: the image's USER (Dockerfile).
+	// It is set on the container, not left to the image, because the kubelet takes the
+	// pod's runAsUser over the image's: in a pod running as root, a sidecar with
+	// runAsNonRoot and no user of its own would never start; and elsewhere it keeps the
+	// engine apart from the agent's user, which could otherwise signal or read it in a
+	// pod sharing its process namespace.
 	EngineUser = 65532
-	// UIDRangeAnnotation is where OpenShift writes, on every namespace, the UIDs its
-	// restricted-v2 SCC lets the namespace's pods run as ("1000680000/10000": the first
-	// UID and how many). The SCC gives each container without a user the first one
-	// before mutating webhooks run, and refuses afterwards a container added without
-	// one, so the injector gives the sidecar that first UID itself.
-	UIDRangeAnnotation = "openshift.io/sa.scc.uid-range"
+	// SCCAnnotation is where OpenShift's SCC admission, which runs before mutating
+	// webhooks, writes the SCC that admitted the pod; it has then also set the
+	// containers' runAsUser (MustRunAsRange: the first UID of the namespace's range;
+	// MustRunAs: the fixed UID), and will validate the sidecar's against the same SCC.
+	SCCAnnotation = "openshift.io/scc"
 )
 
 // The annotations that tune the sidecar of one pod.
@@ -91,18 +92,20 @@ const (
 	AnnotationRunAsUser = annotationPrefix + "run-as-user"
 )
 
-// RunAsUser is when the injector sets the sidecar's securityContext.runAsUser. The zero
-// value is auto: only where the sidecar would not start or not be admitted without it,
-// as the image's user (65532, and its group) in a pod whose pod-level runAsUser is 0,
-// and as the first UID of the namespace's UIDRangeAnnotation in a pod that sets no
-// pod-level user; elsewhere the sidecar runs as the pod's user, else the image's.
+// RunAsUser is the sidecar's securityContext.runAsUser. The zero value is auto: the
+// UID OpenShift's SCC gave the pod's containers where it did (the pod carries
+// SCCAnnotation and a container a runAsUser), else the image's user and group,
+// EngineUser.
 type RunAsUser struct {
-	// UID, when above zero, is set on every sidecar (and no runAsGroup).
+	// UID, when above zero, is set on every sidecar (with runAsGroup EngineUser only
+	// when the UID is EngineUser and the pod runs as root).
 	UID int64
 	// Never leaves runAsUser and runAsGroup unset on every sidecar, for a cluster whose
 	// policy assigns them (a pod running as root is then refused: its sidecar could not
 	// start).
 	Never bool
+	// From names where the setting was made, for a refusal: the flag or the annotation.
+	From string
 }
 
 // ParseRunAsUser reads a RunAsUser (the annotation, or the manager's default): auto,
@@ -116,20 +119,9 @@ func ParseRunAsUser(value string) (RunAsUser, error) {
 	}
 	uid, err := strconv.ParseInt(value, 10, 64)
 	if err != nil || uid < 1 || uid > math.MaxInt32 {
-		return RunAsUser{}, fmt.Errorf("auto (only where needed: the image's user 65532 in a pod running as root, the first UID of the namespace's %s on OpenShift), none (never set) or a UID from 1 to %d (always that user; 0 is root, which the sidecar's runAsNonRoot refuses)", UIDRangeAnnotation, math.MaxInt32)
+		return RunAsUser{}, fmt.Errorf("auto (the UID OpenShift's SCC gave the pod's containers, else the image's user 65532), none (never set) or a UID from 1 to %d (always that user; 0 is root, which the sidecar's runAsNonRoot refuses)", math.MaxInt32)
 	}
 	return RunAsUser{UID: uid}, nil
-}
-
-// String is the value ParseRunAsUser reads back.
-func (r RunAsUser) String() string {
-	switch {
-	case r.Never:
-		return "none"
-	case r.UID > 0:
-		return strconv.FormatInt(r.UID, 10)
-	}
-	return "auto"
 }
 
 // Options are the sidecar a pod gets when its annotations say nothing else.
@@ -185,20 +177,6 @@ type Pod struct {
 	Spec        *corev1.PodSpec
 	// NamespaceCapability is the value of CapabilityLabel on the namespace, if any.
 	NamespaceCapability string
-	// NamespaceUIDRange is the value of UIDRangeAnnotation on the namespace, if any
-	// (NeedsNamespaceUIDRange says when it is read).
-	NamespaceUIDRange string
-}
-
-// NeedsNamespaceUIDRange tells whether Inject may read p.NamespaceUIDRange under o: only
-// for a pod that sets no pod-level runAsUser, when auto is the operator's default or
-// the pod has its own AnnotationRunAsUser. The webhook reads the namespace only then.
-func NeedsNamespaceUIDRange(p Pod, o Options) bool {
-	if p.Spec != nil && p.Spec.SecurityContext != nil && p.Spec.SecurityContext.RunAsUser != nil {
-		return false
-	}
-	_, annotated := p.Annotations[AnnotationRunAsUser]
-	return annotated || o.RunAsUser == RunAsUser{}
 }
 
 // Result says what the injector did.
@@ -270,12 +248,9 @@ func Inject(p Pod, o Options) (Result, error) {
 			return res, err
 		}
 		sidecar := container(o)
-		user, group, warning, err := engineUser(p, out, o.RunAsUser)
+		user, group, err := engineUser(out, p.Annotations[SCCAnnotation] != "", o.RunAsUser)
 		if err != nil {
 			return res, err
-		}
-		if warning != "" {
-			res.Warnings = append(res.Warnings, warning)
 		}
 		sidecar.SecurityContext.RunAsUser, sidecar.SecurityContext.RunAsGroup = user, group
 		if w := growPodResources(out, sidecar.Resources); w != "" {
@@ -307,40 +282,35 @@ func Inject(p Pod, o Options) (Result, error) {
 }
 
 // engineUser is the runAsUser and runAsGroup the sidecar of the pod s is given under r
-// (nil: none, the pod's or the image's applies), with a warning, or a refusal.
-func engineUser(p Pod, s *corev1.PodSpec, r RunAsUser) (user, group *int64, warning string, err error) {
-	var podUser *int64
-	if s.SecurityContext != nil {
-		podUser = s.SecurityContext.RunAsUser
-	}
-	root := podUser != nil && *podUser == 0
+// (nil: unset), or a refusal. scc tells whether OpenShift's SCC admitted the pod.
+func engineUser(s *corev1.PodSpec, scc bool, r RunAsUser) (user, group *int64, err error) {
+	root := s.SecurityContext != nil && s.SecurityContext.RunAsUser != nil && *s.SecurityContext.RunAsUser == 0
+	image := func() *int64 { id := int64(EngineUser); return &id }
 	switch {
 	case r.UID > 0:
 		uid := r.UID
-		return &uid, nil, "", nil
+		if root && uid == EngineUser {
+			return &uid, image(), nil
+		}
+		return &uid, nil, nil
 	case r.Never && root:
-		return nil, nil, "", &Refusal{Field: "spec.securityContext.runAsUser", Cause: fmt.Sprintf("the pod runs as root (0) and the %s sidecar's user is left unset (run-as-user none, from the pod's %s or the manager's --injector-run-as-user), so it would run as root too, which its runAsNonRoot forbids: the kubelet would never start it; set %s to auto or to a UID from 1, or run the pod as a user other than root", ContainerName, AnnotationRunAsUser, AnnotationRunAsUser)}
+		from := r.From
+		if from == "" {
+			from = "run-as-user"
+		}
+		return nil, nil, &Refusal{Field: "spec.securityContext.runAsUser", Cause: fmt.Sprintf("the pod runs as root (0) and the %s sidecar's user is left unset (none, from %s), so it would run as root too, which its runAsNonRoot forbids: the kubelet would never start it; set %s to auto or to a UID from 1, or run the pod as a user other than root", ContainerName, from, from)}
 	case r.Never:
-		return nil, nil, "", nil
-	case root:
-		uid, gid := int64(EngineUser), int64(EngineUser)
-		return &uid, &gid, "", nil
-	case podUser != nil || p.NamespaceUIDRange == "":
-		return nil, nil, "", nil
+		return nil, nil, nil
 	}
-	first, ok := firstUID(p.NamespaceUIDRange)
-	if !ok {
-		return nil, nil, fmt.Sprintf("namespace %s's annotation %s is %q, not FIRST/COUNT (e.g. 1000680000/10000): the %s sidecar's user is left to the cluster", p.Namespace, UIDRangeAnnotation, p.NamespaceUIDRange, ContainerName), nil
+	if scc {
+		for _, c := range slices.Concat(s.Containers, s.InitContainers) {
+			if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+				uid := *c.SecurityContext.RunAsUser
+				return &uid, nil, nil
+			}
+		}
 	}
-	return &first, nil, "", nil
-}
-
-// firstUID is the first UID of an OpenShift UID range, FIRST/COUNT.
-func firstUID(uidRange string) (int64, bool) {
-	first, count, ok := strings.Cut(uidRange, "/")
-	f, errF := strconv.ParseInt(first, 10, 64)
-	c, errC := strconv.ParseInt(count, 10, 64)
-	return f, ok && errF == nil && errC == nil && f > 0 && f <= math.MaxInt32 && c > 0
+	return image(), image(), nil
 }
 
 // capabilityOf returns the Capability the pod asks for and where it says so.
@@ -668,6 +638,7 @@ func tune(annotations map[string]string, o Options) (Options, []string, error) {
 			o.DecisionLogSample = value
 		case AnnotationRunAsUser:
 			o.RunAsUser, err = ParseRunAsUser(value)
+			o.RunAsUser.From = "the pod's annotation " + key
 			if err != nil {
 				err = bad(key, value, err.Error())
 			}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -70,8 +71,8 @@ func TestGoldenSample(t *testing.T) {
 
 // The injected sidecar is the hand-written one of config/samples/agent_deployment.yaml,
 // plus what the injector adds because it does not own the pod's securityContext
-// (runAsNonRoot and the seccomp profile on the container itself; no user, since the
-// sample pod does not run as root) and an optional volume
+// (runAsNonRoot, the image's user and group, and the seccomp profile on the container
+// itself) and an optional volume
 // (a pod created before its Capability waits on the startup probe, not on a mount error).
 func TestSidecarIsTheHandWrittenSample(t *testing.T) {
 	hand := samplePod(t, "agent_deployment.yaml").Spec
@@ -80,6 +81,8 @@ func TestSidecarIsTheHandWrittenSample(t *testing.T) {
 	want := hand.InitContainers[0].DeepCopy()
 	yes := true
 	want.SecurityContext.RunAsNonRoot = &yes
+	user := int64(EngineUser)
+	want.SecurityContext.RunAsUser, want.SecurityContext.RunAsGroup = &user, &user
 	want.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 	if got := injected.InitContainers[0]; !reflect.DeepEqual(&got, want) {
 		a, _ := yaml.Marshal(got)
@@ -134,89 +137,92 @@ func TestSidecarStartsInAPodRunningAsRoot(t *testing.T) {
 	}
 }
 
-// TestRunAsUser: the sidecar's runAsUser is set only where it would otherwise not start
-// (a pod running as root) or not be admitted (OpenShift's restricted-v2 SCC, which gave
-// the pod's containers the first UID of the namespace's range before the webhook ran,
-// and refuses a container added after it without a user in that range); a pod's own
-// user is inherited, and where nothing is set the image's user applies. A fixed UID or
-// none, from the manager or the pod's annotation, override that; none in a pod running
-// as root is refused, since its sidecar could never start.
+// TestRunAsUser: in auto, the sidecar gets the UID OpenShift's SCC admission wrote on the
+// pod's containers before the webhook (the pod carries openshift.io/scc), the only one
+// the SCC's validation accepts without knowing its range; everywhere else the image's
+// user and group, 65532. A fixed UID or none, from the manager or the pod's annotation,
+// override that; none in a pod running as root is refused, naming where it was said.
 func TestRunAsUser(t *testing.T) {
-	root, agent := int64(0), int64(1001)
-	type ids struct{ user, group *int64 }
-	u := func(n int64) *int64 { return &n }
-	image := ids{u(EngineUser), u(EngineUser)}
-	const openshift = "1000680000/10000"
+	const unset = "unset"
 	cases := []struct {
-		name        string
-		podUser     *int64
-		uidRange    string
-		manager     string
-		annotation  string
-		want        ids
-		warning     string
-		refusalPart string
+		name              string
+		podUser           *int64
+		scc               bool
+		appUser, initUser *int64
+		manager           string
+		annotation        string
+		user, group       string
+		refusal           string
 	}{
-		{name: "a pod running as root: the image's user and group", podUser: &root, want: image},
-		{name: "a pod running as root on OpenShift (anyuid): the image's user", podUser: &root, uidRange: openshift, want: image},
-		{name: "a pod running as a user: inherited", podUser: &agent},
-		{name: "a pod running as a user on OpenShift: inherited, the SCC admitted it", podUser: &agent, uidRange: openshift},
-		{name: "a pod setting no user: the image's", want: ids{}},
-		{name: "a pod setting no user on OpenShift: the range's first UID, as its other containers", uidRange: openshift, want: ids{u(1000680000), nil}},
-		{name: "a range that is not one: left to the cluster, with a warning", uidRange: "1000680000", warning: `annotation openshift.io/sa.scc.uid-range is "1000680000", not FIRST/COUNT`},
-		{name: "the manager's fixed UID", manager: "5000", uidRange: openshift, want: ids{u(5000), nil}},
-		{name: "the manager's fixed UID in a pod running as a user", manager: "5000", podUser: &agent, want: ids{u(5000), nil}},
-		{name: "the manager's none on OpenShift", manager: "none", uidRange: openshift},
-		{name: "the manager's none in a pod running as root", manager: "none", podUser: &root, refusalPart: "the kubelet would never start it"},
-		{name: "the pod's none", annotation: "none", podUser: &agent},
-		{name: "the pod's none in a pod running as root", annotation: "none", podUser: &root, refusalPart: "set rules.oar.dev/engine-run-as-user to auto or to a UID from 1"},
-		{name: "the pod's UID over the manager's none", manager: "none", annotation: "1000680005", podUser: &root, want: ids{u(1000680005), nil}},
-		{name: "the pod's auto over the manager's none", manager: "none", annotation: "auto", podUser: &root, want: image},
-		{name: "the pod's auto over the manager's UID", manager: "5000", annotation: "auto", uidRange: openshift, want: ids{u(1000680000), nil}},
+		{name: "SCC-admitted pod: its containers' UID", scc: true, appUser: ptr(1000680000), user: "1000680000", group: unset},
+		{name: "SCC-admitted pod, the UID on an init container only", scc: true, initUser: ptr(1000680003), user: "1000680003", group: unset},
+		{name: "SCC-admitted pod with a pod-level user too: the container's", scc: true, podUser: ptr(1000680000), appUser: ptr(1000680007), user: "1000680007", group: unset},
+		{name: "SCC annotation, no container user (anyuid): the image's", scc: true, podUser: ptr(1001), user: "65532", group: "65532"},
+		{name: "container users without the SCC annotation: the image's", appUser: ptr(1001), initUser: ptr(1002), user: "65532", group: "65532"},
+		{name: "a pod running as root: the image's", podUser: ptr(0), user: "65532", group: "65532"},
+		{name: "a pod running as a user: the image's", podUser: ptr(1001), user: "65532", group: "65532"},
+		{name: "a pod setting no user: the image's", user: "65532", group: "65532"},
+		{name: "the manager's fixed UID", manager: "5000", scc: true, appUser: ptr(1000680000), user: "5000", group: unset},
+		{name: "the manager's fixed UID in a pod running as root", manager: "5000", podUser: ptr(0), user: "5000", group: unset},
+		{name: "the image's UID, fixed, in a pod running as root: its group too", manager: "65532", podUser: ptr(0), user: "65532", group: "65532"},
+		{name: "the image's UID, fixed, in a pod running as a user: no group", manager: "65532", podUser: ptr(1001), user: "65532", group: unset},
+		{name: "the manager's none", manager: "none", podUser: ptr(1001), user: unset, group: unset},
+		{name: "the manager's none on an SCC-admitted pod", manager: "none", scc: true, appUser: ptr(1000680000), user: unset, group: unset},
+		{name: "the manager's none in a pod running as root", manager: "none", podUser: ptr(0), refusal: "(none, from --injector-run-as-user)"},
+		{name: "the pod's none in a pod running as root", annotation: "none", podUser: ptr(0), refusal: "(none, from the pod's annotation rules.oar.dev/engine-run-as-user)"},
+		{name: "the pod's UID over the manager's none", manager: "none", annotation: "1000680005", podUser: ptr(0), user: "1000680005", group: unset},
+		{name: "the pod's auto over the manager's none", manager: "none", annotation: "auto", podUser: ptr(0), user: "65532", group: "65532"},
+		{name: "the pod's auto over the manager's UID", manager: "5000", annotation: "auto", scc: true, appUser: ptr(1000680000), user: "1000680000", group: unset},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := Defaults()
 			if c.manager != "" {
-				var err error
-				if o.RunAsUser, err = ParseRunAsUser(c.manager); err != nil {
+				fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+				o.RegisterFlags(fs, "injector-")
+				if err := fs.Parse([]string{"--injector-run-as-user=" + c.manager}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			p := samplePod(t, "agent_injected.yaml")
-			p.Spec.SecurityContext.RunAsUser, p.NamespaceUIDRange = c.podUser, c.uidRange
+			p.Spec.SecurityContext.RunAsUser = c.podUser
+			if c.scc {
+				p.Annotations[SCCAnnotation] = "restricted-v2"
+			}
 			if c.annotation != "" {
 				p.Annotations[AnnotationRunAsUser] = c.annotation
 			}
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: c.appUser}
+			if c.initUser != nil {
+				p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "setup", Image: "busybox", SecurityContext: &corev1.SecurityContext{RunAsUser: c.initUser}})
+			}
 			r, err := Inject(p, o)
-			if c.refusalPart != "" {
-				refused(t, err, "spec.securityContext.runAsUser", "the pod runs as root", c.refusalPart)
+			if c.refusal != "" {
+				refused(t, err, "spec.securityContext.runAsUser", "the pod runs as root", c.refusal, "the kubelet would never start it")
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
 			sc := r.Spec.InitContainers[0].SecurityContext
-			show := func(p *int64) string {
-				if p == nil {
-					return "unset"
-				}
-				return fmt.Sprint(*p)
-			}
-			if show(sc.RunAsUser) != show(c.want.user) || show(sc.RunAsGroup) != show(c.want.group) {
-				t.Errorf("runAsUser %s runAsGroup %s, want %s %s", show(sc.RunAsUser), show(sc.RunAsGroup), show(c.want.user), show(c.want.group))
+			if showID(sc.RunAsUser) != c.user || showID(sc.RunAsGroup) != c.group {
+				t.Errorf("runAsUser %s runAsGroup %s, want %s %s", showID(sc.RunAsUser), showID(sc.RunAsGroup), c.user, c.group)
 			}
 			if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 				t.Errorf("the hardened context is lost: %+v", sc)
 			}
-			if c.warning == "" && len(r.Warnings) > 0 || c.warning != "" && !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, c.warning) }) {
-				t.Errorf("warnings %q, want %q", r.Warnings, c.warning)
-			}
-			if NeedsNamespaceUIDRange(p, o) != (c.podUser == nil && (c.annotation != "" || c.manager == "")) {
-				t.Errorf("NeedsNamespaceUIDRange %v", NeedsNamespaceUIDRange(p, o))
-			}
 		})
 	}
+}
+
+func ptr(n int64) *int64 { return &n }
+
+// showID writes an optional user or group ID as the test tables do.
+func showID(p *int64) string {
+	if p == nil {
+		return "unset"
+	}
+	return strconv.FormatInt(*p, 10)
 }
 
 // TestEngineVolumesAreReadableByAnyUser: whatever user the sidecar runs as (the pod's,
@@ -430,7 +436,7 @@ func TestBadAnnotationsAreRefused(t *testing.T) {
 		{AnnotationDecisionLogContent, "secret", "omit (the content's length only), hash (its length and SHA-256) or full (the text)"},
 		{AnnotationDecisionLogSample, "10%", "a number from 0 to 1"},
 		{AnnotationDecisionLogSample, "1.5", "a number from 0 to 1"},
-		{AnnotationRunAsUser, "-1", "auto (only where needed"},
+		{AnnotationRunAsUser, "-1", "auto (the UID OpenShift's SCC gave the pod's containers"},
 		{AnnotationRunAsUser, "0", "a UID from 1 to 2147483647"},
 		{AnnotationRunAsUser, "nobody", "none (never set)"},
 		{AnnotationRunAsUser, "4294967296", "a UID from 1 to 2147483647"},

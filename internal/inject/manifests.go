@@ -21,21 +21,18 @@ var templatePaths = map[string][]string{
 // Manifests injects, in place, the pod template of every workload among docs (Pod,
 // Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) that opts in, as the
 // webhook injects each pod they create: `oarctl inject` for GitOps pipelines. A
-// Namespace among docs opts in its pods as the cluster's would, and its
-// UIDRangeAnnotation, if it has one, is read as the webhook reads it; namespace is that
-// of documents naming none. Warnings name their document.
+// Namespace among docs opts in its pods as the cluster's would; namespace is that of
+// documents naming none. Warnings name their document.
 func Manifests(docs []map[string]any, namespace string, o Options) ([]string, error) {
-	namespaces := map[string]Pod{}
+	labelled := map[string]string{}
 	for _, d := range docs {
 		if d["kind"] == "Namespace" && d["apiVersion"] == "v1" {
 			meta, _ := d["metadata"].(map[string]any)
 			labels, _ := meta["labels"].(map[string]any)
-			annotations, _ := meta["annotations"].(map[string]any)
 			name, _ := meta["name"].(string)
-			ns := Pod{}
-			ns.NamespaceCapability, _ = labels[CapabilityLabel].(string)
-			ns.NamespaceUIDRange, _ = annotations[UIDRangeAnnotation].(string)
-			namespaces[name] = ns
+			if c, ok := labels[CapabilityLabel].(string); ok {
+				labelled[name] = c
+			}
 		}
 	}
 	var warnings []string
@@ -52,7 +49,7 @@ func Manifests(docs []map[string]any, namespace string, o Options) ([]string, er
 		if ns == "" {
 			ns = namespace
 		}
-		w, err := injectTemplate(d, path, ns, namespaces[ns], o)
+		w, err := injectTemplate(d, path, ns, labelled[ns], o)
 		for _, s := range w {
 			warnings = append(warnings, what+": "+s)
 		}
@@ -63,9 +60,8 @@ func Manifests(docs []map[string]any, namespace string, o Options) ([]string, er
 	return warnings, nil
 }
 
-// injectTemplate injects the pod template at path in doc, in place; ns holds what the
-// namespace's own document says.
-func injectTemplate(doc map[string]any, path []string, namespace string, ns Pod, o Options) ([]string, error) {
+// injectTemplate injects the pod template at path in doc, in place.
+func injectTemplate(doc map[string]any, path []string, namespace, namespaceCapability string, o Options) ([]string, error) {
 	tmpl := doc
 	for _, k := range path {
 		next, _ := tmpl[k].(map[string]any)
@@ -85,8 +81,7 @@ func injectTemplate(doc map[string]any, path []string, namespace string, ns Pod,
 	if err := convert(tmpl["spec"], &spec); err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
 	}
-	r, err := Inject(Pod{Namespace: namespace, Labels: meta.Labels, Annotations: meta.Annotations, Spec: &spec,
-		NamespaceCapability: ns.NamespaceCapability, NamespaceUIDRange: ns.NamespaceUIDRange}, o)
+	r, err := Inject(Pod{Namespace: namespace, Labels: meta.Labels, Annotations: meta.Annotations, Spec: &spec, NamespaceCapability: namespaceCapability}, o)
 	if err != nil || !r.Changed {
 		return r.Warnings, err
 	}
