@@ -74,8 +74,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 // that the value sets do not: an integer log level without other changes, a PDB as a
 // number, an existing ServiceAccount, compound scrape durations and prefixed labels, an
 // unverified scrape chosen with cert-manager certificates, a session store of memory
-// or a Redis without a password Secret, and the sidecar's user never set, or set when
-// needed.
+// or a Redis without a password Secret, and the sidecar's user never set, or auto.
 func TestSchemaAcceptsDocumentedAlternatives(t *testing.T) {
 	for _, values := range []string{
 		"manager: {logLevel: 5}",

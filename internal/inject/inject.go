@@ -87,8 +87,8 @@ const (
 	AnnotationDecisionLogContent = annotationPrefix + "decision-log-content"
 	// AnnotationDecisionLogSample is the fraction of sessions logged, 0 to 1.
 	AnnotationDecisionLogSample = annotationPrefix + "decision-log-sample"
-	// AnnotationRunAsUser is when the sidecar's securityContext.runAsUser is set: auto
-	// (the default), none, or a UID (RunAsUser).
+	// AnnotationRunAsUser is the sidecar's securityContext.runAsUser: auto (the
+	// default), none, or a UID (RunAsUser).
 	AnnotationRunAsUser = annotationPrefix + "run-as-user"
 )
 
@@ -147,7 +147,7 @@ type Options struct {
 	DecisionLog        bool
 	DecisionLogContent string
 	DecisionLogSample  string
-	// RunAsUser is when the sidecar's runAsUser is set; auto by default.
+	// RunAsUser is the sidecar's runAsUser; auto by default.
 	RunAsUser RunAsUser
 	// SkipNamespaces are never mutated: the operator's own and kube-system.
 	SkipNamespaces []string
