@@ -15,6 +15,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/oar-operator/oar-operator/internal/inject"
 	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
@@ -78,8 +79,9 @@ func TestRunReportsFlags(t *testing.T) {
 
 // TestInjectorFlags: the injector is on by default, never mutates the manager's own
 // namespace, rotates the CA of its webhook configuration, and takes the chart's image and
-// resources; a resource that is no positive quantity, or a memory limit below the
-// request, is refused by name.
+// resources, and the sidecar's runAsUser policy (auto unless said otherwise); a resource
+// that is no positive quantity, a memory limit below the request, or a runAsUser that is
+// no UID from 1, auto or none, is refused by name.
 func TestInjectorFlags(t *testing.T) {
 	o, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-image=registry.example/oar:v1",
 		"--injector-cpu-request=20m", "--injector-memory-request=32Mi", "--injector-memory-limit=1Gi"}, io.Discard)
@@ -103,6 +105,21 @@ func TestInjectorFlags(t *testing.T) {
 	// Below the request, every labelled pod would be refused for an annotation it lacks.
 	if _, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-memory-limit=32Mi"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--injector-memory-limit 32Mi is below --injector-memory-request 64Mi") {
 		t.Fatalf("a memory limit below the request: %v", err)
+	}
+	if s.RunAsUser != (inject.RunAsUser{}) {
+		t.Fatalf("default runAsUser %+v, want auto", s.RunAsUser)
+	}
+	for v, want := range map[string]inject.RunAsUser{"none": {Never: true}, "1000680000": {UID: 1000680000}, "auto": {}} {
+		want.From = "--injector-run-as-user"
+		o, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-run-as-user=" + v}, io.Discard)
+		if err != nil || o.webhooks.injector.sidecar.RunAsUser != want {
+			t.Fatalf("--injector-run-as-user=%s: %+v %v", v, o.webhooks.injector.sidecar.RunAsUser, err)
+		}
+	}
+	for _, v := range []string{"-1", "0", "root", ""} {
+		if _, err := parseFlags([]string{"--webhook-namespace=oar-system", "--injector-run-as-user=" + v}, io.Discard); err == nil || !strings.Contains(err.Error(), "injector-run-as-user") || !strings.Contains(err.Error(), "a UID from 1") {
+			t.Fatalf("--injector-run-as-user=%q: %v", v, err)
+		}
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/inject"
 )
 
-const injectSynopsis = "oarctl inject [--namespace NAMESPACE] [--operator-namespace NAMESPACE] [--image IMAGE] [--cpu-request Q] [--memory-request Q] [--memory-limit Q] [--session-store URL] [--session-store-secret SECRET] [--decision-log stdout|off] [--decision-log-content MODE] [--decision-log-sample F] [FILE | -]..."
+const injectSynopsis = "oarctl inject [--namespace NAMESPACE] [--operator-namespace NAMESPACE] [--image IMAGE] [--cpu-request Q] [--memory-request Q] [--memory-limit Q] [--session-store URL] [--session-store-secret SECRET] [--decision-log stdout|off] [--decision-log-content MODE] [--decision-log-sample F] [--run-as-user auto|none|UID] [FILE | -]..."
 
 // runInject renders, offline, what the engine injector (the mutating webhook for Pods)
 // stores: every pod template that opts in gets the oar-engine sidecar, through the same

@@ -50,7 +50,7 @@ func TestInjectEveryKind(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	docs := documents(t, stdout)
-	if len(docs) != 10 {
+	if len(docs) != 12 {
 		t.Fatalf("%d documents out", len(docs))
 	}
 	template := []string{"spec", "template"}
@@ -68,6 +68,8 @@ func TestInjectEveryKind(t *testing.T) {
 		{nil, nil},                            // unlabelled Pod
 		{nil, []string{inject.ContainerName}}, // Pod of the labelled namespace
 		{nil, nil},                            // ConfigMap
+		{nil, []string{inject.ContainerName}}, // Pod running as root
+		{nil, []string{inject.ContainerName}}, // Pod as OpenShift's SCC admitted it
 	}
 	for i, w := range want {
 		if got := initContainers(docs[i], w.path...); strings.Join(got, ",") != strings.Join(w.init, ",") {
@@ -108,6 +110,7 @@ var clusterInjectorArgs = []string{
 	"--injector-image=registry.example/oar-operator:v1", "--injector-cpu-request=20m", "--injector-memory-request=32Mi", "--injector-memory-limit=1Gi",
 	"--injector-session-store=rediss://shared-redis.redis:6380", "--injector-session-store-secret=shared-redis",
 	"--injector-decision-log=stdout", "--injector-decision-log-content=hash", "--injector-decision-log-sample=0.1",
+	"--injector-run-as-user=1000680000",
 }
 
 // TestInjectRendersTheClusterSettings: README "Offline" promises that CI can render what
@@ -165,7 +168,7 @@ spec: {containers: [{name: agent, image: registry.example/acme-agent:1.0}]}
 		t.Fatalf("oarctl inject renders\n%s\nthe webhook injects\n%s", got, want)
 	}
 	for _, s := range []string{"--session-store=rediss://shared-redis.redis:6380", "--session-store-password-file=/etc/oar/session-store/password", "secretName: shared-redis",
-		"--decision-log=stdout", "--decision-log-content=hash", "--decision-log-sample=0.1", "image: registry.example/oar-operator:v1", "memory: 1Gi", "cpu: 20m"} {
+		"--decision-log=stdout", "--decision-log-content=hash", "--decision-log-sample=0.1", "image: registry.example/oar-operator:v1", "memory: 1Gi", "cpu: 20m", "runAsUser: 1000680000"} {
 		if !strings.Contains(string(got), s) {
 			t.Errorf("the rendering lacks %s:\n%s", s, got)
 		}
@@ -178,5 +181,11 @@ spec: {containers: [{name: agent, image: registry.example/acme-agent:1.0}]}
 	_, stderr, code = oarctl(t, "inject", "--decision-log=/var/log/d.jsonl")
 	if code != exitUsage || !strings.Contains(stderr, "decision-log") || !strings.Contains(stderr, "stdout") {
 		t.Fatalf("a decision log file: exit %d, %s", code, stderr)
+	}
+	for _, v := range []string{"-1", "0", "root", "1e3"} {
+		_, stderr, code = oarctl(t, "inject", "--run-as-user="+v)
+		if code != exitUsage || !strings.Contains(stderr, `invalid value "`+v+`" for flag -run-as-user: auto (the UID OpenShift's SCC gave`) || !strings.Contains(stderr, "a UID from 1") {
+			t.Fatalf("--run-as-user=%s: exit %d, %s", v, code, stderr)
+		}
 	}
 }

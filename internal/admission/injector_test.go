@@ -190,6 +190,13 @@ func TestInjectorRefusals(t *testing.T) {
 			[]string{"rules.oar.dev/engine-session-idle-ttl", "a positive Go duration"}},
 		{"bad memory limit", func(p *corev1.Pod) { p.Annotations = map[string]string{inject.AnnotationMemoryLimit: "lots"} },
 			[]string{"rules.oar.dev/engine-memory-limit", "a positive Kubernetes quantity"}},
+		{"bad run-as-user", func(p *corev1.Pod) { p.Annotations = map[string]string{inject.AnnotationRunAsUser: "-1"} },
+			[]string{"metadata.annotations[rules.oar.dev/engine-run-as-user]", `"-1" is not accepted`, "a UID from 1"}},
+		{"no user for a sidecar in a pod running as root", func(p *corev1.Pod) {
+			root := int64(0)
+			p.Annotations = map[string]string{inject.AnnotationRunAsUser: "none"}
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &root}
+		}, []string{"spec.securityContext.runAsUser", "the pod runs as root (0)", "the kubelet would never start it"}},
 		{"container name", func(p *corev1.Pod) { p.Spec.Containers[1].Name = "oar-engine" },
 			[]string{"spec.containers[1].name", `already called "oar-engine"`}},
 		{"volume name", func(p *corev1.Pod) {
@@ -216,6 +223,53 @@ func TestInjectorRefusals(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("refusal %q does not say %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// The sidecar's user, as the API server stores it: the image's user and group, 65532,
+// whatever the pod's own user, except in a pod OpenShift's SCC admission has annotated
+// and given its containers a user before the webhook runs (as it would have written
+// them here), whose sidecar gets that same UID; none leaves it unset, a UID sets it.
+func TestInjectorRunAsUser(t *testing.T) {
+	needEnv(t)
+	ns := podNamespace(t, nil)
+	u := func(n int64) *int64 { return &n }
+	show := func(p *int64) string {
+		if p == nil {
+			return "unset"
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	cases := []struct {
+		name              string
+		podUser           *int64
+		containerUser     *int64
+		annotations       map[string]string
+		wantUser, wantGrp string
+	}{
+		{"root", u(0), nil, nil, "65532", "65532"},
+		{"a-user-of-its-own", u(1001), nil, nil, "65532", "65532"},
+		{"no-user", nil, nil, nil, "65532", "65532"},
+		{"scc-admitted", nil, u(1000680000), map[string]string{inject.SCCAnnotation: "restricted-v2"}, "1000680000", "unset"},
+		{"scc-without-container-user", u(0), nil, map[string]string{inject.SCCAnnotation: "anyuid"}, "65532", "65532"},
+		{"container-user-without-scc", nil, u(1001), nil, "65532", "65532"},
+		{"none", u(1001), nil, map[string]string{inject.AnnotationRunAsUser: "none"}, "unset", "unset"},
+		{"a-fixed-uid", u(1001), nil, map[string]string{inject.AnnotationRunAsUser: "5000"}, "5000", "unset"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pod := agentPod(ns, c.name, capabilityLabel("acme-gateway"))
+			pod.Annotations = c.annotations
+			pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: c.podUser}
+			pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: c.containerUser}
+			mustCreate(t, pod)
+			stored := get(t, pod)
+			assertInjected(t, stored, "acme-gateway", 8181)
+			sc := stored.Spec.InitContainers[0].SecurityContext
+			if show(sc.RunAsUser) != c.wantUser || show(sc.RunAsGroup) != c.wantGrp || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+				t.Fatalf("stored sidecar runAsUser %s runAsGroup %s runAsNonRoot %v; want %s %s true", show(sc.RunAsUser), show(sc.RunAsGroup), sc.RunAsNonRoot, c.wantUser, c.wantGrp)
 			}
 		})
 	}
@@ -413,10 +467,10 @@ func TestInjectorEqualsOarctlInject(t *testing.T) {
 		if !ok || name == "by-namespace" || name == "untouched" {
 			continue
 		}
-		t.Run(kind, func(t *testing.T) {
-			viaWebhook := templatePod(t, sent[i], path, ns, strings.ToLower(kind)+"-webhook")
+		t.Run(kind+"/"+name, func(t *testing.T) {
+			viaWebhook := templatePod(t, sent[i], path, ns, strings.ToLower(kind)+"-"+name+"-webhook")
 			mustCreate(t, viaWebhook)
-			viaOarctl := templatePod(t, rendered[i], path, ns, strings.ToLower(kind)+"-oarctl")
+			viaOarctl := templatePod(t, rendered[i], path, ns, strings.ToLower(kind)+"-"+name+"-oarctl")
 			delete(viaOarctl.Labels, inject.CapabilityLabel)
 			mustCreate(t, viaOarctl)
 			a, _ := json.Marshal(get(t, viaWebhook).Spec)
@@ -427,8 +481,8 @@ func TestInjectorEqualsOarctlInject(t *testing.T) {
 		})
 		checked++
 	}
-	if checked != 4 {
-		t.Fatalf("%d workloads compared, want 4", checked)
+	if checked != 6 {
+		t.Fatalf("%d workloads compared, want 6", checked)
 	}
 }
 
@@ -594,8 +648,8 @@ func TestInjectorWithClusterSettingsEqualsOarctlInject(t *testing.T) {
 		if !ok || name == "by-namespace" || name == "untouched" {
 			continue
 		}
-		t.Run(kind, func(t *testing.T) {
-			pod := templatePod(t, sent[i], path, ns, strings.ToLower(kind)+"-webhook")
+		t.Run(kind+"/"+name, func(t *testing.T) {
+			pod := templatePod(t, sent[i], path, ns, strings.ToLower(kind)+"-"+name+"-webhook")
 			resp := handleWith(t, pod, o)
 			if !resp.Allowed || len(resp.Patches) == 0 {
 				t.Fatalf("allowed %v, patches %v: %v", resp.Allowed, resp.Patches, resp.Result)
@@ -616,7 +670,7 @@ func TestInjectorWithClusterSettingsEqualsOarctlInject(t *testing.T) {
 			if err := json.Unmarshal(raw, viaWebhook); err != nil {
 				t.Fatal(err)
 			}
-			viaOarctl := templatePod(t, rendered[i], path, ns, strings.ToLower(kind)+"-oarctl")
+			viaOarctl := templatePod(t, rendered[i], path, ns, strings.ToLower(kind)+"-"+name+"-oarctl")
 			for _, p := range []*corev1.Pod{viaWebhook, viaOarctl} {
 				delete(p.Labels, inject.CapabilityLabel)
 				mustCreate(t, p)
@@ -634,8 +688,8 @@ func TestInjectorWithClusterSettingsEqualsOarctlInject(t *testing.T) {
 		})
 		checked++
 	}
-	if checked != 4 {
-		t.Fatalf("%d workloads compared, want 4", checked)
+	if checked != 6 {
+		t.Fatalf("%d workloads compared, want 6", checked)
 	}
 
 	// The rendering sent with its label to the suite's webhook, whose settings are the

@@ -153,6 +153,7 @@ injector:
   timeoutSeconds: 3
   sessionStore: {url: "rediss://oar@redis.redis.svc:6380/1", passwordSecret: shared-redis}
   decisionLog: {enabled: true, content: hash, sample: 0.25}
+  runAsUser: 1000680000
 metrics: {port: 9443}`,
 		kinds: concat(baseKinds[:5], []string{"ServiceAccount/oar-manager"}, webhookKinds, selfManaged, metricsKinds, pdbKinds),
 	},

@@ -52,6 +52,11 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"decision log content not a mode", "injector: {decisionLog: {enabled: true, content: secret}}", "content"},
 		{"decision log sample over 1", "injector: {decisionLog: {enabled: true, sample: 2}}", "sample"},
 		{"decision log to a file", "injector: {decisionLog: {file: /var/log/d.jsonl}}", "file"},
+		{"sidecar user negative", "injector: {runAsUser: -1}", "runAsUser"},
+		{"sidecar user root", "injector: {runAsUser: 0}", "runAsUser"},
+		{"sidecar user a name", "injector: {runAsUser: nobody}", "runAsUser"},
+		{"sidecar user a number as a string", `injector: {runAsUser: "1000680000"}`, "runAsUser"},
+		{"sidecar user beyond 2^31-1", "injector: {runAsUser: 4294967296}", "runAsUser"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render(t, "oar-system", tc.values)
@@ -68,8 +73,8 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 // TestSchemaAcceptsDocumentedAlternatives renders the alternatives values.yaml documents
 // that the value sets do not: an integer log level without other changes, a PDB as a
 // number, an existing ServiceAccount, compound scrape durations and prefixed labels, an
-// unverified scrape chosen with cert-manager certificates, and a session store of memory
-// or a Redis without a password Secret.
+// unverified scrape chosen with cert-manager certificates, a session store of memory
+// or a Redis without a password Secret, and the sidecar's user never set, or auto.
 func TestSchemaAcceptsDocumentedAlternatives(t *testing.T) {
 	for _, values := range []string{
 		"manager: {logLevel: 5}",
@@ -82,6 +87,8 @@ func TestSchemaAcceptsDocumentedAlternatives(t *testing.T) {
 		"injector: {sessionStore: {url: redis://redis.redis:6379}}",
 		"injector: {decisionLog: {enabled: true}}",
 		"injector: {decisionLog: {enabled: true, content: full, sample: 0}}",
+		"injector: {runAsUser: none}",
+		"injector: {runAsUser: auto}",
 	} {
 		if _, err := render(t, "oar-system", values); err != nil {
 			t.Errorf("values %s: %v", values, err)

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"cmp"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -60,7 +61,8 @@ func generated(tb testing.TB, kind string, into any) {
 // chart's), the release namespace among the namespaces neither sees (the operator's
 // own), and the timeout of injector.timeoutSeconds. The manager is told its name, its
 // image (the manager's own unless injector.image says otherwise), resources and, only
-// when set, the shared session store and its password Secret.
+// when set, the shared session store and its password Secret, and when the sidecar's
+// runAsUser is set (auto unless injector.runAsUser says otherwise, a UID written whole).
 func TestInjectorMatchesTheGenerated(t *testing.T) {
 	var want admissionregistrationv1.MutatingWebhookConfiguration
 	generated(t, "MutatingWebhookConfiguration", &want)
@@ -79,8 +81,9 @@ func TestInjectorMatchesTheGenerated(t *testing.T) {
 			r.into(t, "MutatingWebhookConfiguration", "oar-operator-engine-injector", &got)
 			var values struct {
 				Injector struct {
-					Image          string `json:"image"`
-					TimeoutSeconds *int32 `json:"timeoutSeconds"`
+					Image          string          `json:"image"`
+					TimeoutSeconds *int32          `json:"timeoutSeconds"`
+					RunAsUser      json.RawMessage `json:"runAsUser"`
 					Resources      struct {
 						Requests struct{ CPU, Memory string } `json:"requests"`
 						Limits   struct{ Memory string }      `json:"limits"`
@@ -124,8 +127,12 @@ func TestInjectorMatchesTheGenerated(t *testing.T) {
 			if values.Injector.Resources.Limits.Memory != "" {
 				cpu, mem, limit = values.Injector.Resources.Requests.CPU, values.Injector.Resources.Requests.Memory, values.Injector.Resources.Limits.Memory
 			}
+			runAsUser := "auto"
+			if values.Injector.RunAsUser != nil {
+				runAsUser = strings.Trim(string(values.Injector.RunAsUser), `"`)
+			}
 			for _, a := range []string{"--enable-injector=true", "--mutating-webhook-configuration=oar-operator-engine-injector", "--injector-image=" + image,
-				"--injector-cpu-request=" + cpu, "--injector-memory-request=" + mem, "--injector-memory-limit=" + limit} {
+				"--injector-cpu-request=" + cpu, "--injector-memory-request=" + mem, "--injector-memory-limit=" + limit, "--injector-run-as-user=" + runAsUser} {
 				if !slices.Contains(args, a) {
 					t.Errorf("args %v lack %s", args, a)
 				}

@@ -43,6 +43,12 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet, prefix string) {
 		o.DecisionLogSample = v
 		return CheckDecisionLogSample(v)
 	})
+	fs.Func(prefix+"run-as-user", "The sidecars' securityContext.runAsUser, unless a pod's "+AnnotationRunAsUser+" says otherwise: auto (the default: the UID OpenShift's SCC gave the pod's containers where the pod has "+SCCAnnotation+", else the image's user and group 65532), none (never set; a pod running as root is refused) or a UID from 1 (always that user).", func(v string) error {
+		r, err := ParseRunAsUser(v)
+		r.From = "--" + prefix + "run-as-user"
+		o.RunAsUser = r
+		return err
+	})
 }
 
 // CheckFlags refuses what the flags RegisterFlags defined with prefix set and which

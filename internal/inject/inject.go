@@ -9,6 +9,7 @@ package inject
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -49,8 +50,15 @@ const (
 	// EngineUser is the user and group the sidecar runs as: the image's USER (Dockerfile).
 	// It is set on the container, not left to the image, because the kubelet takes the
 	// pod's runAsUser over the image's: in a pod running as root, a sidecar with
-	// runAsNonRoot and no user of its own would never start.
+	// runAsNonRoot and no user of its own would never start; and elsewhere it keeps the
+	// engine apart from the agent's user, which could otherwise signal or read it in a
+	// pod sharing its process namespace.
 	EngineUser = 65532
+	// SCCAnnotation is where OpenShift's SCC admission, which runs before mutating
+	// webhooks, writes the SCC that admitted the pod; it has then also set the
+	// containers' runAsUser (MustRunAsRange: the first UID of the namespace's range;
+	// MustRunAs: the fixed UID), and will validate the sidecar's against the same SCC.
+	SCCAnnotation = "openshift.io/scc"
 )
 
 // The annotations that tune the sidecar of one pod.
@@ -79,7 +87,42 @@ const (
 	AnnotationDecisionLogContent = annotationPrefix + "decision-log-content"
 	// AnnotationDecisionLogSample is the fraction of sessions logged, 0 to 1.
 	AnnotationDecisionLogSample = annotationPrefix + "decision-log-sample"
+	// AnnotationRunAsUser is the sidecar's securityContext.runAsUser: auto (the
+	// default), none, or a UID (RunAsUser).
+	AnnotationRunAsUser = annotationPrefix + "run-as-user"
 )
+
+// RunAsUser is the sidecar's securityContext.runAsUser. The zero value is auto: the
+// UID OpenShift's SCC gave the pod's containers where it did (the pod carries
+// SCCAnnotation and a container a runAsUser), else the image's user and group,
+// EngineUser.
+type RunAsUser struct {
+	// UID, when above zero, is set on every sidecar (with runAsGroup EngineUser only
+	// when the UID is EngineUser and the pod runs as root).
+	UID int64
+	// Never leaves runAsUser and runAsGroup unset on every sidecar, for a cluster whose
+	// policy assigns them (a pod running as root is then refused: its sidecar could not
+	// start).
+	Never bool
+	// From names where the setting was made, for a refusal: the flag or the annotation.
+	From string
+}
+
+// ParseRunAsUser reads a RunAsUser (the annotation, or the manager's default): auto,
+// none, or a UID from 1. The error says what is accepted.
+func ParseRunAsUser(value string) (RunAsUser, error) {
+	switch value {
+	case "auto":
+		return RunAsUser{}, nil
+	case "none":
+		return RunAsUser{Never: true}, nil
+	}
+	uid, err := strconv.ParseInt(value, 10, 64)
+	if err != nil || uid < 1 || uid > math.MaxInt32 {
+		return RunAsUser{}, fmt.Errorf("auto (the UID OpenShift's SCC gave the pod's containers, else the image's user 65532), none (never set) or a UID from 1 to %d (always that user; 0 is root, which the sidecar's runAsNonRoot refuses)", math.MaxInt32)
+	}
+	return RunAsUser{UID: uid}, nil
+}
 
 // Options are the sidecar a pod gets when its annotations say nothing else.
 type Options struct {
@@ -104,6 +147,8 @@ type Options struct {
 	DecisionLog        bool
 	DecisionLogContent string
 	DecisionLogSample  string
+	// RunAsUser is the sidecar's runAsUser; auto by default.
+	RunAsUser RunAsUser
 	// SkipNamespaces are never mutated: the operator's own and kube-system.
 	SkipNamespaces []string
 }
@@ -203,6 +248,11 @@ func Inject(p Pod, o Options) (Result, error) {
 			return res, err
 		}
 		sidecar := container(o)
+		user, group, err := engineUser(out, p.Annotations[SCCAnnotation] != "", o.RunAsUser)
+		if err != nil {
+			return res, err
+		}
+		sidecar.SecurityContext.RunAsUser, sidecar.SecurityContext.RunAsGroup = user, group
 		if w := growPodResources(out, sidecar.Resources); w != "" {
 			res.Warnings = append(res.Warnings, w)
 		}
@@ -229,6 +279,38 @@ func Inject(p Pod, o Options) (Result, error) {
 		res.Spec = out
 	}
 	return res, nil
+}
+
+// engineUser is the runAsUser and runAsGroup the sidecar of the pod s is given under r
+// (nil: unset), or a refusal. scc tells whether OpenShift's SCC admitted the pod.
+func engineUser(s *corev1.PodSpec, scc bool, r RunAsUser) (user, group *int64, err error) {
+	root := s.SecurityContext != nil && s.SecurityContext.RunAsUser != nil && *s.SecurityContext.RunAsUser == 0
+	image := func() *int64 { id := int64(EngineUser); return &id }
+	switch {
+	case r.UID > 0:
+		uid := r.UID
+		if root && uid == EngineUser {
+			return &uid, image(), nil
+		}
+		return &uid, nil, nil
+	case r.Never && root:
+		from := r.From
+		if from == "" {
+			from = "run-as-user"
+		}
+		return nil, nil, &Refusal{Field: "spec.securityContext.runAsUser", Cause: fmt.Sprintf("the pod runs as root (0) and the %s sidecar's user is left unset (none, from %s), so it would run as root too, which its runAsNonRoot forbids: the kubelet would never start it; set %s to auto or to a UID from 1, or run the pod as a user other than root", ContainerName, from, from)}
+	case r.Never:
+		return nil, nil, nil
+	}
+	if scc {
+		for _, c := range slices.Concat(s.Containers, s.InitContainers) {
+			if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+				uid := *c.SecurityContext.RunAsUser
+				return &uid, nil, nil
+			}
+		}
+	}
+	return image(), image(), nil
 }
 
 // capabilityOf returns the Capability the pod asks for and where it says so.
@@ -554,6 +636,12 @@ func tune(annotations map[string]string, o Options) (Options, []string, error) {
 				err = bad(key, value, err.Error())
 			}
 			o.DecisionLogSample = value
+		case AnnotationRunAsUser:
+			o.RunAsUser, err = ParseRunAsUser(value)
+			o.RunAsUser.From = "the pod's annotation " + key
+			if err != nil {
+				err = bad(key, value, err.Error())
+			}
 		default:
 			warnings = append(warnings, fmt.Sprintf("annotation %s is not one the engine injector knows (%s); it is ignored", key, strings.Join(knownAnnotations, ", ")))
 		}
@@ -577,7 +665,7 @@ func tune(annotations map[string]string, o Options) (Options, []string, error) {
 }
 
 var knownAnnotations = []string{AnnotationImage, AnnotationPort, AnnotationProbePort, AnnotationMaxSessions, AnnotationSessionIdleTTL, AnnotationCPURequest, AnnotationMemoryRequest, AnnotationMemoryLimit, AnnotationSessionStore, AnnotationSessionStoreSecret,
-	AnnotationDecisionLog, AnnotationDecisionLogContent, AnnotationDecisionLogSample}
+	AnnotationDecisionLog, AnnotationDecisionLogContent, AnnotationDecisionLogSample, AnnotationRunAsUser}
 
 // ParseDecisionLog reads whether the decision log is on (the annotation, or the
 // manager's default): stdout or off. A file is not offered: the sidecar's root file
@@ -646,7 +734,6 @@ func container(o Options) corev1.Container {
 		}
 	}
 	yes, no := true, false
-	user := int64(EngineUser)
 	c := corev1.Container{
 		Name:          ContainerName,
 		Image:         o.Image,
@@ -675,8 +762,6 @@ func container(o Options) corev1.Container {
 			AllowPrivilegeEscalation: &no,
 			ReadOnlyRootFilesystem:   &yes,
 			RunAsNonRoot:             &yes,
-			RunAsUser:                &user,
-			RunAsGroup:               &user,
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -133,6 +134,114 @@ func TestSidecarStartsInAPodRunningAsRoot(t *testing.T) {
 	}
 	if got := fmt.Sprintf("%d:%d", *user, *group); got != imageUser {
 		t.Fatalf("the sidecar runs as %s, the image's USER is %q", got, imageUser)
+	}
+}
+
+// TestRunAsUser: in auto, the sidecar gets the UID OpenShift's SCC admission wrote on the
+// pod's containers before the webhook (the pod carries openshift.io/scc), the only one
+// the SCC's validation accepts without knowing its range; everywhere else the image's
+// user and group, 65532. A fixed UID or none, from the manager or the pod's annotation,
+// override that; none in a pod running as root is refused, naming where it was said.
+func TestRunAsUser(t *testing.T) {
+	const unset = "unset"
+	cases := []struct {
+		name              string
+		podUser           *int64
+		scc               bool
+		appUser, initUser *int64
+		manager           string
+		annotation        string
+		user, group       string
+		refusal           string
+	}{
+		{name: "SCC-admitted pod: its containers' UID", scc: true, appUser: ptr(1000680000), user: "1000680000", group: unset},
+		{name: "SCC-admitted pod, the UID on an init container only", scc: true, initUser: ptr(1000680003), user: "1000680003", group: unset},
+		{name: "SCC-admitted pod with a pod-level user too: the container's", scc: true, podUser: ptr(1000680000), appUser: ptr(1000680007), user: "1000680007", group: unset},
+		{name: "SCC annotation, no container user (anyuid): the image's", scc: true, podUser: ptr(1001), user: "65532", group: "65532"},
+		{name: "container users without the SCC annotation: the image's", appUser: ptr(1001), initUser: ptr(1002), user: "65532", group: "65532"},
+		{name: "a pod running as root: the image's", podUser: ptr(0), user: "65532", group: "65532"},
+		{name: "a pod running as a user: the image's", podUser: ptr(1001), user: "65532", group: "65532"},
+		{name: "a pod setting no user: the image's", user: "65532", group: "65532"},
+		{name: "the manager's fixed UID", manager: "5000", scc: true, appUser: ptr(1000680000), user: "5000", group: unset},
+		{name: "the manager's fixed UID in a pod running as root", manager: "5000", podUser: ptr(0), user: "5000", group: unset},
+		{name: "the image's UID, fixed, in a pod running as root: its group too", manager: "65532", podUser: ptr(0), user: "65532", group: "65532"},
+		{name: "the image's UID, fixed, in a pod running as a user: no group", manager: "65532", podUser: ptr(1001), user: "65532", group: unset},
+		{name: "the manager's none", manager: "none", podUser: ptr(1001), user: unset, group: unset},
+		{name: "the manager's none on an SCC-admitted pod", manager: "none", scc: true, appUser: ptr(1000680000), user: unset, group: unset},
+		{name: "the manager's none in a pod running as root", manager: "none", podUser: ptr(0), refusal: "(none, from --injector-run-as-user)"},
+		{name: "the pod's none in a pod running as root", annotation: "none", podUser: ptr(0), refusal: "(none, from the pod's annotation rules.oar.dev/engine-run-as-user)"},
+		{name: "the pod's UID over the manager's none", manager: "none", annotation: "1000680005", podUser: ptr(0), user: "1000680005", group: unset},
+		{name: "the pod's auto over the manager's none", manager: "none", annotation: "auto", podUser: ptr(0), user: "65532", group: "65532"},
+		{name: "the pod's auto over the manager's UID", manager: "5000", annotation: "auto", scc: true, appUser: ptr(1000680000), user: "1000680000", group: unset},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := Defaults()
+			if c.manager != "" {
+				fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+				o.RegisterFlags(fs, "injector-")
+				if err := fs.Parse([]string{"--injector-run-as-user=" + c.manager}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := samplePod(t, "agent_injected.yaml")
+			p.Spec.SecurityContext.RunAsUser = c.podUser
+			if c.scc {
+				p.Annotations[SCCAnnotation] = "restricted-v2"
+			}
+			if c.annotation != "" {
+				p.Annotations[AnnotationRunAsUser] = c.annotation
+			}
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: c.appUser}
+			if c.initUser != nil {
+				p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "setup", Image: "busybox", SecurityContext: &corev1.SecurityContext{RunAsUser: c.initUser}})
+			}
+			r, err := Inject(p, o)
+			if c.refusal != "" {
+				refused(t, err, "spec.securityContext.runAsUser", "the pod runs as root", c.refusal, "the kubelet would never start it")
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := r.Spec.InitContainers[0].SecurityContext
+			if showID(sc.RunAsUser) != c.user || showID(sc.RunAsGroup) != c.group {
+				t.Errorf("runAsUser %s runAsGroup %s, want %s %s", showID(sc.RunAsUser), showID(sc.RunAsGroup), c.user, c.group)
+			}
+			if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+				t.Errorf("the hardened context is lost: %+v", sc)
+			}
+		})
+	}
+}
+
+func ptr(n int64) *int64 { return &n }
+
+// showID writes an optional user or group ID as the test tables do.
+func showID(p *int64) string {
+	if p == nil {
+		return "unset"
+	}
+	return strconv.FormatInt(*p, 10)
+}
+
+// TestEngineVolumesAreReadableByAnyUser: whatever user the sidecar runs as (the pod's,
+// the image's, one the cluster assigns), it reads its bundle and the session store's
+// password: both volumes keep the default mode 0644 (no defaultMode or item mode), which
+// the kubelet applies whatever the pod's fsGroup.
+func TestEngineVolumesAreReadableByAnyUser(t *testing.T) {
+	r := mustInject(t, samplePod(t, "agent_injected.yaml"))
+	if len(r.Spec.Volumes) != 2 {
+		t.Fatalf("volumes %+v", r.Spec.Volumes)
+	}
+	cm, secret := r.Spec.Volumes[0].ConfigMap, r.Spec.Volumes[1].Secret
+	if cm == nil || secret == nil || cm.DefaultMode != nil || secret.DefaultMode != nil {
+		t.Fatalf("volumes %+v", r.Spec.Volumes)
+	}
+	for _, item := range slices.Concat(cm.Items, secret.Items) {
+		if item.Mode != nil {
+			t.Fatalf("item %+v has a mode of its own", item)
+		}
 	}
 }
 
@@ -327,6 +436,10 @@ func TestBadAnnotationsAreRefused(t *testing.T) {
 		{AnnotationDecisionLogContent, "secret", "omit (the content's length only), hash (its length and SHA-256) or full (the text)"},
 		{AnnotationDecisionLogSample, "10%", "a number from 0 to 1"},
 		{AnnotationDecisionLogSample, "1.5", "a number from 0 to 1"},
+		{AnnotationRunAsUser, "-1", "auto (the UID OpenShift's SCC gave the pod's containers"},
+		{AnnotationRunAsUser, "0", "a UID from 1 to 2147483647"},
+		{AnnotationRunAsUser, "nobody", "none (never set)"},
+		{AnnotationRunAsUser, "4294967296", "a UID from 1 to 2147483647"},
 	}
 	for _, c := range cases {
 		t.Run(c.key+"="+c.value, func(t *testing.T) {

@@ -94,6 +94,13 @@ app.kubernetes.io/part-of: oar-operator
 {{- .Values.injector.image | default (include "oar-operator.image" .) }}
 {{- end }}
 
+{{/* The sidecar's --injector-run-as-user: auto, none or a UID, written whole (values read
+from YAML are floats, which would print as 1.00068e+09). */}}
+{{- define "oar-operator.injectorRunAsUser" -}}
+{{- $u := .Values.injector.runAsUser | default "auto" }}
+{{- if kindIs "string" $u }}{{ $u }}{{ else }}{{ int64 $u }}{{ end }}
+{{- end }}
+
 {{/*
 The Secret holding the webhooks' serving certificate, named after the mode that writes it:
 the chart's own Secret, which the manager fills (self-managed), or the one cert-manager
