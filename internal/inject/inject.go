@@ -309,6 +309,11 @@ func engineUser(s *corev1.PodSpec, scc bool, r RunAsUser) (user, group *int64, e
 				return &uid, nil, nil
 			}
 		}
+		// The SCC admitted the pod's own user and gave its containers none: the
+		// sidecar inherits that user, the one the SCC's validation accepts.
+		if s.SecurityContext != nil && s.SecurityContext.RunAsUser != nil && !root {
+			return nil, nil, nil
+		}
 	}
 	return image(), image(), nil
 }
