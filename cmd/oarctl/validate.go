@@ -18,6 +18,17 @@ const validateAbout = `Plain OAR documents (rules, a capability, configurations)
 loader: the rules as one rule set against one capability document (--capability, or
 the one among the PATHs), then the configurations in order.
 
+A PATH may be a GitOps directory as it is: a directory walk reads every *.json, *.yaml
+and *.yml file but hidden ones and kustomization.yaml. A Kubernetes manifest of another
+API group (a Deployment, a Service, a Kustomization) is skipped and counted in the
+summary, and the items of a List are read one by one; a Helm chart is validated as
+rendered (helm template). Nothing that looks like an OAR document is skipped: an
+apiVersion of rules.oar.dev at another version or of a group close to it, a kind of
+rules.oar.dev or close to one under another group, and a document that is neither a
+manifest nor an OAR document are errors, with what was most likely meant. There is no
+flag to skip less or more: what is skipped could never be an OAR resource, and a run
+that finds nothing to validate fails.
+
 RulePack, Capability and OperatorConfig manifests get the admission webhook's verdict,
 in the webhook's words, as kubectl prints it. The manifests are the intended state of
 a cluster, as a Git repository keeps it: each is judged as if it were created into a
@@ -41,7 +52,8 @@ warnings say that the controller will not serve what was written (a pack left ou
 held back, a configuration that does not apply), the rest are advice. With --strict,
 a warning of the first sort fails the run (see the flag for the list).
 
-Exit status 1 when a document does not load, or a manifest would be refused, or with
+Exit status 1 when a document does not load, or a manifest would be refused, or
+a member is neither skipped nor read, or there is nothing to validate, or with
 --strict when a warning says what was written will not be served as written.`
 
 // runValidate checks plain OAR documents with the engine's loader and gives every
@@ -93,6 +105,13 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(in.manifests) > 0 {
 		summaries = append(summaries, l.judge(l.unique(in.manifests)))
+	}
+	if len(summaries) == 0 && !l.failed {
+		// Only manifests of other groups: a PATH that misses the OAR files must not pass.
+		l.fail("nothing to validate: no OAR document and no %s manifest among the PATHs (%s skipped)", strings.TrimSuffix(manifestGroup, "/"), plural(in.others, "other manifest"))
+	}
+	if in.others > 0 {
+		summaries = append(summaries, plural(in.others, "other manifest")+" skipped")
 	}
 	if l.unserved > 0 {
 		l.fail("--strict: what was written will not be served as written (%s marked \"not served\")", plural(l.unserved, "warning"))
@@ -161,10 +180,11 @@ func (l *loader) documents(explicit *document, named bool, in inputs) string {
 }
 
 // inputs are the plain documents validate found, by kind, and the manifests, in the
-// order given.
+// order given; others counts the manifests of other API groups it skipped.
 type inputs struct {
 	caps, rules, configs []document
 	manifests            []manifest
+	others               int
 }
 
 func (in *inputs) add(docs []document) {
@@ -194,7 +214,9 @@ func (s fileSet) first(file string) bool {
 }
 
 // inputFiles lists the files a PATH stands for: the file itself, or every *.json, *.yaml
-// and *.yml file under a directory in lexical order, skipping hidden files and directories.
+// and *.yml file under a directory in lexical order, skipping hidden files and directories
+// and kustomize's kustomization.yaml, which says how to build manifests and is none
+// itself (it may carry no apiVersion).
 func inputFiles(path string) ([]string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -214,7 +236,7 @@ func inputFiles(path string) ([]string, error) {
 			}
 			return nil
 		}
-		if !d.IsDir() && isDocumentFile(p) {
+		if !d.IsDir() && isDocumentFile(p) && !isKustomization(p) {
 			files = append(files, p)
 		}
 		return nil
@@ -231,6 +253,14 @@ func inputFiles(path string) ([]string, error) {
 func isDocumentFile(name string) bool {
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".json", ".yaml", ".yml":
+		return true
+	}
+	return false
+}
+
+func isKustomization(name string) bool {
+	switch filepath.Base(name) {
+	case "kustomization.yaml", "kustomization.yml":
 		return true
 	}
 	return false
