@@ -1,5 +1,5 @@
-// Command loadgen measures the engine sidecar from a second process (DESIGN.md "The
-// engine sidecar", "Scale"; `make load`, `make bench-sidecar`). It builds a bundle from
+// Command loadgen measures the engine sidecar from a second process (`make load`,
+// `make bench-sidecar`). It builds a bundle from
 // the `oarctl bench` documents, lays it out the way the kubelet mounts a ConfigMap,
 // starts oar-engine on loopback against it, and sends POST /v1/evaluate at fixed rates,
 // open loop (requests leave on schedule whatever the answers do; latency counts from

@@ -1,5 +1,4 @@
-// Package sidecar is the engine sidecar's HTTP API (DESIGN.md "The engine sidecar",
-// "Scale", "Errors"): it runs next to an agent host, serves the bundle its Capability
+// Package sidecar is the engine sidecar's HTTP API: it runs next to an agent host, serves the bundle its Capability
 // published, and answers "what does this occurrence resolve to?" over localhost.
 //
 //	POST /v1/evaluate   one occurrence → the decision in the shapes of section 10.2
