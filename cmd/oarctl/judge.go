@@ -24,26 +24,31 @@ func (l *loader) readSet(file, namespace string, in *inputs) {
 // readMember reads one member for validate, as sortMember sorts it: a manifest of a
 // kind the webhook judges joins the set, in namespace unless it names one, once the API
 // server would take it; the items of a list are read in turn; a manifest of another API
-// group is counted as skipped; any other member is classified as a plain document.
+// group is counted as skipped, with a note when its kind is, or is close to, one of
+// rules.oar.dev; any other member is classified as a plain document.
 func (l *loader) readMember(m any, at origin, namespace string, in *inputs) {
-	sort, e := sortMember(m)
+	what, e := sortMember(m)
 	switch {
 	case e != nil:
 		l.report(at, e)
-	case sort == otherManifest:
+	case what == otherManifest:
 		in.others++
-	case sort == manifestList:
+	case what == lookalikeManifest:
+		in.others++
+		obj := m.(map[string]any)
+		fmt.Fprintf(l.w, "%s: %s: note: %s %s is skipped as a resource of another API group: it carries no OAR content\n", at.file, at.path, obj["apiVersion"], obj["kind"])
+	case what == manifestList:
 		items, _ := m.(map[string]any)["items"].([]any)
 		for j, item := range items {
 			itemAt := origin{file: at.file, path: fmt.Sprintf("%s.items[%d]", at.path, j)}
 			obj, _ := item.(map[string]any)
 			if _, isManifest := obj["apiVersion"]; !isManifest {
-				l.report(itemAt, diag.New("OAR-DOC-31", "", "the items of a list are manifests, each with apiVersion and kind; got %s", enginetypes.DescribeJSON(item)))
+				l.report(itemAt, diag.New("", "", "the items of a list are manifests, each with apiVersion and kind; got %s", enginetypes.DescribeJSON(item)))
 				continue
 			}
 			l.readMember(item, itemAt, namespace, in)
 		}
-	case sort == judgedManifest:
+	case what == judgedManifest:
 		obj, required, err := decodeManifest(m.(map[string]any), namespace)
 		switch {
 		case err != nil:
@@ -54,7 +59,7 @@ func (l *loader) readMember(m any, at origin, namespace string, in *inputs) {
 			in.manifests = append(in.manifests, manifest{object: obj, at: at})
 		}
 	default:
-		in.add(l.classify(m, at))
+		in.add(l.classify(m, at, anyKind))
 	}
 }
 

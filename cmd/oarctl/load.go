@@ -40,18 +40,13 @@ func (k docKind) String() string {
 	return "OAR document"
 }
 
-// clause is the clause that defines the kind, under which a document of another kind
-// given for it is refused: a rule set holds rule documents alone ([OAR-DOC-31]), a
-// capability document is the one [OAR-FACT-21] defines, a configuration the one of
-// [OAR-CFG-1].
+// clause is the clause under which a member of a collection read for documents of kind
+// k is refused when it is no such document: a rule set holds rule documents alone
+// ([OAR-DOC-31]). Documents read for another kind, or for any kind, are refused by
+// oarctl, under no clause.
 func (k docKind) clause() string {
-	switch k {
-	case ruleDoc:
+	if k == ruleDoc {
 		return "OAR-DOC-31"
-	case capabilityDoc:
-		return "OAR-FACT-21"
-	case configDoc:
-		return "OAR-CFG-1"
 	}
 	return ""
 }
@@ -87,15 +82,14 @@ type document struct {
 // classify tells what one member of a file is: one OAR document, or a rules.oar.dev
 // manifest, which yields the documents it wraps (a RulePack one per rule), each with the
 // path to it inside the member, spelled as the admission webhook spells it. A member
-// that is neither is refused as the engine refuses a member of a rule set that is no
-// rule document ([OAR-DOC-31]).
-func classify(v any, at origin) ([]document, *diag.Error) {
+// that is neither is refused, under want's clause.
+func classify(v any, at origin, want docKind) ([]document, *diag.Error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, diag.New("OAR-DOC-31", "", "not an OAR document: a rule, capability or configuration document is a JSON object; got %s", types.DescribeJSON(v))
+		return nil, diag.New(want.clause(), "", "not an OAR document: a rule, capability or configuration document is a JSON object; got %s", types.DescribeJSON(v))
 	}
 	if api, isManifest := obj["apiVersion"].(string); isManifest {
-		return classifyManifest(api, obj, at)
+		return classifyManifest(api, obj, at, want)
 	}
 	var found []string
 	kind := anyKind
@@ -109,7 +103,7 @@ func classify(v any, at origin) ([]document, *diag.Error) {
 	case 1:
 		return []document{{kind: kind, value: v, at: at}}, nil
 	case 0:
-		return nil, unclassified(obj)
+		return nil, unclassified(obj, want)
 	}
 	// A rule carries no member a rule does not define ([OAR-DOC-27]); a capability or a
 	// configuration carries oar_config or oar_capability_version, which a configuration
@@ -123,8 +117,8 @@ func classify(v any, at origin) ([]document, *diag.Error) {
 
 // unclassified refuses an object that carries no version member, naming the member that
 // most likely misspells one, or apiVersion, when one does.
-func unclassified(obj map[string]any) *diag.Error {
-	e := diag.New("OAR-DOC-31", "", "not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration), nor the apiVersion and kind of a manifest; its members are %s", memberNames(obj))
+func unclassified(obj map[string]any, want docKind) *diag.Error {
+	e := diag.New(want.clause(), "", "not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration), nor the apiVersion and kind of a manifest; its members are %s", memberNames(obj))
 	markers := []string{"apiVersion"}
 	for _, vm := range versionMembers {
 		markers = append(markers, vm.member)
@@ -144,22 +138,22 @@ const manifestGroup = "rules.oar.dev/"
 // classifyManifest unwraps a Capability, RulePack or OperatorConfig manifest. Any other
 // Kubernetes object is refused by name rather than skipped, so a misspelled group never
 // makes a pack silently go unchecked (validate skips other groups, and refuses what
-// looks like a misspelling first: see sortMember).
-func classifyManifest(api string, obj map[string]any, at origin) ([]document, *diag.Error) {
+// looks like a misspelling first: see sortMember). It is refused under want's clause.
+func classifyManifest(api string, obj map[string]any, at origin, want docKind) ([]document, *diag.Error) {
 	kind, _ := obj["kind"].(string)
 	if !strings.HasPrefix(api, manifestGroup) {
-		return nil, diag.New("OAR-DOC-31", "", "not an OAR document: %s %s is not a resource of %s (Capability, RulePack, OperatorConfig)", api, kind, strings.TrimSuffix(manifestGroup, "/"))
+		return nil, diag.New(want.clause(), "", "not an OAR document: %s %s is not a resource of %s (Capability, RulePack, OperatorConfig)", api, kind, strings.TrimSuffix(manifestGroup, "/"))
 	}
-	want, judged := manifestKinds[kind]
+	wraps, judged := manifestKinds[kind]
 	if !judged {
-		return nil, diag.New("OAR-DOC-31", "kind", "%q is not a kind of %s (Capability, RulePack, OperatorConfig)", kind, strings.TrimSuffix(api, "/v1alpha1")).Suggest(kind, maps.Keys(manifestKinds))
+		return nil, diag.New(want.clause(), "kind", "%q is not a kind of %s (Capability, RulePack, OperatorConfig)", kind, strings.TrimSuffix(api, "/v1alpha1")).Suggest(kind, maps.Keys(manifestKinds))
 	}
 	spec, ok := obj["spec"].(map[string]any)
 	if !ok {
-		return nil, diag.New(want.clause(), "spec", "a %s manifest must carry a spec object", kind)
+		return nil, diag.New("", "spec", "a %s manifest must carry a spec object", kind)
 	}
 	path := at.path + ".spec"
-	switch want {
+	switch wraps {
 	case capabilityDoc:
 		return []document{{kind: capabilityDoc, value: spec, at: origin{file: at.file, path: path}}}, nil
 	case ruleDoc:
@@ -175,7 +169,7 @@ func classifyManifest(api string, obj map[string]any, at origin) ([]document, *d
 	}
 	cfg, present := spec["config"]
 	if !present {
-		return nil, diag.New("OAR-CFG-1", "spec.config", "an OperatorConfig must carry spec.config, an OAR configuration document")
+		return nil, diag.New("", "spec.config", "an OperatorConfig must carry spec.config, an OAR configuration document")
 	}
 	return []document{{kind: configDoc, value: cfg, at: origin{file: at.file, path: path + ".config"}}}, nil
 }
@@ -271,7 +265,7 @@ func (l *loader) reportAll(docs []document, errs diag.List, emit func(origin, *d
 func (l *loader) readFile(file string, want docKind) []document {
 	var docs []document
 	for i, m := range l.readMembers(file) {
-		for _, d := range l.classify(m, memberOrigin(file, i)) {
+		for _, d := range l.classify(m, memberOrigin(file, i), want) {
 			if want != anyKind && d.kind != want {
 				l.report(d.at, diag.New(want.clause(), "", "this is a %s, where a %s is expected", d.kind, want))
 				continue
@@ -303,9 +297,10 @@ func memberOrigin(file string, i int) origin {
 	return origin{file: file, path: fmt.Sprintf("[%d]", i)}
 }
 
-// classify classifies one member, reporting a member that is no OAR document.
-func (l *loader) classify(m any, at origin) []document {
-	docs, e := classify(m, at)
+// classify classifies one member of a file read for documents of kind want, reporting a
+// member that is no OAR document.
+func (l *loader) classify(m any, at origin, want docKind) []document {
+	docs, e := classify(m, at, want)
 	if e != nil {
 		l.report(at, e)
 	}

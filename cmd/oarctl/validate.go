@@ -23,11 +23,14 @@ and *.yml file but hidden ones and kustomization.yaml. A Kubernetes manifest of 
 API group (a Deployment, a Service, a Kustomization) is skipped and counted in the
 summary, and the items of a List are read one by one; a Helm chart is validated as
 rendered (helm template). Nothing that looks like an OAR document is skipped: an
-apiVersion of rules.oar.dev at another version or of a group close to it, a kind of
-rules.oar.dev or close to one under another group, and a document that is neither a
-manifest nor an OAR document are errors, with what was most likely meant. There is no
-flag to skip less or more: what is skipped could never be an OAR resource, and a run
-that finds nothing to validate fails.
+apiVersion of rules.oar.dev at another version, with no version, or of a group close
+to it, a kind of rules.oar.dev or close to one under another group that carries OAR
+content (oar_capability_version, rules holding oar, config holding oar_config, in spec
+or at the top level), and a document that is neither a manifest nor an OAR document are
+errors, with what was most likely meant. Such a kind without OAR content is another
+project's resource (GKE's monitoring.googleapis.com/v1 OperatorConfig): skipped and
+counted, with a note. There is no flag to skip less or more: what is skipped could
+never be an OAR resource, and a run that finds nothing to validate fails.
 
 RulePack, Capability and OperatorConfig manifests get the admission webhook's verdict,
 in the webhook's words, as kubectl prints it. The manifests are the intended state of

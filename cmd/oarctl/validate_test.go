@@ -145,16 +145,18 @@ func TestValidateRefuses(t *testing.T) {
 			name: "manifests and documents that look like OAR ones",
 			args: []string{"testdata/validate/mistyped.yaml"},
 			want: []string{
-				`testdata/validate/mistyped.yaml: [0].apiVersion: [OAR-DOC-31] API group "rule.oar.dev" is not rules.oar.dev but close to it; a manifest of another group is skipped, so this RulePack would go unchecked; did you mean "rules.oar.dev/v1alpha1"?`,
-				`testdata/validate/mistyped.yaml: [1].apiVersion: [OAR-DOC-31] rules.oar.dev serves v1alpha1 alone, not v1; did you mean "rules.oar.dev/v1alpha1"?`,
-				`testdata/validate/mistyped.yaml: [2].apiVersion: [OAR-DOC-31] Capability is a kind of rules.oar.dev, and example.com/v1 is another API group; a manifest of another group is skipped, so this one would go unchecked; did you mean "rules.oar.dev/v1alpha1"?`,
-				`testdata/validate/mistyped.yaml: [3].kind: [OAR-DOC-31] apps/v1 Rulepak is close to RulePack, a kind of rules.oar.dev/v1alpha1; a manifest of another API group is skipped, so this one would go unchecked; did you mean "rules.oar.dev/v1alpha1 RulePack"?`,
-				`testdata/validate/mistyped.yaml: [4].kind: [OAR-DOC-31] "Rulepack" is not a kind of rules.oar.dev (Capability, RulePack, OperatorConfig); did you mean "RulePack"?`,
-				`testdata/validate/mistyped.yaml: [5].oar_conifg: [OAR-DOC-31] not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration), nor the apiVersion and kind of a manifest; its members are disable, oar_conifg; did you mean "oar_config"?`,
-				`testdata/validate/mistyped.yaml: [6].kind: [OAR-DOC-31] not an OAR document, nor a manifest: a manifest carries apiVersion and kind, and this one (apiVersion v1) carries no kind`,
-				`testdata/validate/mistyped.yaml: [7].items[0]: [OAR-DOC-31] the items of a list are manifests, each with apiVersion and kind; got string "just a string"`,
-				`testdata/validate/mistyped.yaml: [7].items[1].apiVersion: [OAR-DOC-31] rules.oar.dev serves v1alpha1 alone, not v1beta1; did you mean "rules.oar.dev/v1alpha1"?`,
-				`testdata/validate/mistyped.yaml: [8]: [OAR-DOC-31] not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration), nor the apiVersion and kind of a manifest; its members are replicaCount`,
+				`testdata/validate/mistyped.yaml: [0].apiVersion: API group "rule.oar.dev" is not rules.oar.dev but close to it; a manifest of another group is skipped, so this RulePack would go unchecked; did you mean "rules.oar.dev/v1alpha1"?`,
+				`testdata/validate/mistyped.yaml: [1].apiVersion: rules.oar.dev serves v1alpha1 alone, not v1; did you mean "rules.oar.dev/v1alpha1"?`,
+				`testdata/validate/mistyped.yaml: [2].apiVersion: Capability is a kind of rules.oar.dev, and example.com/v1 is another API group; a manifest of another group is skipped, so this one, which carries OAR content, would go unchecked; did you mean "rules.oar.dev/v1alpha1"?`,
+				`testdata/validate/mistyped.yaml: [3].kind: apps/v1 Rulepak is close to RulePack, a kind of rules.oar.dev/v1alpha1; a manifest of another API group is skipped, so this one, which carries OAR content, would go unchecked; did you mean "rules.oar.dev/v1alpha1 RulePack"?`,
+				`testdata/validate/mistyped.yaml: [4].kind: "Rulepack" is not a kind of rules.oar.dev (Capability, RulePack, OperatorConfig); did you mean "RulePack"?`,
+				`testdata/validate/mistyped.yaml: [5].oar_conifg: not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration), nor the apiVersion and kind of a manifest; its members are disable, oar_conifg; did you mean "oar_config"?`,
+				`testdata/validate/mistyped.yaml: [6].kind: not an OAR document, nor a manifest: a manifest carries apiVersion and kind, and this one (apiVersion v1) carries no kind`,
+				`testdata/validate/mistyped.yaml: [7].items[0]: the items of a list are manifests, each with apiVersion and kind; got string "just a string"`,
+				`testdata/validate/mistyped.yaml: [7].items[1].apiVersion: rules.oar.dev serves v1alpha1 alone, not v1beta1; did you mean "rules.oar.dev/v1alpha1"?`,
+				`testdata/validate/mistyped.yaml: [8]: not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration), nor the apiVersion and kind of a manifest; its members are replicaCount`,
+				`testdata/validate/mistyped.yaml: [9].apiVersion: "rules.oar.dev" names no version: an apiVersion is GROUP/VERSION, and one without a "/" is a version of the core group; did you mean "rules.oar.dev/v1alpha1"?`,
+				`testdata/validate/mistyped.yaml: [10].apiVersion: OperatorConfig is a kind of rules.oar.dev, and example.com/v1 is another API group; a manifest of another group is skipped, so this one, which carries OAR content, would go unchecked; did you mean "rules.oar.dev/v1alpha1"?`,
 			},
 		},
 		{
@@ -166,7 +168,7 @@ func TestValidateRefuses(t *testing.T) {
 			// Only a directory walk leaves kustomization.yaml out.
 			name: "a kustomization.yaml named by its path",
 			args: []string{"testdata/validate/gitops/kustomization.yaml"},
-			want: []string{`testdata/validate/gitops/kustomization.yaml: [0]: [OAR-DOC-31] not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration), nor the apiVersion and kind of a manifest; its members are resources`},
+			want: []string{`testdata/validate/gitops/kustomization.yaml: [0]: not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration), nor the apiVersion and kind of a manifest; its members are resources`},
 		},
 		{
 			name: "a YAML syntax error",
@@ -197,7 +199,7 @@ func TestValidateRefuses(t *testing.T) {
 			name: "--capability naming a configuration",
 			args: []string{"--capability", "testdata/validate/ok/config.yaml", "testdata/validate/ok/rules"},
 			want: []string{
-				`testdata/validate/ok/config.yaml: [0]: [OAR-FACT-21] this is a configuration document, where a capability document is expected`,
+				`testdata/validate/ok/config.yaml: [0]: this is a configuration document, where a capability document is expected`,
 				`oarctl: 3 rule documents not checked: the capability named by --capability could not be read`,
 			},
 		},
@@ -231,6 +233,28 @@ func TestValidateWarnsWithoutFailing(t *testing.T) {
 		t.Errorf("stderr %q, want %q", got, want)
 	}
 	if stdout != "ok: 1 rules, 0 configurations against capability acme.gateway\n" {
+		t.Errorf("stdout %q", stdout)
+	}
+}
+
+// TestValidateSkipsLookalikesOfOtherProjects: a kind of rules.oar.dev, or one close to
+// it, under a distant API group and without OAR content is another project's resource
+// (GKE Managed Prometheus' OperatorConfig): skipped, counted and named in a note. An
+// object whose items are not an array is no list.
+func TestValidateSkipsLookalikesOfOtherProjects(t *testing.T) {
+	const file = "testdata/validate/lookalikes.yaml"
+	stdout, stderr, code := oarctl(t, "validate", file)
+	if code != exitOK {
+		t.Fatalf("exit code %d, stderr:\n%s", code, stderr)
+	}
+	want := []string{
+		file + ": [1]: note: monitoring.googleapis.com/v1 OperatorConfig is skipped as a resource of another API group: it carries no OAR content",
+		file + ": [2]: note: example.com/v1 RulePacks is skipped as a resource of another API group: it carries no OAR content",
+	}
+	if got := lines(stderr); !slices.Equal(got, want) {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+	if stdout != "ok: 0 rules, 1 configurations; 3 other manifests skipped\n" {
 		t.Errorf("stdout %q", stdout)
 	}
 }
