@@ -79,6 +79,11 @@ func decodeReference(data []byte) (any, error) {
 // NotUTF8 names the first byte of data that is not UTF-8, which must not be silently
 // replaced ([OAR-FACT-23], [OAR-FACT-26]).
 func NotUTF8(data []byte) error {
+	return fmt.Errorf("%s [OAR-FACT-23]", notUTF8(data))
+}
+
+// notUTF8 says which byte of data is the first that is not UTF-8, citing no clause.
+func notUTF8(data []byte) string {
 	off := 0
 	for off < len(data) {
 		r, n := utf8.DecodeRune(data[off:])
@@ -87,7 +92,7 @@ func NotUTF8(data []byte) error {
 		}
 		off += n
 	}
-	return fmt.Errorf("byte 0x%02x at offset %d is not UTF-8: a document is UTF-8 text, and this engine refuses bytes that are not rather than replace them [OAR-FACT-23]", data[off], off)
+	return fmt.Sprintf("byte 0x%02x at offset %d is not UTF-8: a document is UTF-8 text, and this engine refuses bytes that are not rather than replace them", data[off], off)
 }
 
 func jsonError(err error) error {
@@ -293,15 +298,19 @@ func (e *DuplicateKeyError) Error() string {
 // another document) is refused rather than dropped here too ([OAR-DOC-31]).
 //
 // A file it does not read is refused under the clause it breaks, cited at the end of
-// the error: bytes that are not UTF-8 are no text ([OAR-FACT-23]), a dropped member
-// breaks [OAR-DOC-31], and anything else, a file that is not JSON or YAML, holds no
-// document or holds more than its JSON reading keeps, breaks [OAR-DOC-1].
+// the error: a dropped member breaks [OAR-DOC-31], and anything else, a file that is
+// not UTF-8, not JSON or YAML, holds no document or holds more than its JSON reading
+// keeps, breaks [OAR-DOC-1].
 func DecodeDocuments(data []byte) ([]any, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return nil, refuseFile("OAR-DOC-1", errors.New("no document found: the file holds only white space; a document is a JSON object, or YAML that maps to one"))
 	}
 	if trimmed[0] == '{' || trimmed[0] == '[' {
+		if !utf8.Valid(trimmed) {
+			// A file that is no UTF-8 text has no JSON reading, as a YAML one has none.
+			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %s", notUTF8(trimmed)))
+		}
 		v, err := DecodeJSON(trimmed)
 		if err == nil {
 			if docs := members(v); len(docs) > 0 {
@@ -312,7 +321,7 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		}
 		var dup *DuplicateKeyError
 		if errors.As(err, &dup) || !looksLikeYAMLFlow(trimmed) {
-			return nil, refuseFile(jsonClause(trimmed), fmt.Errorf("JSON: %w", err))
+			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w", err))
 		}
 	}
 	docs, starts := splitYAML(data)
@@ -366,15 +375,6 @@ func (e *fileError) Error() string {
 func (e *fileError) Unwrap() error { return e.err }
 
 func refuseFile(clause string, err error) error { return &fileError{clause: clause, err: err} }
-
-// jsonClause is the clause a JSON text DecodeJSON refuses breaks: [OAR-FACT-23] for
-// bytes that are not UTF-8, [OAR-DOC-1] for anything else.
-func jsonClause(data []byte) string {
-	if !utf8.Valid(data) {
-		return "OAR-FACT-23"
-	}
-	return "OAR-DOC-1"
-}
 
 // DecodeYAML converts one YAML document to JSON, refusing duplicate keys, and decodes
 // it like DecodeJSON.

@@ -98,8 +98,8 @@ func TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop(t *testing.T) {
 // TestDecodeDocumentsCitesTheClauseAFileBreaks: every file DecodeDocuments refuses is
 // refused under the clause it breaks, cited once at the end: a file that is not JSON or
 // YAML, holds no document, or holds more than its JSON reading keeps breaks
-// [OAR-DOC-1]; a member the split would drop, [OAR-DOC-31]; bytes that are not UTF-8,
-// [OAR-FACT-23].
+// [OAR-DOC-1], bytes that are not UTF-8 in JSON or YAML included; a member the split
+// would drop, [OAR-DOC-31].
 func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 	for in, want := range map[string]struct{ clause, text string }{
 		"":                              {"OAR-DOC-1", "no document found: the file holds only white space"},
@@ -114,7 +114,8 @@ func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 		"a: 1\na: 2\n":                  {"OAR-DOC-1", "YAML: "},
 		`{"a":1} }{`:                    {"OAR-DOC-1", "unexpected data at offset 8"},
 		"a: 1\n--- {b: 2}\n":            {"OAR-DOC-31", "unexpected document at offset 5"},
-		"{\"a\":\"\xff\"}":              {"OAR-FACT-23", "JSON: byte 0xff at offset 6 is not UTF-8"},
+		"{\"a\":\"\xff\"}":              {"OAR-DOC-1", "JSON: byte 0xff at offset 6 is not UTF-8"},
+		"a: \"\xff\"\n":                 {"OAR-DOC-1", "YAML: yaml: invalid leading UTF-8 octet"},
 	} {
 		_, err := DecodeDocuments([]byte(in))
 		if err == nil {
