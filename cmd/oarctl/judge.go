@@ -15,8 +15,8 @@ import (
 )
 
 // readSet reads the members of file for validate (see readMember).
-func (l *loader) readSet(file, namespace string, in *inputs) {
-	for i, m := range l.readMembers(file) {
+func (l *loader) readSet(file string, members []any, namespace string, in *inputs) {
+	for i, m := range members {
 		l.readMember(m, memberOrigin(file, i), namespace, in)
 	}
 }

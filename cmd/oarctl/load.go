@@ -284,6 +284,22 @@ func (l *loader) readMembers(file string) []any {
 		l.errorf(file, "%v", unwrapPathError(err))
 		return nil
 	}
+	return l.decodeMembers(file, data)
+}
+
+// readStdin is readMembers for standard input, named "-".
+func (l *loader) readStdin() []any {
+	data, err := io.ReadAll(stdin)
+	if err != nil {
+		l.errorf("-", "%v", err)
+		return nil
+	}
+	return l.decodeMembers("-", data)
+}
+
+// decodeMembers decodes the members of data, read from file, reporting data that
+// cannot be decoded.
+func (l *loader) decodeMembers(file string, data []byte) []any {
 	members, err := engine.DecodeDocuments(data)
 	if err != nil {
 		l.errorf(file, "%v", err)

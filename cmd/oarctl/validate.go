@@ -18,11 +18,13 @@ const validateAbout = `Plain OAR documents (rules, a capability, configurations)
 loader: the rules as one rule set against one capability document (--capability, or
 the one among the PATHs), then the configurations in order.
 
-A PATH may be a GitOps directory as it is: a directory walk reads every *.json, *.yaml
-and *.yml file but hidden ones and kustomization.yaml. A Kubernetes manifest of another
+A PATH is a file, a directory, or - for standard input (helm template ... | oarctl
+validate -, kustomize build ... | oarctl validate -). A directory walk reads every
+*.json, *.yaml and *.yml file but hidden ones, kustomization.yaml and Chart.yaml; it
+suits a directory of plain manifests, not a chart's templates or kustomize patches,
+which become manifests only when rendered or built. A Kubernetes manifest of another
 API group (a Deployment, a Service, a Kustomization) is skipped and counted in the
-summary, and the items of a List are read one by one; a Helm chart is validated as
-rendered (helm template). Nothing that looks like an OAR document is skipped: an
+summary, and the items of a List are read one by one. Nothing that looks like an OAR document is skipped: an
 apiVersion of rules.oar.dev at another version, with no version, or of a group close
 to it, a kind of rules.oar.dev or close to one under another group that carries OAR
 content (oar_capability_version, rules holding oar, config holding oar_config, in spec
@@ -75,7 +77,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(paths) == 0 {
-		return usageError(stderr, validateSynopsis, "validate needs at least one PATH (a file or a directory)")
+		return usageError(stderr, validateSynopsis, "validate needs at least one PATH (a file, a directory, or - for standard input)")
 	}
 
 	l := &loader{w: stderr, strict: *strict}
@@ -91,6 +93,12 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	for _, p := range paths {
+		if p == "-" {
+			if seen.first(p) {
+				l.readSet(p, l.readStdin(), *namespace, &in)
+			}
+			continue
+		}
 		files, err := inputFiles(p)
 		if err != nil {
 			l.errorf(p, "%v", err)
@@ -98,7 +106,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		}
 		for _, f := range files {
 			if seen.first(f) {
-				l.readSet(f, *namespace, &in)
+				l.readSet(f, l.readMembers(f), *namespace, &in)
 			}
 		}
 	}
@@ -111,7 +119,11 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(summaries) == 0 && !l.failed {
 		// Only manifests of other groups: a PATH that misses the OAR files must not pass.
-		l.fail("nothing to validate: no OAR document and no %s manifest among the PATHs (%s skipped)", strings.TrimSuffix(manifestGroup, "/"), plural(in.others, "other manifest"))
+		msg := fmt.Sprintf("nothing to validate: no OAR document and no %s manifest among the PATHs", strings.TrimSuffix(manifestGroup, "/"))
+		if in.others > 0 {
+			msg += fmt.Sprintf(" (%s skipped)", plural(in.others, "other manifest"))
+		}
+		l.fail("%s", msg)
 	}
 	if in.others > 0 {
 		summaries = append(summaries, plural(in.others, "other manifest")+" skipped")
@@ -217,9 +229,9 @@ func (s fileSet) first(file string) bool {
 }
 
 // inputFiles lists the files a PATH stands for: the file itself, or every *.json, *.yaml
-// and *.yml file under a directory in lexical order, skipping hidden files and directories
-// and kustomize's kustomization.yaml, which says how to build manifests and is none
-// itself (it may carry no apiVersion).
+// and *.yml file under a directory in lexical order, skipping hidden files and directories,
+// kustomize's kustomization.yaml and Helm's Chart.yaml, which say how to build manifests
+// and are none themselves (they carry no apiVersion and kind of a manifest).
 func inputFiles(path string) ([]string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -239,7 +251,7 @@ func inputFiles(path string) ([]string, error) {
 			}
 			return nil
 		}
-		if !d.IsDir() && isDocumentFile(p) && !isKustomization(p) {
+		if !d.IsDir() && isDocumentFile(p) && !isBuildFile(p) {
 			files = append(files, p)
 		}
 		return nil
@@ -261,9 +273,9 @@ func isDocumentFile(name string) bool {
 	return false
 }
 
-func isKustomization(name string) bool {
+func isBuildFile(name string) bool {
 	switch filepath.Base(name) {
-	case "kustomization.yaml", "kustomization.yml":
+	case "kustomization.yaml", "kustomization.yml", "Chart.yaml":
 		return true
 	}
 	return false

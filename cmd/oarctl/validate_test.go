@@ -42,8 +42,8 @@ func TestValidateAccepts(t *testing.T) {
 			summary: "ok: 0 rules, 0 configurations against capability acme.gateway",
 		},
 		{
-			// The walk leaves out README.md and kustomization.yaml (which carries no
-			// apiVersion); the Helm-rendered file's ServiceAccount, Service and Deployment
+			// The walk leaves out README.md, kustomization.yaml (which carries no
+			// apiVersion) and charts/agent/Chart.yaml (which carries no kind); the Helm-rendered file's ServiceAccount, Service and Deployment
 			// and the List's ConfigMap are skipped, the List's OperatorConfig judged.
 			name:    "a GitOps directory",
 			args:    []string{"testdata/validate/gitops"},
@@ -256,6 +256,47 @@ func TestValidateSkipsLookalikesOfOtherProjects(t *testing.T) {
 	}
 	if stdout != "ok: 0 rules, 1 configurations; 3 other manifests skipped\n" {
 		t.Errorf("stdout %q", stdout)
+	}
+}
+
+// TestValidateReadsStandardInput: the PATH - is standard input, as rendered manifests
+// are piped in (helm template … | oarctl validate -), and diagnostics name it "-".
+func TestValidateReadsStandardInput(t *testing.T) {
+	tests := []struct {
+		name, stdin  string
+		code         int
+		stdout, line string
+	}{
+		{
+			name:   "a configuration beside a Deployment",
+			stdin:  "testdata/validate/notoar.yaml",
+			stdout: "ok: 0 rules, 1 configurations; 1 other manifest skipped\n",
+		},
+		{
+			name:  "a manifest that looks like an OAR one",
+			stdin: "testdata/validate/mistyped.yaml",
+			code:  exitFail,
+			line:  `-: [0].apiVersion: API group "rule.oar.dev" is not rules.oar.dev but close to it; a manifest of another group is skipped, so this RulePack would go unchecked; did you mean "rules.oar.dev/v1alpha1"?`,
+		},
+		{
+			// Nothing was skipped, so the failure counts nothing.
+			name:  "an empty list",
+			stdin: "testdata/validate/emptylist.yaml",
+			code:  exitFail,
+			line:  "oarctl: nothing to validate: no OAR document and no rules.oar.dev manifest among the PATHs",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			withStdin(t, tt.stdin)
+			stdout, stderr, code := oarctl(t, "validate", "-")
+			if code != tt.code || stdout != tt.stdout {
+				t.Fatalf("exit code %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+			}
+			if got := lines(stderr); tt.line != "" && (len(got) == 0 || got[0] != tt.line) {
+				t.Errorf("stderr %q, want first line %q", got, tt.line)
+			}
+		})
 	}
 }
 
