@@ -141,8 +141,9 @@ func FuzzLoadCapability(f *testing.F) {
 }
 
 // FuzzDecodeDocuments: decoding never panics, a refusal ends in the clause the file
-// breaks, what it returns is plain JSON data that encodes again, and a YAML stream yields as many members as the YAML parser reads
-// from the whole stream: splitting it drops no document ([OAR-DOC-31]).
+// breaks, what it returns is plain JSON data that encodes again, and a YAML stream
+// yields as many members as the YAML parser reads from the whole stream: splitting it
+// drops no document ([OAR-DOC-31]).
 func FuzzDecodeDocuments(f *testing.F) {
 	f.Add([]byte(`{"a":1}`))
 	f.Add([]byte(`[{"a":1},{"b":[1,2,{"c":null}]}]`))
