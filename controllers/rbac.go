@@ -1,7 +1,7 @@
 // Package controller holds the reconcilers of the oar-operator: they load every
 // RulePack, OperatorConfig and Capability with the OAR engine, report the verdict in
-// status (Ready, Accepted, loadErrors), and publish one bundle ConfigMap per Capability
-// (DESIGN.md, "Bundles").
+// status (Ready, Accepted, loadErrors), and publish one bundle ConfigMap per Capability,
+// assembled by internal/bundle.
 //
 // The RBAC markers below are the manager's whole ClusterRole: `make manifests` turns
 // them into config/rbac/role.yaml. Add a marker here when a reconciler needs a new verb.

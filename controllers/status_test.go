@@ -12,8 +12,9 @@ import (
 )
 
 // TestCapabilityReportsEveryHeldBackResource: a configuration held back for size makes
-// the Capability not Ready just as a pack does — DESIGN.md reports a size hold-back on
-// the Capability — naming each resource held back.
+// the Capability not Ready just as a pack does — a hold-back for size (BundleTooLarge)
+// is reported on the Capability as well as on the resource — naming each resource held
+// back.
 func TestCapabilityReportsEveryHeldBackResource(t *testing.T) {
 	c := &rulesv1alpha1.Capability{ObjectMeta: metav1.ObjectMeta{Name: "gw", Generation: 3}}
 	ref := &rulesv1alpha1.BundleReference{ConfigMapName: "gw-oar-bundle", Digest: "sha256:abc"}

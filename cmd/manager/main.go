@@ -1,6 +1,6 @@
 // Command manager is the oar-operator: it reconciles RulePacks, OperatorConfigs and
 // Capabilities into one OAR bundle ConfigMap per Capability and serves the validating
-// admission webhooks that refuse what the OAR engine would refuse (see DESIGN.md).
+// admission webhooks that refuse what the OAR engine would refuse.
 // Replicas elect a leader for the reconcilers; the webhooks with their certificate
 // rotation, health and readiness probes and a secured Prometheus metrics endpoint run on
 // every replica.

@@ -219,8 +219,9 @@ func TestMetricsCertDir(t *testing.T) {
 // TestGracefulShutdownTimeout: the manager waits --graceful-shutdown-timeout (15 s by
 // default, not controller-runtime's 30 s) for what is in flight, and config/manager gives
 // its pod a grace period that covers it and the lease release after it (5 s), so the
-// kubelet does not kill the manager mid-shutdown; the chart passes the flag itself
-// (internal/chart TestShutdownFitsTheGracePeriod). A negative timeout, which
+// kubelet does not kill the manager mid-shutdown; the chart and config/manager pass the
+// flag themselves, and internal/chart TestShutdownFitsTheGracePeriod checks both with
+// the webhooks' preStop drain. A negative timeout, which
 // controller-runtime reads as "wait forever", is refused by name.
 func TestGracefulShutdownTimeout(t *testing.T) {
 	o, err := parseFlags([]string{"--webhook-namespace=oar-system"}, io.Discard)

@@ -1,4 +1,4 @@
-// Command oar-engine is the engine sidecar (DESIGN.md "The engine sidecar"): it runs
+// Command oar-engine is the engine sidecar: it runs
 // next to an agent host, loads the OAR bundle its Capability published from the mounted
 // ConfigMap directory, reloads it when the kubelet swaps in a new one, and answers
 // POST /v1/evaluate on the loopback address. Logs are JSON on stderr; publish_event

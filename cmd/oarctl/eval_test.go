@@ -130,7 +130,17 @@ func TestEvalRefuses(t *testing.T) {
 			name: "a capability given as rules",
 			args: []string{"eval", "--capability", sampleCapability, "--rules", sampleCapability, "--occurrence", "testdata/eval/read-passwd.json"},
 			code: exitFail,
-			want: []string{`testdata/capability.yaml: [0]: this is a capability document, where a rule document is expected`},
+			want: []string{`testdata/capability.yaml: [0]: [OAR-DOC-31] this is a capability document, where a rule document is expected`},
+		},
+		{
+			// Only validate skips the manifests of other API groups.
+			name: "a Deployment given as rules",
+			args: []string{"eval", "--capability", sampleCapability, "--rules", "testdata/validate/notoar.yaml", "--occurrence", "testdata/eval/read-passwd.json"},
+			code: exitFail,
+			want: []string{
+				`testdata/validate/notoar.yaml: [0]: [OAR-DOC-31] this is a configuration document, where a rule document is expected`,
+				`testdata/validate/notoar.yaml: [1]: [OAR-DOC-31] not an OAR document: apps/v1 Deployment is not a resource of rules.oar.dev (Capability, RulePack, OperatorConfig)`,
+			},
 		},
 		{
 			name: "no rules",

@@ -11,27 +11,55 @@ import (
 
 	"github.com/oar-operator/oar-operator/internal/admission"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	enginetypes "github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
-// readSet reads the members of file for validate: a manifest of a kind the webhook
-// judges joins the set, in namespace unless it names one, once the API server would
-// take it; any other member is classified as a plain document.
-func (l *loader) readSet(file, namespace string, in *inputs) {
-	for i, m := range l.readMembers(file) {
-		at := memberOrigin(file, i)
-		if !isManifest(m) {
-			in.add(l.classify(m, at))
-			continue
+// readSet reads the members of file for validate (see readMember).
+func (l *loader) readSet(file string, members []any, namespace string, in *inputs) {
+	for i, m := range members {
+		l.readMember(m, memberOrigin(file, i), namespace, in)
+	}
+}
+
+// readMember reads one member for validate, as sortMember sorts it: a manifest of a
+// kind the webhook judges joins the set, in namespace unless it names one, once the API
+// server would take it; the items of a list are read in turn; a manifest of another API
+// group is counted as skipped, with a note when its kind is, or is close to, one of
+// rules.oar.dev; any other member is classified as a plain document.
+func (l *loader) readMember(m any, at origin, namespace string, in *inputs) {
+	what, e := sortMember(m)
+	switch {
+	case e != nil:
+		l.report(at, e)
+	case what == otherManifest:
+		in.others++
+	case what == lookalikeManifest:
+		in.others++
+		obj := m.(map[string]any)
+		fmt.Fprintf(l.w, "%s: %s: note: %s %s is skipped as a resource of another API group: it carries no OAR content\n", at.file, at.path, obj["apiVersion"], obj["kind"])
+	case what == manifestList:
+		items, _ := m.(map[string]any)["items"].([]any)
+		for j, item := range items {
+			itemAt := origin{file: at.file, path: fmt.Sprintf("%s.items[%d]", at.path, j)}
+			obj, _ := item.(map[string]any)
+			if _, isManifest := obj["apiVersion"]; !isManifest {
+				l.report(itemAt, diag.New("", "", "the items of a list are manifests, each with apiVersion and kind; got %s", enginetypes.DescribeJSON(item)))
+				continue
+			}
+			l.readMember(item, itemAt, namespace, in)
 		}
+	case what == judgedManifest:
 		obj, required, err := decodeManifest(m.(map[string]any), namespace)
 		switch {
 		case err != nil:
-			l.errorf(file, "%s: the API server would refuse it before admission: %v", at.path, err)
+			l.errorf(at.file, "%s: the API server would refuse it before admission: %v", at.path, err)
 		case len(required) > 0:
 			l.refusal(at, fmt.Sprintf("the API server would refuse it before admission: %s %q is invalid", obj.GetObjectKind().GroupVersionKind().GroupKind(), obj.GetName()), required)
 		default:
 			in.manifests = append(in.manifests, manifest{object: obj, at: at})
 		}
+	default:
+		in.add(l.classify(m, at, anyKind))
 	}
 }
 

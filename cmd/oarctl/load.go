@@ -40,6 +40,17 @@ func (k docKind) String() string {
 	return "OAR document"
 }
 
+// clause is the clause under which a member of a collection read for documents of kind
+// k is refused when it is no such document: a rule set holds rule documents alone
+// ([OAR-DOC-31]). Documents read for another kind, or for any kind, are refused by
+// oarctl, under no clause.
+func (k docKind) clause() string {
+	if k == ruleDoc {
+		return "OAR-DOC-31"
+	}
+	return ""
+}
+
 // versionMembers are the members that carry a document's version, each marking one kind:
 // oar a rule (section 3), oar_capability_version a capability (section 8.2), oar_config
 // a configuration (section 9). Only the member's presence classifies a document; its
@@ -70,14 +81,15 @@ type document struct {
 
 // classify tells what one member of a file is: one OAR document, or a rules.oar.dev
 // manifest, which yields the documents it wraps (a RulePack one per rule), each with the
-// path to it inside the member, spelled as the admission webhook spells it.
-func classify(v any, at origin) ([]document, *diag.Error) {
+// path to it inside the member, spelled as the admission webhook spells it. A member
+// that is neither is refused, under want's clause.
+func classify(v any, at origin, want docKind) ([]document, *diag.Error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, diag.New("", "", "not an OAR document: a rule, capability or configuration document is a JSON object; got %s", types.DescribeJSON(v))
+		return nil, diag.New(want.clause(), "", "not an OAR document: a rule, capability or configuration document is a JSON object; got %s", types.DescribeJSON(v))
 	}
 	if api, isManifest := obj["apiVersion"].(string); isManifest {
-		return classifyManifest(api, obj, at)
+		return classifyManifest(api, obj, at, want)
 	}
 	var found []string
 	kind := anyKind
@@ -91,9 +103,33 @@ func classify(v any, at origin) ([]document, *diag.Error) {
 	case 1:
 		return []document{{kind: kind, value: v, at: at}}, nil
 	case 0:
-		return nil, diag.New("", "", "not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration); its members are %s", memberNames(obj))
+		return nil, unclassified(obj, want)
 	}
-	return nil, diag.New("", "", "ambiguous document: it carries %s, and a document is exactly one of a rule (oar), a capability (oar_capability_version) or a configuration (oar_config)", strings.Join(found, " and "))
+	// A rule carries no member a rule does not define ([OAR-DOC-27]); a capability or a
+	// configuration carries oar_config or oar_capability_version, which a configuration
+	// does not define ([OAR-CFG-1]).
+	clause := "OAR-CFG-1"
+	if found[0] == "oar" {
+		clause = "OAR-DOC-27"
+	}
+	return nil, diag.New(clause, found[1], "ambiguous document: it carries %s, and a document is exactly one of a rule (oar), a capability (oar_capability_version) or a configuration (oar_config)", strings.Join(found, " and "))
+}
+
+// unclassified refuses an object that carries no version member, naming the member that
+// most likely misspells one, or apiVersion, when one does.
+func unclassified(obj map[string]any, want docKind) *diag.Error {
+	e := diag.New(want.clause(), "", "not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration), nor the apiVersion and kind of a manifest; its members are %s", memberNames(obj))
+	markers := []string{"apiVersion"}
+	for _, vm := range versionMembers {
+		markers = append(markers, vm.member)
+	}
+	for _, m := range slices.Sorted(maps.Keys(obj)) {
+		if _, near := diag.Closest(m, slices.Values(markers)); near {
+			e.Field = m
+			return e.Suggest(m, slices.Values(markers))
+		}
+	}
+	return e
 }
 
 // manifestGroup is the API group of the operator's resources.
@@ -101,38 +137,41 @@ const manifestGroup = "rules.oar.dev/"
 
 // classifyManifest unwraps a Capability, RulePack or OperatorConfig manifest. Any other
 // Kubernetes object is refused by name rather than skipped, so a misspelled group never
-// makes a pack silently go unchecked.
-func classifyManifest(api string, obj map[string]any, at origin) ([]document, *diag.Error) {
+// makes a pack silently go unchecked (validate skips other groups, and refuses what
+// looks like a misspelling first: see sortMember). It is refused under want's clause.
+func classifyManifest(api string, obj map[string]any, at origin, want docKind) ([]document, *diag.Error) {
 	kind, _ := obj["kind"].(string)
 	if !strings.HasPrefix(api, manifestGroup) {
-		return nil, diag.New("", "", "not an OAR document: %s %s is not a resource of %s (Capability, RulePack, OperatorConfig)", api, kind, strings.TrimSuffix(manifestGroup, "/"))
+		return nil, diag.New(want.clause(), "", "not an OAR document: %s %s is not a resource of %s (Capability, RulePack, OperatorConfig)", api, kind, strings.TrimSuffix(manifestGroup, "/"))
+	}
+	wraps, judged := manifestKinds[kind]
+	if !judged {
+		return nil, diag.New(want.clause(), "kind", "%q is not a kind of %s (Capability, RulePack, OperatorConfig)", kind, strings.TrimSuffix(api, "/v1alpha1")).Suggest(kind, maps.Keys(manifestKinds))
 	}
 	spec, ok := obj["spec"].(map[string]any)
 	if !ok {
 		return nil, diag.New("", "spec", "a %s manifest must carry a spec object", kind)
 	}
 	path := at.path + ".spec"
-	switch kind {
-	case "Capability":
+	switch wraps {
+	case capabilityDoc:
 		return []document{{kind: capabilityDoc, value: spec, at: origin{file: at.file, path: path}}}, nil
-	case "RulePack":
+	case ruleDoc:
 		rules, ok := spec["rules"].([]any)
 		if !ok {
-			return nil, diag.New("", "spec.rules", "a RulePack's spec.rules must be a list of rule documents")
+			return nil, diag.New("OAR-DOC-31", "spec.rules", "a RulePack's spec.rules must be a list of rule documents")
 		}
 		docs := make([]document, len(rules))
 		for i, r := range rules {
 			docs[i] = document{kind: ruleDoc, value: r, at: origin{file: at.file, path: fmt.Sprintf("%s.rules[%d]", path, i)}}
 		}
 		return docs, nil
-	case "OperatorConfig":
-		cfg, present := spec["config"]
-		if !present {
-			return nil, diag.New("", "spec.config", "an OperatorConfig must carry spec.config, an OAR configuration document")
-		}
-		return []document{{kind: configDoc, value: cfg, at: origin{file: at.file, path: path + ".config"}}}, nil
 	}
-	return nil, diag.New("", "kind", "%q is not a kind of %s (Capability, RulePack, OperatorConfig)", kind, strings.TrimSuffix(api, "/v1alpha1"))
+	cfg, present := spec["config"]
+	if !present {
+		return nil, diag.New("", "spec.config", "an OperatorConfig must carry spec.config, an OAR configuration document")
+	}
+	return []document{{kind: configDoc, value: cfg, at: origin{file: at.file, path: path + ".config"}}}, nil
 }
 
 func memberNames(obj map[string]any) string {
@@ -226,9 +265,9 @@ func (l *loader) reportAll(docs []document, errs diag.List, emit func(origin, *d
 func (l *loader) readFile(file string, want docKind) []document {
 	var docs []document
 	for i, m := range l.readMembers(file) {
-		for _, d := range l.classify(m, memberOrigin(file, i)) {
+		for _, d := range l.classify(m, memberOrigin(file, i), want) {
 			if want != anyKind && d.kind != want {
-				l.report(d.at, diag.New("", "", "this is a %s, where a %s is expected", d.kind, want))
+				l.report(d.at, diag.New(want.clause(), "", "this is a %s, where a %s is expected", d.kind, want))
 				continue
 			}
 			docs = append(docs, d)
@@ -245,6 +284,22 @@ func (l *loader) readMembers(file string) []any {
 		l.errorf(file, "%v", unwrapPathError(err))
 		return nil
 	}
+	return l.decodeMembers(file, data)
+}
+
+// readStdin is readMembers for standard input, named "-".
+func (l *loader) readStdin() []any {
+	data, err := io.ReadAll(stdin)
+	if err != nil {
+		l.errorf("-", "%v", err)
+		return nil
+	}
+	return l.decodeMembers("-", data)
+}
+
+// decodeMembers decodes the members of data, read from file, reporting data that
+// cannot be decoded.
+func (l *loader) decodeMembers(file string, data []byte) []any {
 	members, err := engine.DecodeDocuments(data)
 	if err != nil {
 		l.errorf(file, "%v", err)
@@ -258,9 +313,10 @@ func memberOrigin(file string, i int) origin {
 	return origin{file: file, path: fmt.Sprintf("[%d]", i)}
 }
 
-// classify classifies one member, reporting a member that is no OAR document.
-func (l *loader) classify(m any, at origin) []document {
-	docs, e := classify(m, at)
+// classify classifies one member of a file read for documents of kind want, reporting a
+// member that is no OAR document.
+func (l *loader) classify(m any, at origin, want docKind) []document {
+	docs, e := classify(m, at, want)
 	if e != nil {
 		l.report(at, e)
 	}

@@ -4,7 +4,7 @@
 //
 //	oarctl validate  check rule, capability and configuration documents (sections 3, 8.2, 9),
 //	                 and give RulePack, Capability and OperatorConfig manifests the
-//	                 admission webhook's verdict
+//	                 admission webhook's verdict, skipping manifests of other API groups
 //	oarctl test      run conformance fixtures in the shape of section 10.2
 //	oarctl eval      resolve one occurrence to its decision (sections 4, 6, 7)
 //	oarctl replay    re-evaluate a decision log (oar-engine --decision-log) under the rules
@@ -41,7 +41,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"validate", validateSynopsis, "check rule, capability and configuration documents; give manifests the webhook's verdict", runValidate},
+		{"validate", validateSynopsis, "check rule, capability and configuration documents; give manifests the webhook's verdict, skipping other API groups", runValidate},
 		{"test", testSynopsis, "run the conformance fixtures under each DIR", runTest},
 		{"eval", evalSynopsis, "print the decision one occurrence resolves to", runEval},
 		{"replay", replaySynopsis, "re-evaluate a decision log under the rules before and after a change; report what changed", runReplay},

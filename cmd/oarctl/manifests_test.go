@@ -153,12 +153,6 @@ func TestValidateManifestSets(t *testing.T) {
 				manifests + `schema.yaml: [6].spec.config: Required value`,
 			},
 		},
-		{
-			name: "a document that is no OAR document beside manifests",
-			args: []string{manifestGateway, "testdata/validate/notoar.yaml"},
-			code: exitFail,
-			want: []string{`testdata/validate/notoar.yaml: [1]: not an OAR document: apps/v1 Deployment is not a resource of rules.oar.dev (Capability, RulePack, OperatorConfig)`},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,6 +18,22 @@ const validateAbout = `Plain OAR documents (rules, a capability, configurations)
 loader: the rules as one rule set against one capability document (--capability, or
 the one among the PATHs), then the configurations in order.
 
+A PATH is a file, a directory, or - for standard input (helm template ... | oarctl
+validate -, kustomize build ... | oarctl validate -). A directory walk reads every
+*.json, *.yaml and *.yml file but hidden ones, kustomization.yaml and Chart.yaml; it
+suits a directory of plain manifests, not a chart's templates or kustomize patches,
+which become manifests only when rendered or built. A Kubernetes manifest of another
+API group (a Deployment, a Service, a Kustomization) is skipped and counted in the
+summary, and the items of a List are read one by one. Nothing that looks like an OAR document is skipped: an
+apiVersion of rules.oar.dev at another version, with no version, or of a group close
+to it, a kind of rules.oar.dev or close to one under another group that carries OAR
+content (oar_capability_version, rules holding oar, config holding oar_config, in spec
+or at the top level), and a document that is neither a manifest nor an OAR document are
+errors, with what was most likely meant. Such a kind without OAR content is another
+project's resource (GKE's monitoring.googleapis.com/v1 OperatorConfig): skipped and
+counted, with a note. There is no flag to skip less or more: what is skipped could
+never be an OAR resource, and a run that finds nothing to validate fails.
+
 RulePack, Capability and OperatorConfig manifests get the admission webhook's verdict,
 in the webhook's words, as kubectl prints it. The manifests are the intended state of
 a cluster, as a Git repository keeps it: each is judged as if it were created into a
@@ -41,7 +57,8 @@ warnings say that the controller will not serve what was written (a pack left ou
 held back, a configuration that does not apply), the rest are advice. With --strict,
 a warning of the first sort fails the run (see the flag for the list).
 
-Exit status 1 when a document does not load, or a manifest would be refused, or with
+Exit status 1 when a document does not load, or a manifest would be refused, or
+a member is neither skipped nor read, or there is nothing to validate, or with
 --strict when a warning says what was written will not be served as written.`
 
 // runValidate checks plain OAR documents with the engine's loader and gives every
@@ -60,7 +77,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(paths) == 0 {
-		return usageError(stderr, validateSynopsis, "validate needs at least one PATH (a file or a directory)")
+		return usageError(stderr, validateSynopsis, "validate needs at least one PATH (a file, a directory, or - for standard input)")
 	}
 
 	l := &loader{w: stderr, strict: *strict}
@@ -76,6 +93,12 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	for _, p := range paths {
+		if p == "-" {
+			if seen.first(p) {
+				l.readSet(p, l.readStdin(), *namespace, &in)
+			}
+			continue
+		}
 		files, err := inputFiles(p)
 		if err != nil {
 			l.errorf(p, "%v", err)
@@ -83,7 +106,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		}
 		for _, f := range files {
 			if seen.first(f) {
-				l.readSet(f, *namespace, &in)
+				l.readSet(f, l.readMembers(f), *namespace, &in)
 			}
 		}
 	}
@@ -93,6 +116,17 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(in.manifests) > 0 {
 		summaries = append(summaries, l.judge(l.unique(in.manifests)))
+	}
+	if len(summaries) == 0 && !l.failed {
+		// Only manifests of other groups: a PATH that misses the OAR files must not pass.
+		msg := fmt.Sprintf("nothing to validate: no OAR document and no %s manifest among the PATHs", strings.TrimSuffix(manifestGroup, "/"))
+		if in.others > 0 {
+			msg += fmt.Sprintf(" (%s skipped)", plural(in.others, "other manifest"))
+		}
+		l.fail("%s", msg)
+	}
+	if in.others > 0 {
+		summaries = append(summaries, plural(in.others, "other manifest")+" skipped")
 	}
 	if l.unserved > 0 {
 		l.fail("--strict: what was written will not be served as written (%s marked \"not served\")", plural(l.unserved, "warning"))
@@ -161,10 +195,11 @@ func (l *loader) documents(explicit *document, named bool, in inputs) string {
 }
 
 // inputs are the plain documents validate found, by kind, and the manifests, in the
-// order given.
+// order given; others counts the manifests of other API groups it skipped.
 type inputs struct {
 	caps, rules, configs []document
 	manifests            []manifest
+	others               int
 }
 
 func (in *inputs) add(docs []document) {
@@ -194,7 +229,9 @@ func (s fileSet) first(file string) bool {
 }
 
 // inputFiles lists the files a PATH stands for: the file itself, or every *.json, *.yaml
-// and *.yml file under a directory in lexical order, skipping hidden files and directories.
+// and *.yml file under a directory in lexical order, skipping hidden files and directories,
+// kustomize's kustomization.yaml and Helm's Chart.yaml, which say how to build manifests
+// and are none themselves (they carry no apiVersion and kind of a manifest).
 func inputFiles(path string) ([]string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -214,7 +251,7 @@ func inputFiles(path string) ([]string, error) {
 			}
 			return nil
 		}
-		if !d.IsDir() && isDocumentFile(p) {
+		if !d.IsDir() && isDocumentFile(p) && !isBuildFile(p) {
 			files = append(files, p)
 		}
 		return nil
@@ -231,6 +268,14 @@ func inputFiles(path string) ([]string, error) {
 func isDocumentFile(name string) bool {
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".json", ".yaml", ".yml":
+		return true
+	}
+	return false
+}
+
+func isBuildFile(name string) bool {
+	switch filepath.Base(name) {
+	case "kustomization.yaml", "kustomization.yml", "Chart.yaml":
 		return true
 	}
 	return false

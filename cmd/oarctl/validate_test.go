@@ -42,6 +42,20 @@ func TestValidateAccepts(t *testing.T) {
 			summary: "ok: 0 rules, 0 configurations against capability acme.gateway",
 		},
 		{
+			// The walk leaves out README.md, kustomization.yaml (which carries no
+			// apiVersion) and charts/agent/Chart.yaml (which carries no kind); the Helm-rendered file's ServiceAccount, Service and Deployment
+			// and the List's ConfigMap are skipped, the List's OperatorConfig judged.
+			name:    "a GitOps directory",
+			args:    []string{"testdata/validate/gitops"},
+			summary: "ok: 3 manifests admitted (1 Capability, 1 RulePack, 1 OperatorConfig); 4 other manifests skipped",
+		},
+		{
+			// A Deployment beside a configuration is skipped, and counted.
+			name:    "a manifest of another API group",
+			args:    []string{"testdata/validate/notoar.yaml"},
+			summary: "ok: 0 rules, 1 configurations; 1 other manifest skipped",
+		},
+		{
 			name:    "capabilities without rules load one by one",
 			args:    []string{sampleCapability, "testdata/bench/capability.yaml"},
 			summary: "ok: 0 rules, 0 configurations; 2 capabilities: acme.gateway, bench.gateway",
@@ -119,12 +133,7 @@ func TestValidateRefuses(t *testing.T) {
 		{
 			name: "a JSON empty array holds no document",
 			args: []string{"testdata/validate/emptyarray.json"},
-			want: []string{`testdata/validate/emptyarray.json: no document found`},
-		},
-		{
-			name: "a document that is no OAR document",
-			args: []string{"testdata/validate/notoar.yaml"},
-			want: []string{`testdata/validate/notoar.yaml: [1]: not an OAR document: apps/v1 Deployment is not a resource of rules.oar.dev (Capability, RulePack, OperatorConfig)`},
+			want: []string{`testdata/validate/emptyarray.json: no document found: the JSON array is empty; a document is a JSON object [OAR-DOC-1]`},
 		},
 		{
 			name: "a member given twice",
@@ -132,9 +141,49 @@ func TestValidateRefuses(t *testing.T) {
 			want: []string{`testdata/validate/dupkey.yaml: YAML: yaml: unmarshal errors: line 3: key "id" already set in map: a document with a member given twice has no single JSON reading [OAR-DOC-1]`},
 		},
 		{
+			// Each is refused with what it most likely meant, not skipped.
+			name: "manifests and documents that look like OAR ones",
+			args: []string{"testdata/validate/mistyped.yaml"},
+			want: []string{
+				`testdata/validate/mistyped.yaml: [0].apiVersion: API group "rule.oar.dev" is not rules.oar.dev but close to it; a manifest of another group is skipped, so this RulePack would go unchecked; did you mean "rules.oar.dev/v1alpha1"?`,
+				`testdata/validate/mistyped.yaml: [1].apiVersion: rules.oar.dev serves v1alpha1 alone, not v1; did you mean "rules.oar.dev/v1alpha1"?`,
+				`testdata/validate/mistyped.yaml: [2].apiVersion: Capability is a kind of rules.oar.dev, and example.com/v1 is another API group; a manifest of another group is skipped, so this one, which carries OAR content, would go unchecked; did you mean "rules.oar.dev/v1alpha1"?`,
+				`testdata/validate/mistyped.yaml: [3].kind: apps/v1 Rulepak is close to RulePack, a kind of rules.oar.dev/v1alpha1; a manifest of another API group is skipped, so this one, which carries OAR content, would go unchecked; did you mean "rules.oar.dev/v1alpha1 RulePack"?`,
+				`testdata/validate/mistyped.yaml: [4].kind: "Rulepack" is not a kind of rules.oar.dev (Capability, RulePack, OperatorConfig); did you mean "RulePack"?`,
+				`testdata/validate/mistyped.yaml: [5].oar_conifg: not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration), nor the apiVersion and kind of a manifest; its members are disable, oar_conifg; did you mean "oar_config"?`,
+				`testdata/validate/mistyped.yaml: [6].kind: not an OAR document, nor a manifest: a manifest carries apiVersion and kind, and this one (apiVersion v1) carries no kind`,
+				`testdata/validate/mistyped.yaml: [7].items[0]: the items of a list are manifests, each with apiVersion and kind; got string "just a string"`,
+				`testdata/validate/mistyped.yaml: [7].items[1].apiVersion: rules.oar.dev serves v1alpha1 alone, not v1beta1; did you mean "rules.oar.dev/v1alpha1"?`,
+				`testdata/validate/mistyped.yaml: [8]: not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration), nor the apiVersion and kind of a manifest; its members are replicaCount`,
+				`testdata/validate/mistyped.yaml: [9].apiVersion: "rules.oar.dev" names no version: an apiVersion is GROUP/VERSION, and one without a "/" is a version of the core group; did you mean "rules.oar.dev/v1alpha1"?`,
+				`testdata/validate/mistyped.yaml: [10].apiVersion: OperatorConfig is a kind of rules.oar.dev, and example.com/v1 is another API group; a manifest of another group is skipped, so this one, which carries OAR content, would go unchecked; did you mean "rules.oar.dev/v1alpha1"?`,
+			},
+		},
+		{
+			name: "only manifests of other API groups",
+			args: []string{"testdata/validate/onlyothers.yaml"},
+			want: []string{`oarctl: nothing to validate: no OAR document and no rules.oar.dev manifest among the PATHs (1 other manifest skipped)`},
+		},
+		{
+			// Only a directory walk leaves kustomization.yaml out.
+			name: "a kustomization.yaml named by its path",
+			args: []string{"testdata/validate/gitops/kustomization.yaml"},
+			want: []string{`testdata/validate/gitops/kustomization.yaml: [0]: not an OAR document: it carries none of oar (a rule), oar_capability_version (a capability) or oar_config (a configuration), nor the apiVersion and kind of a manifest; its members are resources`},
+		},
+		{
+			name: "a YAML syntax error",
+			args: []string{"testdata/validate/syntax.yaml"},
+			want: []string{`testdata/validate/syntax.yaml: YAML document 2: yaml: line 2: did not find expected ',' or ']' [OAR-DOC-1]`},
+		},
+		{
+			name: "a document its marker line would drop",
+			args: []string{"testdata/validate/dropped.yaml"},
+			want: []string{`testdata/validate/dropped.yaml: unexpected document at offset 31, on its marker line: a stream is split at lines holding only "---" (as kubectl splits it) and one document is read between two of them, so this one would be dropped; put it on the line after a "---" alone [OAR-DOC-31]`},
+		},
+		{
 			name: "bytes after the JSON document",
 			args: []string{"--capability", sampleCapability, "testdata/validate/trailing.json"},
-			want: []string{`testdata/validate/trailing.json: unexpected data at offset 93, after the document that ends before it: a file holds one JSON document or one YAML stream`},
+			want: []string{`testdata/validate/trailing.json: unexpected data at offset 93, after the document that ends before it: a file holds one JSON document or one YAML stream, and this would be lost in its JSON reading [OAR-DOC-1]`},
 		},
 		{
 			name: "rules without a capability",
@@ -185,6 +234,69 @@ func TestValidateWarnsWithoutFailing(t *testing.T) {
 	}
 	if stdout != "ok: 1 rules, 0 configurations against capability acme.gateway\n" {
 		t.Errorf("stdout %q", stdout)
+	}
+}
+
+// TestValidateSkipsLookalikesOfOtherProjects: a kind of rules.oar.dev, or one close to
+// it, under a distant API group and without OAR content is another project's resource
+// (GKE Managed Prometheus' OperatorConfig): skipped, counted and named in a note. An
+// object whose items are not an array is no list.
+func TestValidateSkipsLookalikesOfOtherProjects(t *testing.T) {
+	const file = "testdata/validate/lookalikes.yaml"
+	stdout, stderr, code := oarctl(t, "validate", file)
+	if code != exitOK {
+		t.Fatalf("exit code %d, stderr:\n%s", code, stderr)
+	}
+	want := []string{
+		file + ": [1]: note: monitoring.googleapis.com/v1 OperatorConfig is skipped as a resource of another API group: it carries no OAR content",
+		file + ": [2]: note: example.com/v1 RulePacks is skipped as a resource of another API group: it carries no OAR content",
+	}
+	if got := lines(stderr); !slices.Equal(got, want) {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+	if stdout != "ok: 0 rules, 1 configurations; 3 other manifests skipped\n" {
+		t.Errorf("stdout %q", stdout)
+	}
+}
+
+// TestValidateReadsStandardInput: the PATH - is standard input, as rendered manifests
+// are piped in (helm template … | oarctl validate -), and diagnostics name it "-".
+func TestValidateReadsStandardInput(t *testing.T) {
+	tests := []struct {
+		name, stdin  string
+		code         int
+		stdout, line string
+	}{
+		{
+			name:   "a configuration beside a Deployment",
+			stdin:  "testdata/validate/notoar.yaml",
+			stdout: "ok: 0 rules, 1 configurations; 1 other manifest skipped\n",
+		},
+		{
+			name:  "a manifest that looks like an OAR one",
+			stdin: "testdata/validate/mistyped.yaml",
+			code:  exitFail,
+			line:  `-: [0].apiVersion: API group "rule.oar.dev" is not rules.oar.dev but close to it; a manifest of another group is skipped, so this RulePack would go unchecked; did you mean "rules.oar.dev/v1alpha1"?`,
+		},
+		{
+			// Nothing was skipped, so the failure counts nothing.
+			name:  "an empty list",
+			stdin: "testdata/validate/emptylist.yaml",
+			code:  exitFail,
+			line:  "oarctl: nothing to validate: no OAR document and no rules.oar.dev manifest among the PATHs",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			withStdin(t, tt.stdin)
+			stdout, stderr, code := oarctl(t, "validate", "-")
+			if code != tt.code || stdout != tt.stdout {
+				t.Fatalf("exit code %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+			}
+			if got := lines(stderr); tt.line != "" && (len(got) == 0 || got[0] != tt.line) {
+				t.Errorf("stderr %q, want first line %q", got, tt.line)
+			}
+		})
 	}
 }
 

@@ -1,14 +1,14 @@
-// Command loadgen measures the engine sidecar from a second process (DESIGN.md "The
-// engine sidecar", "Scale"; `make load`, `make bench-sidecar`). It builds a bundle from
-// the `oarctl bench` documents, lays it out the way the kubelet mounts a ConfigMap,
-// starts oar-engine on loopback against it, and sends POST /v1/evaluate at fixed rates,
-// open loop (requests leave on schedule whatever the answers do; latency counts from
-// the scheduled send, so a stall is never hidden) over keep-alive connections, with a
-// client that allocates nothing per request. It reports, per rate and run, the achieved
-// rate, latency percentiles and errors, the engine's own histogram, and the CPU the
-// engine, the generator and the rest of the machine used and the hypervisor stole: on
-// a shared virtual machine the tail follows the steal (a virtual CPU woken for a
-// request waits for the host), so a row is only as telling as its steal is small.
+// Command loadgen measures the engine sidecar from a second process (`make load`,
+// `make bench-sidecar`). It builds a bundle from the `oarctl bench` documents, lays it
+// out the way the kubelet mounts a ConfigMap, starts oar-engine on loopback against it,
+// and sends POST /v1/evaluate at fixed rates, open loop (requests leave on schedule
+// whatever the answers do; latency counts from the scheduled send, so a stall is never
+// hidden) over keep-alive connections, with a client that allocates nothing per request.
+// It reports, per rate and run, the achieved rate, latency percentiles and errors, the
+// engine's own histogram, and the CPU the engine, the generator and the rest of the
+// machine used and the hypervisor stole: on a shared virtual machine the tail follows the
+// steal (a virtual CPU woken for a request waits for the host), so a row is only as
+// telling as its steal is small.
 // --floor follows each run with one of GET /healthz, the same server and connections
 // without the evaluation, so a row can be read against the machine's own floor, and
 // --idle-poll keeps the CPUs out of idle halt for the runs (idle.go), and --pin gives

@@ -23,7 +23,7 @@ import (
 
 // CapabilityValidator admits a valid capability document ([OAR-FACT-24]) and refuses an
 // update that would make what is published for it stop loading: a shrinking capability
-// would silently drop enforcement, so it fails closed (DESIGN.md "Admission").
+// would silently drop enforcement, so it fails closed.
 type CapabilityValidator struct {
 	Cluster Cluster
 }

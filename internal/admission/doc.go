@@ -1,11 +1,11 @@
-// Package admission holds the validating webhooks of the oar-operator (DESIGN.md
-// "Admission" and "Errors"). On CREATE and UPDATE of a RulePack, a Capability or an
-// OperatorConfig it runs the loader of internal/engine — the one the controller, the
-// engine sidecar and oarctl run — so "admitted" means "the controller can publish it".
+// Package admission holds the validating webhooks of the oar-operator. On CREATE and
+// UPDATE of a RulePack, a Capability or an OperatorConfig it runs the loader of
+// internal/engine — the one the controller, the engine sidecar and oarctl run — so
+// "admitted" means "the controller can publish it".
 //
-// The line between refusing and warning is DESIGN.md's: refuse what is wrong in the
-// object itself or against the current state of the Capability it names; warn about what
-// depends on other objects a GitOps sync may apply in any order.
+// The line between refusing and warning: refuse what is wrong in the object itself or
+// against the current state of the Capability it names; warn about what depends on
+// other objects a GitOps sync may apply in any order.
 //
 //   - RulePack: refused for every rule the loader rejects against the Capability (fields,
 //     version gate [OAR-DOC-3], grammar, types, profiles, anchors, detectors, transforms,

@@ -49,13 +49,14 @@ func recreatedX(t *testing.T, recorded bool, rules ...map[string]any) (*memoryCl
 }
 
 // TestRecreatedPackIsANewcomer: incumbency goes by object, not name (README "Incumbency
-// goes by object, not name"; DESIGN.md "Bundles" rule 2, incumbents first). A RulePack
-// created again under the name of a published one is at the published generation, 1,
-// again; the webhook tells the two apart by the UIDs the bundle ConfigMap records, as
-// the controller does, so it judges the new object's rules as those of a pack not
-// published yet — a reference to them is warned about ([OAR-EVAL-13]), not refused; a
-// configuration naming them waits for them ([OAR-CFG-4]); a duplicate of them is warned
-// about ([OAR-DOC-9]) — and the deleted object's rules as nobody's.
+// goes by object, not name"; incumbents are taken first, bundle.Assemble rule 2). A
+// RulePack created again under the name of a published one is at the published
+// generation, 1, again; the webhook tells the two apart by the UIDs the bundle
+// ConfigMap records, as the controller does, so it judges the new object's rules as
+// those of a pack not published yet — a reference to them is warned about
+// ([OAR-EVAL-13]), not refused; a configuration naming them waits for them
+// ([OAR-CFG-4]); a duplicate of them is warned about ([OAR-DOC-9]) — and the deleted
+// object's rules as nobody's.
 func TestRecreatedPackIsANewcomer(t *testing.T) {
 	ctx := context.Background()
 	newX := []map[string]any{rule("acme.x", "NEW")}
@@ -176,7 +177,7 @@ func TestClientClusterReadsPublishedUIDs(t *testing.T) {
 // controller has not published since, and the published document is nobody's: an
 // update of RulePack "base" that drops acme.base/B would not leave out a published
 // configuration, and the controller would not hold it back for one (the new "quiet" is
-// a newcomer, DESIGN.md "Bundles" rule 3), so the webhook does not warn that it would.
+// a newcomer, bundle.Assemble rule 3), so the webhook does not warn that it would.
 // The same update, with "quiet" still the published object, is warned about.
 func TestRecreatedConfigurationIsANewcomer(t *testing.T) {
 	ctx := context.Background()

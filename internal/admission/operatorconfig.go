@@ -19,7 +19,7 @@ import (
 
 // OperatorConfigValidator admits a configuration document of the right shape and version
 // ([OAR-CFG-1]) that applies to the rule set published for its Capability ([OAR-CFG-4],
-// [OAR-CFG-5], [OAR-CFG-8]) (DESIGN.md "Admission").
+// [OAR-CFG-5], [OAR-CFG-8]).
 type OperatorConfigValidator struct {
 	Cluster Cluster
 }

@@ -18,8 +18,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
-// RulePackValidator admits a RulePack whose rules load against the Capability it names
-// (DESIGN.md "Admission").
+// RulePackValidator admits a RulePack whose rules load against the Capability it names.
 type RulePackValidator struct {
 	Cluster Cluster
 }

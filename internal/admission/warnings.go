@@ -8,7 +8,7 @@ import (
 
 // The webhook admits every object it warns about, and the controller decides in status.
 // Most warnings say that the controller will not publish what was written — a pack or a
-// configuration is published whole or left out (DESIGN.md "Bundles") — the rest are
+// configuration is published whole or left out — the rest are
 // advice about what it publishes as written. WarningKind says which, in one place, so
 // that `oarctl validate --strict` fails on the former without reading the words.
 

@@ -12,8 +12,8 @@ import (
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
 
-// Reasons an Outcome gives when a resource's current generation is not published
-// (DESIGN.md "Bundles": the Ready=False reasons).
+// Reasons an Outcome gives when a resource's current generation is not published: the
+// reasons of the resource's Ready=False condition.
 const (
 	ReasonLoadFailed        = "LoadFailed"
 	ReasonConflict          = "Conflict"
@@ -122,7 +122,7 @@ type Result struct {
 }
 
 // Assemble decides the bundle for one Capability, deterministically from the cluster
-// state and the bundle currently published (DESIGN.md "Bundles", rules 1–4):
+// state and the bundle currently published, by these rules:
 //
 //  1. A missing or invalid capability publishes nothing new: Current stays. So does a
 //     valid one that would leave out something Current publishes which Current's

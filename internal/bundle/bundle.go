@@ -1,5 +1,5 @@
 // Package bundle is the bundle format the controller, the admission webhook, the engine
-// sidecar and the oarctl CLI share (DESIGN.md "Bundles", "The engine sidecar"): one JSON
+// sidecar and the oarctl CLI share: one JSON
 // document holding a capability (spec section 8.2), every published rule pack (section
 // 2, [OAR-DOC-31]) and every published operator configuration (section 9, [OAR-CFG-7]),
 // sealed with a digest and stored in a ConfigMap.
@@ -7,7 +7,7 @@
 // It provides the document and its digest (Bundle, Seal), the ConfigMap encoding with
 // compression and the size limit (Encode, Decode, ReadDir for a mounted ConfigMap that
 // follows the kubelet's atomic "..data" swap), loading a bundle with the engine (Load),
-// and the deterministic assembly of DESIGN.md's rules 1–4 (Assemble): which generation
+// and the deterministic assembly (Assemble, which lists its rules): which generation
 // of each pack and configuration a new bundle publishes, and why the others are not —
 // duplicate identifiers [OAR-DOC-9], unresolved references [OAR-EVAL-13] [OAR-OPS-5]
 // [OAR-FIRE-11], suppression cycles [OAR-EVAL-16], suppressed mandatory rules

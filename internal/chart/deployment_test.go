@@ -187,37 +187,27 @@ const leaseRelease = 5 * time.Second
 // grace period allows and longer than the chart's old 10 s) and the lease release after
 // it, so the kubelet never kills a manager mid-shutdown; the drain is the kubelet's own
 // sleep action (the distroless image has no sleep to exec), on whenever the webhooks are;
-// values that break the sum are refused by name.
+// values that break the sum are refused by name. config/default, whose manager serves
+// the webhooks, stops as the chart's defaults do.
 func TestShutdownFitsTheGracePeriod(t *testing.T) {
 	for _, vs := range valueSets {
 		t.Run(vs.name, func(t *testing.T) {
 			pod := deployment(t, mustRender(t, "oar-system", vs)).Spec.Template.Spec
-			c := pod.Containers[0]
-			raw := flagValue(c.Args, "--graceful-shutdown-timeout", "")
-			if raw == "" {
-				t.Fatal("no --graceful-shutdown-timeout: the manager would wait controller-runtime's default 30 s")
-			}
-			timeout, err := time.ParseDuration(raw)
-			if err != nil || timeout <= 0 {
-				t.Fatalf("--graceful-shutdown-timeout=%s: %v", raw, err)
-			}
-			var drain time.Duration
-			if h := c.Lifecycle; h != nil && h.PreStop != nil {
-				if h.PreStop.Sleep == nil || h.PreStop.Exec != nil || h.PreStop.HTTPGet != nil {
-					t.Fatalf("preStop %+v; want the kubelet's sleep action alone", h.PreStop)
-				}
-				drain = time.Duration(h.PreStop.Sleep.Seconds) * time.Second
-			}
-			webhooks := slices.Contains(c.Args, "--enable-webhooks=true")
-			if webhooks != (drain > 0) {
-				t.Errorf("webhooks served %v, preStop sleep %s; want a drain exactly when webhooks are served", webhooks, drain)
-			}
-			grace := time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second
-			if grace < drain+timeout+leaseRelease {
-				t.Errorf("grace period %s < preStop %s + shutdown timeout %s + lease release %s", grace, drain, timeout, leaseRelease)
-			}
+			checkShutdown(t, pod)
 		})
 	}
+	t.Run("config/default", func(t *testing.T) {
+		pod := find[appsv1.Deployment](t, buildKustomization(t), "Deployment").Spec.Template.Spec
+		checkShutdown(t, pod)
+		chart := deployment(t, mustRender(t, "oar-system", valueSets[0])).Spec.Template.Spec
+		if !reflect.DeepEqual(pod.Containers[0].Lifecycle, chart.Containers[0].Lifecycle) ||
+			*pod.TerminationGracePeriodSeconds != *chart.TerminationGracePeriodSeconds ||
+			flagValue(pod.Containers[0].Args, "--graceful-shutdown-timeout", "") != flagValue(chart.Containers[0].Args, "--graceful-shutdown-timeout", "") {
+			t.Errorf("config/default stops with lifecycle %+v, grace period %ds and --graceful-shutdown-timeout=%s; the chart with lifecycle %+v, %ds and %s",
+				pod.Containers[0].Lifecycle, *pod.TerminationGracePeriodSeconds, flagValue(pod.Containers[0].Args, "--graceful-shutdown-timeout", ""),
+				chart.Containers[0].Lifecycle, *chart.TerminationGracePeriodSeconds, flagValue(chart.Containers[0].Args, "--graceful-shutdown-timeout", ""))
+		}
+	})
 	for _, values := range []string{
 		"terminationGracePeriodSeconds: 10",
 		"manager: {gracefulShutdownSeconds: 26}",
@@ -232,6 +222,37 @@ func TestShutdownFitsTheGracePeriod(t *testing.T) {
 		if pod.Containers[0].Lifecycle != nil {
 			t.Errorf("values %s: preStop %+v; want none", values, pod.Containers[0].Lifecycle.PreStop)
 		}
+	}
+}
+
+// checkShutdown checks that the manager's pod drains the webhooks, with the kubelet's
+// sleep action, exactly when it serves them (--enable-webhooks, on by default), and that
+// its grace period covers the drain, the shutdown timeout and the lease release.
+func checkShutdown(t *testing.T, pod corev1.PodSpec) {
+	t.Helper()
+	c := pod.Containers[0]
+	raw := flagValue(c.Args, "--graceful-shutdown-timeout", "")
+	if raw == "" {
+		t.Fatal("no --graceful-shutdown-timeout: the manager would wait controller-runtime's default 30 s")
+	}
+	timeout, err := time.ParseDuration(raw)
+	if err != nil || timeout <= 0 {
+		t.Fatalf("--graceful-shutdown-timeout=%s: %v", raw, err)
+	}
+	var drain time.Duration
+	if h := c.Lifecycle; h != nil && h.PreStop != nil {
+		if h.PreStop.Sleep == nil || h.PreStop.Exec != nil || h.PreStop.HTTPGet != nil {
+			t.Fatalf("preStop %+v; want the kubelet's sleep action alone", h.PreStop)
+		}
+		drain = time.Duration(h.PreStop.Sleep.Seconds) * time.Second
+	}
+	webhooks := flagValue(c.Args, "--enable-webhooks", "true") == "true"
+	if webhooks != (drain > 0) {
+		t.Errorf("webhooks served %v, preStop sleep %s; want a drain exactly when webhooks are served", webhooks, drain)
+	}
+	grace := time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second
+	if grace < drain+timeout+leaseRelease {
+		t.Errorf("grace period %s < preStop %s + shutdown timeout %s + lease release %s", grace, drain, timeout, leaseRelease)
 	}
 }
 

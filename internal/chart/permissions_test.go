@@ -250,18 +250,7 @@ func installChart(release, values string) func(*testing.T, string) []*unstructur
 // CRDs, which the suite installed) and deletes it when the test ends.
 func installKustomization(t *testing.T, ns string) []*unstructured.Unstructured {
 	ctx := context.Background()
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(env.Root, "config", "default"))
-	if err != nil {
-		t.Fatalf("kustomize build config/default: %v", err)
-	}
-	data, err := res.AsYaml()
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := decodeDocuments(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := buildKustomization(t)
 	var created []*unstructured.Unstructured
 	t.Cleanup(func() {
 		for _, o := range slices.Backward(created) {
@@ -287,6 +276,24 @@ func installKustomization(t *testing.T, ns string) []*unstructured.Unstructured 
 			t.Fatalf("apply %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 		created = append(created, o)
+	}
+	return objs
+}
+
+// buildKustomization returns the objects `kustomize build config/default` prints.
+func buildKustomization(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(env.Root, "config", "default"))
+	if err != nil {
+		t.Fatalf("kustomize build config/default: %v", err)
+	}
+	data, err := res.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := decodeDocuments(data)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return objs
 }

@@ -79,6 +79,11 @@ func decodeReference(data []byte) (any, error) {
 // NotUTF8 names the first byte of data that is not UTF-8, which must not be silently
 // replaced ([OAR-FACT-23], [OAR-FACT-26]).
 func NotUTF8(data []byte) error {
+	return fmt.Errorf("%s [OAR-FACT-23]", notUTF8(data))
+}
+
+// notUTF8 says which byte of data is the first that is not UTF-8, citing no clause.
+func notUTF8(data []byte) string {
 	off := 0
 	for off < len(data) {
 		r, n := utf8.DecodeRune(data[off:])
@@ -87,7 +92,7 @@ func NotUTF8(data []byte) error {
 		}
 		off += n
 	}
-	return fmt.Errorf("byte 0x%02x at offset %d is not UTF-8: a document is UTF-8 text, and this engine refuses bytes that are not rather than replace them [OAR-FACT-23]", data[off], off)
+	return fmt.Sprintf("byte 0x%02x at offset %d is not UTF-8: a document is UTF-8 text, and this engine refuses bytes that are not rather than replace them", data[off], off)
 }
 
 func jsonError(err error) error {
@@ -291,44 +296,54 @@ func (e *DuplicateKeyError) Error() string {
 // sigs.k8s.io/yaml), so a file gets the verdict here that it gets at admission; a
 // document kubectl's split would silently drop (one beginning on its "---" line after
 // another document) is refused rather than dropped here too ([OAR-DOC-31]).
+//
+// A file it does not read is refused under the clause it breaks, cited at the end of
+// the error: a dropped member breaks [OAR-DOC-31], and anything else, a file that is
+// not UTF-8, not JSON or YAML, holds no document or holds more than its JSON reading
+// keeps, breaks [OAR-DOC-1].
 func DecodeDocuments(data []byte) ([]any, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
-		return nil, errors.New("no document found")
+		return nil, refuseFile("OAR-DOC-1", errors.New("no document found: the file holds only white space; a document is a JSON object, or YAML that maps to one"))
 	}
 	if trimmed[0] == '{' || trimmed[0] == '[' {
+		if !utf8.Valid(trimmed) {
+			// A file that is no UTF-8 text has no JSON reading, as a YAML one has none.
+			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %s", notUTF8(trimmed)))
+		}
 		v, err := DecodeJSON(trimmed)
 		if err == nil {
 			if docs := members(v); len(docs) > 0 {
 				return docs, nil
 			}
 			// As for a YAML stream of no documents: an empty array holds nothing to check.
-			return nil, errors.New("no document found")
+			return nil, refuseFile("OAR-DOC-1", errors.New("no document found: the JSON array is empty; a document is a JSON object"))
 		}
 		var dup *DuplicateKeyError
 		if errors.As(err, &dup) || !looksLikeYAMLFlow(trimmed) {
-			return nil, fmt.Errorf("JSON: %w", err)
+			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w", err))
 		}
 	}
 	docs, starts := splitYAML(data)
 	var out []any
 	for i, doc := range docs {
 		// The YAML parser stops at the end of a flow node and ignores what follows, so
-		// `{...} }{` would pass as one document: refuse it, naming the offset.
+		// `{...} }{` would pass as one document, losing the rest: refuse it, naming the
+		// offset.
 		if off := trailingAfterFlow(doc); off >= 0 {
-			return nil, fmt.Errorf("unexpected data at offset %d, after the document that ends before it: a file holds one JSON document or one YAML stream", starts[i]+off)
+			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("unexpected data at offset %d, after the document that ends before it: a file holds one JSON document or one YAML stream, and this would be lost in its JSON reading", starts[i]+off))
 		}
 		// The parser reads one document of each part and drops the rest: refuse a
 		// second one, which only a marker line carrying more than its marker can begin.
 		if off := droppedDocument(doc); off >= 0 {
-			return nil, fmt.Errorf("unexpected document at offset %d, on its marker line: a stream is split at lines holding only \"---\" (as kubectl splits it) and one document is read between two of them, so this one would be dropped; put it on the line after a \"---\" alone [OAR-DOC-31]", starts[i]+off)
+			return nil, refuseFile("OAR-DOC-31", fmt.Errorf("unexpected document at offset %d, on its marker line: a stream is split at lines holding only \"---\" (as kubectl splits it) and one document is read between two of them, so this one would be dropped; put it on the line after a \"---\" alone", starts[i]+off))
 		}
 		v, err := DecodeYAML(doc)
 		if err != nil {
 			if len(docs) > 1 {
-				return nil, fmt.Errorf("YAML document %d: %w", i+1, err)
+				return nil, refuseFile("OAR-DOC-1", fmt.Errorf("YAML document %d: %w", i+1, err))
 			}
-			return nil, fmt.Errorf("YAML: %w", err)
+			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("YAML: %w", err))
 		}
 		if v == nil {
 			continue
@@ -336,10 +351,30 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		out = append(out, members(v)...)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no document found")
+		return nil, refuseFile("OAR-DOC-1", errors.New("no document found: the YAML stream holds only comments, empty documents and empty sequences; a document is a JSON object, or YAML that maps to one"))
 	}
 	return out, nil
 }
+
+// fileError is a file DecodeDocuments refuses, under the clause the file breaks.
+type fileError struct {
+	clause string
+	err    error
+}
+
+// Error ends in the clause, once: a cause that already cites it (a duplicate key,
+// bytes that are not UTF-8) is not cited again.
+func (e *fileError) Error() string {
+	msg := e.err.Error()
+	if cite := " [" + e.clause + "]"; !strings.HasSuffix(msg, cite) {
+		msg += cite
+	}
+	return msg
+}
+
+func (e *fileError) Unwrap() error { return e.err }
+
+func refuseFile(clause string, err error) error { return &fileError{clause: clause, err: err} }
 
 // DecodeYAML converts one YAML document to JSON, refusing duplicate keys, and decodes
 // it like DecodeJSON.

@@ -94,3 +94,37 @@ func TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeDocumentsCitesTheClauseAFileBreaks: every file DecodeDocuments refuses is
+// refused under the clause it breaks, cited once at the end: a file that is not JSON or
+// YAML, holds no document, or holds more than its JSON reading keeps breaks
+// [OAR-DOC-1], bytes that are not UTF-8 in JSON or YAML included; a member the split
+// would drop, [OAR-DOC-31].
+func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
+	for in, want := range map[string]struct{ clause, text string }{
+		"":                              {"OAR-DOC-1", "no document found: the file holds only white space"},
+		" \n\t\n":                       {"OAR-DOC-1", "no document found: the file holds only white space"},
+		"[]":                            {"OAR-DOC-1", "no document found: the JSON array is empty"},
+		"# a comment\n---\n# another\n": {"OAR-DOC-1", "no document found: the YAML stream holds only"},
+		"--- []\n---\n~\n":              {"OAR-DOC-1", "no document found: the YAML stream holds only"},
+		`{"a":`:                         {"OAR-DOC-1", "YAML: yaml: line 1: did not find expected node content"},
+		`{"a":1,"a":2}`:                 {"OAR-DOC-1", `JSON: duplicate key "a"`},
+		"a: [1\n":                       {"OAR-DOC-1", "YAML: "},
+		"a: 1\n---\nb: [\n":             {"OAR-DOC-1", "YAML document 2: "},
+		"a: 1\na: 2\n":                  {"OAR-DOC-1", "YAML: "},
+		`{"a":1} }{`:                    {"OAR-DOC-1", "unexpected data at offset 8"},
+		"a: 1\n--- {b: 2}\n":            {"OAR-DOC-31", "unexpected document at offset 5"},
+		"{\"a\":\"\xff\"}":              {"OAR-DOC-1", "JSON: byte 0xff at offset 6 is not UTF-8"},
+		"a: \"\xff\"\n":                 {"OAR-DOC-1", "YAML: yaml: invalid leading UTF-8 octet"},
+	} {
+		_, err := DecodeDocuments([]byte(in))
+		if err == nil {
+			t.Errorf("%q: decoded; want a refusal citing %s", in, want.clause)
+			continue
+		}
+		msg := err.Error()
+		if !strings.HasPrefix(msg, want.text) || !strings.HasSuffix(msg, " ["+want.clause+"]") || strings.Count(msg, "[OAR-") != 1 {
+			t.Errorf("%q: %q; want %q… citing [%s] once, at the end", in, msg, want.text, want.clause)
+		}
+	}
+}

@@ -37,6 +37,9 @@ func fuzzCap(t testing.TB) *Capability {
 // clauseID is the form of a clause identifier a diagnostic carries.
 var clauseID = regexp.MustCompile(`^OAR-[A-Z]+-[0-9]+$`)
 
+// citedAtEnd matches an error message that ends in the clause it cites.
+var citedAtEnd = regexp.MustCompile(`\[OAR-[A-Z]+-[0-9]+\]$`)
+
 // checkDiagnostic checks that e names a clause, and the document it concerns by an
 // index among docs (-1 for none, the only choice when docs is 0).
 func checkDiagnostic(t *testing.T, e *diag.Error, docs int) {
@@ -137,9 +140,10 @@ func FuzzLoadCapability(f *testing.F) {
 	})
 }
 
-// FuzzDecodeDocuments: decoding never panics, what it returns is plain JSON data that
-// encodes again, and a YAML stream yields as many members as the YAML parser reads
-// from the whole stream: splitting it drops no document ([OAR-DOC-31]).
+// FuzzDecodeDocuments: decoding never panics, a refusal ends in the clause the file
+// breaks, what it returns is plain JSON data that encodes again, and a YAML stream
+// yields as many members as the YAML parser reads from the whole stream: splitting it
+// drops no document ([OAR-DOC-31]).
 func FuzzDecodeDocuments(f *testing.F) {
 	f.Add([]byte(`{"a":1}`))
 	f.Add([]byte(`[{"a":1},{"b":[1,2,{"c":null}]}]`))
@@ -150,6 +154,9 @@ func FuzzDecodeDocuments(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		docs, err := DecodeDocuments(data)
 		if err != nil {
+			if !citedAtEnd.MatchString(err.Error()) {
+				t.Fatalf("refusal citing no clause at its end: %v", err)
+			}
 			return
 		}
 		for i, d := range docs {

@@ -2,7 +2,7 @@ package engine
 
 import "github.com/oar-operator/oar-operator/internal/engine/types"
 
-// The vocabulary of sections 5.3, 5.4 and 8.1, restated in ../shared/spec/vocabulary.md.
+// The vocabulary of sections 5.3, 5.4 and 8.1, restated in docs/spec/vocabulary.md.
 // An engine provides exactly these names with exactly these types ([OAR-FACT-15],
 // [OAR-FACT-16], [OAR-FACT-17]).
 

@@ -1,5 +1,5 @@
 // Package inject adds the OAR engine sidecar to a pod that opts in with the label
-// rules.oar.dev/capability (DESIGN.md "Injection"). It is the one mutation both the
+// rules.oar.dev/capability. It is the one mutation both the
 // mutating admission webhook (internal/admission) and `oarctl inject` apply, so a
 // manifest rendered in CI is the pod the API server stores. It is pure: it reads no
 // cluster, and a pod that already has the engine serving its Capability's bundle comes

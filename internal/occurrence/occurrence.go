@@ -1,7 +1,7 @@
 // Package occurrence reads one anchor occurrence from JSON into an engine.Occurrence:
 // the single-occurrence spelling of a section 10.2 fixture ([OAR-CONF-18]) without the
 // capability and configuration, as oarctl reads it from a file and the engine sidecar
-// reads it from a POST /v1/evaluate body (DESIGN.md "The engine sidecar", "The CLI"):
+// reads it from a POST /v1/evaluate body:
 //
 //	{"anchor": "tool.pre_invoke", "session_id": "s1", "facts": {...},
 //	 "recent_activity": ["search"], "content": "...",
@@ -12,7 +12,7 @@
 // silently unset and the decision would answer a different question. Numbers stay exact
 // (json.Number) and a member given twice is refused ([OAR-DOC-1]), as for every OAR
 // document. Every problem is reported as a diag.Error naming the member (the field) and
-// the clause that defines it (DESIGN.md "Errors").
+// the clause that defines it, as every refusal of the project does.
 //
 // A value's type is not checked against the capability here: a fact of the wrong type
 // is a fact-provider failure the consuming rule's on_error handles at evaluation
@@ -100,8 +100,8 @@ func Decode(data []byte, m Members) (*engine.Occurrence, diag.List) {
 }
 
 // malformed reports a body that is not one JSON value under the clause it breaks, so a
-// caller reads the clause from the same field as every other refusal (DESIGN.md
-// "Errors"): a member given twice has no single reading ([OAR-DOC-1]) and names that
+// caller reads the clause from the same field as every other refusal (diag.Error's
+// Clause): a member given twice has no single reading ([OAR-DOC-1]) and names that
 // member, bytes that are not UTF-8 are no string ([OAR-FACT-23]), and anything else is
 // not the JSON object an occurrence is ([OAR-CONF-18]).
 func malformed(data []byte, err error) *diag.Error {

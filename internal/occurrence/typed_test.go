@@ -78,9 +78,9 @@ func typedAgrees(t *testing.T, data []byte, m Members) {
 }
 
 // FuzzDecode: the typed path agrees with the general one on every input, and Decode
-// answers every input with an occurrence or with diagnostics that each name a clause
-// (DESIGN.md "Errors"): a body the sidecar refuses tells its caller why in the same
-// fields as every other refusal.
+// answers every input with an occurrence or with diagnostics that each name a clause: a
+// body the sidecar refuses tells its caller why in the same fields (diag.Error's) as
+// every other refusal.
 func FuzzDecode(f *testing.F) {
 	for _, c := range typedCases {
 		f.Add([]byte(c.in), false)

@@ -124,7 +124,7 @@ func (s *Sidecar) digestValue(sv *reload.Served) []string {
 
 // recoverEvaluation turns a failure the engine should never have, a panic included,
 // into a 500 whose JSON says what happened, instead of a dropped connection and a stack
-// trace (DESIGN.md "Errors"). It is deferred by evaluate.
+// trace. It is deferred by evaluate.
 func (s *Sidecar) recoverEvaluation(w http.ResponseWriter, digest string) {
 	v := recover()
 	if v == nil {

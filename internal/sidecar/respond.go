@@ -15,7 +15,7 @@ import (
 const DigestHeader = "X-OAR-Bundle-Digest"
 
 // Problem is every error response's body: a one-line message and, for a malformed
-// occurrence, one diagnostic per problem with its clause and field (DESIGN.md "Errors").
+// occurrence, one diagnostic per problem with its clause and field, as every refusal.
 type Problem struct {
 	Error       string    `json:"error"`
 	Diagnostics diag.List `json:"diagnostics,omitempty"`

@@ -1,6 +1,6 @@
-// Package sidecar is the engine sidecar's HTTP API (DESIGN.md "The engine sidecar",
-// "Scale", "Errors"): it runs next to an agent host, serves the bundle its Capability
-// published, and answers "what does this occurrence resolve to?" over localhost.
+// Package sidecar is the engine sidecar's HTTP API: it runs next to an agent host, serves
+// the bundle its Capability published, and answers "what does this occurrence resolve
+// to?" over localhost.
 //
 //	POST /v1/evaluate   one occurrence → the decision in the shapes of section 10.2
 //	                    ([OAR-CONF-21]) plus the digest of the bundle that answered

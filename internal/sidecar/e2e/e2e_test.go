@@ -1,7 +1,7 @@
 // Package e2e runs the engine sidecar against a real control plane: the bundle
 // controller publishes a Capability's bundle ConfigMap, the test lays the ConfigMap's
 // data out the way the kubelet mounts it, and the sidecar serves it, then serves the
-// next version after the pack changes (DESIGN.md "Bundles", "The engine sidecar").
+// next version after the pack changes.
 package e2e
 
 import (

@@ -1,5 +1,5 @@
-// Package events is the engine sidecar's publish_event stream ([OAR-FIRE-7], DESIGN.md
-// "The engine sidecar"): every record is written as one JSON line to a writer (the
+// Package events is the engine sidecar's publish_event stream ([OAR-FIRE-7]): every
+// record is written as one JSON line to a writer (the
 // sidecar's stdout, which the container runtime collects) and fanned out to the
 // subscribers of GET /v1/events.
 //

@@ -1,9 +1,9 @@
 // Package kubeletdir lays a ConfigMap's keys out in a directory the way the kubelet's
-// atomic writer does for a ConfigMap volume (DESIGN.md "The engine sidecar": the bundle
-// is mounted as a directory, never subPath): the keys in a timestamped directory,
-// "..data" a symlink to it, and one symlink per key to "..data/<key>". An update writes
-// a new timestamped directory and renames a new "..data" over the old one, so a reader
-// going through "..data" sees one version or the other, never a mix.
+// atomic writer does for a ConfigMap volume (the sidecar mounts the bundle as a
+// directory, never with subPath, so that it sees updates): the keys in a timestamped
+// directory, "..data" a symlink to it, and one symlink per key to "..data/<key>". An
+// update writes a new timestamped directory and renames a new "..data" over the old one,
+// so a reader going through "..data" sees one version or the other, never a mix.
 //
 // It feeds oar-engine a mounted bundle without a kubelet: the sidecar's tests and the
 // load generator (hack/loadgen) use it.

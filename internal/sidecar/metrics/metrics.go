@@ -1,5 +1,5 @@
-// Package metrics is the engine sidecar's Prometheus instrumentation (DESIGN.md "The
-// engine sidecar": /metrics): evaluations by anchor and decision and their latency,
+// Package metrics is the engine sidecar's Prometheus instrumentation, served on
+// /metrics: evaluations by anchor and decision and their latency,
 // requests refused before evaluation, bundle reloads and refused bundles (counted, and
 // whether the mounted one stands refused), the served bundle's digest as an info metric,
 // occurrences at anchors the served capability does not declare (by anchor, bounded), the

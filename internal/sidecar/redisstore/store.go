@@ -1,7 +1,6 @@
 // Package redisstore keeps the engine sidecar's sessions in Redis (or Valkey, or a
 // managed Redis), so every replica of an agent host shares one session's counters,
-// breakers and activity window ([OAR-FIRE-3], [OAR-PROF-9]); DESIGN.md "The engine
-// sidecar", README "Several replicas".
+// breakers and activity window ([OAR-FIRE-3], [OAR-PROF-9]); README "Several replicas".
 //
 // A session is one hash, <prefix><session_id>, whose TTL is the idle TTL, refreshed by
 // every occurrence that reads or writes it. Its fields are

@@ -1,5 +1,5 @@
 // Package reload keeps the bundle the engine sidecar serves and replaces it when the
-// mounted ConfigMap changes (DESIGN.md "The engine sidecar", "Bundles").
+// mounted ConfigMap changes.
 //
 // A Source holds the current bundle behind an atomic pointer. A new bundle is loaded
 // completely with internal/bundle before it is swapped in, so a request that takes the

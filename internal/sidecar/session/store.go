@@ -1,5 +1,5 @@
-// Package session keeps the engine sidecar's per-session state (DESIGN.md "The engine
-// sidecar", "Scale"): the counters of every (rule, session, scope) ([OAR-FIRE-3],
+// Package session keeps the engine sidecar's per-session state in memory, bounded: the
+// counters of every (rule, session, scope) ([OAR-FIRE-3],
 // [OAR-FIRE-5], [OAR-FIRE-10]) and each session's recent activity window
 // ([OAR-PROF-9]). Store implements engine.CounterStore and engine.ActivityStore over one
 // table of sessions, so a session's counters and window live and die together.

@@ -1,6 +1,6 @@
 // Package standalone serves plain OAR documents without a bundle directory: a capability
 // file, rule files or directories, and configuration files, as `oar-engine --capability
-// --rules --config` names them (DESIGN.md "The engine sidecar"). It is how a developer
+// --rules --config` names them. It is how a developer
 // runs the engine on a laptop, how hosts outside Kubernetes use it, and how tests start
 // engines. The files are assembled into a bundle (one pack per rule file, one
 // configuration per configuration document, in the order given) and installed in a
