@@ -324,6 +324,9 @@ func DecodeDocuments(data []byte) ([]any, error) {
 			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w", err))
 		}
 	}
+	if off := markerAgainstComment(data); off >= 0 {
+		return nil, refuseFile("OAR-DOC-1", fmt.Errorf("unexpected \"---#\" at offset %d: kubectl's split takes the line for a separator and a comment, the YAML parser for text of the document (a comment needs a space before its #), so the file has no single reading; write \"--- #\"", off))
+	}
 	docs, starts := splitYAML(data)
 	var out []any
 	for i, doc := range docs {
@@ -429,6 +432,18 @@ func splitYAML(data []byte) (docs [][]byte, starts []int) {
 	}
 	flush(len(data))
 	return docs, starts
+}
+
+// markerAgainstComment returns the offset of the first line that begins "---#", or -1.
+func markerAgainstComment(data []byte) int {
+	pos := 0
+	for line := range bytes.Lines(data) {
+		if bytes.HasPrefix(line, []byte("---#")) {
+			return pos
+		}
+		pos += len(line)
+	}
+	return -1
 }
 
 // droppedDocument returns, for one part of a split stream, the offset of the first

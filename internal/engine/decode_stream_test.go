@@ -116,6 +116,8 @@ func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 		"a: 1\n--- {b: 2}\n":            {"OAR-DOC-31", "unexpected document at offset 5"},
 		"{\"a\":\"\xff\"}":              {"OAR-DOC-1", "JSON: byte 0xff at offset 6 is not UTF-8"},
 		"a: \"\xff\"\n":                 {"OAR-DOC-1", "YAML: yaml: invalid leading UTF-8 octet"},
+		"0: 0\n---#0: 0\n0: 0":          {"OAR-DOC-1", `unexpected "---#" at offset 5`},
+		"---# lead\na: 1\n":             {"OAR-DOC-1", `unexpected "---#" at offset 0`},
 	} {
 		_, err := DecodeDocuments([]byte(in))
 		if err == nil {
