@@ -26,7 +26,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"-address", "-port", "-probe-address", "-bundle-dir", "-reload-interval", "-max-sessions",
 		"-session-idle-ttl", "-max-counters-per-session", "-max-counters", "-max-body-bytes", "-event-buffer",
 		"-shutdown-timeout", "-log-level", "-capability", "-rules", "-config",
-		"-session-store", "-session-store-password-file", "-session-store-ca-file", "-session-store-prefix", "-session-store-timeout", "-session-store-retries", "-session-store-cache"} {
+		"-session-store", "-session-store-password-file", "-session-store-ca-file", "-session-store-prefix", "-session-store-timeout", "-session-store-pending-ttl", "-session-store-retries", "-session-store-cache"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -49,6 +49,12 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--session-store", "redis://u:pw@127.0.0.1:1"}, "carries a password: give it in a file"},
 		{[]string{"--session-store-retries", "0"}, "--session-store-retries must be positive"},
 		{[]string{"--session-store-cache", "-1"}, "--session-store-cache must not be negative"},
+		{[]string{"--session-store-pending-ttl", "0s"}, "--session-store-pending-ttl 0s is not a whole number of milliseconds, at least 1ms"},
+		{[]string{"--session-store-pending-ttl", "-5ms"}, "--session-store-pending-ttl -5ms is not a whole number of milliseconds"},
+		{[]string{"--session-store-pending-ttl", "2500us"}, "--session-store-pending-ttl 2.5ms is not a whole number of milliseconds"},
+		{[]string{"--session-store-pending-ttl", "250ms"}, "--session-store-pending-ttl 250ms is not below --session-store-timeout, 250ms"},
+		{[]string{"--session-store-timeout", "20ms", "--session-store-pending-ttl", "1s"}, "--session-store-pending-ttl 1s is not below --session-store-timeout, 20ms"},
+		{[]string{"--session-store-timeout", "4ms"}, "--session-store-pending-ttl 5ms is not below --session-store-timeout, 4ms"},
 		{[]string{"--max-body-bytes", "67108865"}, "--max-body-bytes 67108865 is more than the 67108864 an occurrence may have"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, "flag provided but not defined"},
@@ -67,8 +73,12 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.address != "127.0.0.1" || o.port != 8181 || o.probeAddress != ":8182" || o.bundleDir != "/etc/oar/bundle" ||
-		o.reloadInterval != 2*time.Second || o.maxSessions != 100_000 || o.sessionIdleTTL != 30*time.Minute {
+		o.reloadInterval != 2*time.Second || o.maxSessions != 100_000 || o.sessionIdleTTL != 30*time.Minute ||
+		o.storeTimeout != 250*time.Millisecond || o.storePendingTTL != 5*time.Millisecond {
 		t.Errorf("defaults %+v", o)
+	}
+	if o, err := parseFlags([]string{"--session-store-timeout", "1s", "--session-store-pending-ttl", "999ms"}, io.Discard); err != nil || o.storePendingTTL != 999*time.Millisecond {
+		t.Errorf("a pending TTL just below the timeout: %v, %v", o.storePendingTTL, err)
 	}
 }
 

@@ -29,11 +29,8 @@ effect: warn
 // storeCalls is an Observer that records a store's metrics and sends the operation of
 // each of its round trips on trips, while it has room.
 type storeCalls struct {
-	Metrics interface {
-		RoundTrip(string, time.Duration, error)
-		Conflict()
-	}
-	trips chan string
+	Metrics redisstore.Observer
+	trips   chan string
 }
 
 func (o *storeCalls) RoundTrip(op string, took time.Duration, err error) {
@@ -44,17 +41,16 @@ func (o *storeCalls) RoundTrip(op string, took time.Duration, err error) {
 	}
 }
 
-func (o *storeCalls) Conflict() { o.Metrics.Conflict() }
+func (o *storeCalls) Conflict()          { o.Metrics.Conflict() }
+func (o *storeCalls) PendingWait()       { o.Metrics.PendingWait() }
+func (o *storeCalls) CorrectionTooLate() { o.Metrics.CorrectionTooLate() }
 
 // afterFirstCommit records a store's metrics and calls do once, after the store's first
 // successful commit, before the commit returns.
 type afterFirstCommit struct {
-	Metrics interface {
-		RoundTrip(string, time.Duration, error)
-		Conflict()
-	}
-	do   func()
-	done bool
+	Metrics redisstore.Observer
+	do      func()
+	done    bool
 }
 
 func (o *afterFirstCommit) RoundTrip(op string, took time.Duration, err error) {
@@ -65,14 +61,17 @@ func (o *afterFirstCommit) RoundTrip(op string, took time.Duration, err error) {
 	}
 }
 
-func (o *afterFirstCommit) Conflict() { o.Metrics.Conflict() }
+func (o *afterFirstCommit) Conflict()          { o.Metrics.Conflict() }
+func (o *afterFirstCommit) PendingWait()       { o.Metrics.PendingWait() }
+func (o *afterFirstCommit) CorrectionTooLate() { o.Metrics.CorrectionTooLate() }
 
 // TestReadDuringACorrectionSeesTheCorrectedSession: replica A commits a shell call's
 // increment and then finds its event refused, so it takes the increment back
 // ([OAR-FIRE-9], [OAR-OPS-4]). Replica B reads the session between A's commit and its
 // correction, for an output whose rule only reads the counter. B must not decide on
 // the increment that is taken back — no serial order of the two calls shows it — so
-// its read waits until A's correction lands and sees the session without it.
+// its read waits until A's correction lands and sees the session without it, and B's
+// metrics count the wait.
 func TestReadDuringACorrectionSeesTheCorrectedSession(t *testing.T) {
 	url, prefix := redistest.Shared(t).URL, redistest.Prefix(t)
 	b := sealed(t, testCapability, testRules+sawShell)
@@ -114,12 +113,19 @@ func TestReadDuringACorrectionSeesTheCorrectedSession(t *testing.T) {
 	if answerB.Code != http.StatusOK || !strings.Contains(answerB.Body.String(), `"decision":"none"`) {
 		t.Errorf("B's output read during A's correction: %d %s; want none, on the session without the increment taken back", answerB.Code, answerB.Body)
 	}
+	if n := other.metric(t, "oar_engine_session_store_pending_waits_total", nil); n != 1 {
+		t.Errorf("B counted %v reads waiting for a pending marker; want 1", n)
+	}
+	if n := a.metric(t, "oar_engine_session_store_corrections_too_late_total", nil); n != 0 {
+		t.Errorf("A counted %v corrections too late; want 0", n)
+	}
 }
 
 // TestCorrectionTooLateKeepsTheCommit: when the stream's refusal comes after the
 // commit's pending time passed, other replicas may have read the committed increment,
 // so it is not taken back: the committed decision stands, the refused event dropped
-// from its events and on_fire, and its failure says why ([OAR-FIRE-9]).
+// from its events and on_fire, and its failure says why ([OAR-FIRE-9]); the sidecar's
+// metrics count the correction too late, so an operator sees a pending time too short.
 func TestCorrectionTooLateKeepsTheCommit(t *testing.T) {
 	const ttl = time.Millisecond
 	srv, prefix := redistest.Shared(t), redistest.Prefix(t)
@@ -135,6 +141,9 @@ func TestCorrectionTooLateKeepsTheCommit(t *testing.T) {
 	defer rc.Close()
 	if got, err := rc.HGet(t.Context(), prefix+"s1", "cacme.ops/COUNT_SHELL").Result(); err != nil || got != "1 0" {
 		t.Errorf("Redis holds COUNT_SHELL %q (%v); the increment stands, so \"1 0\"", got, err)
+	}
+	if n := r.metric(t, "oar_engine_session_store_corrections_too_late_total", nil); n != 1 {
+		t.Errorf("counted %v corrections too late; want 1", n)
 	}
 }
 

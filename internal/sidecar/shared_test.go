@@ -388,12 +388,9 @@ func TestContentionPastTheRetryBound(t *testing.T) {
 // makes — a load, or a refused commit, which returns the session for the next attempt
 // — as a busy replica would.
 type interferer struct {
-	Metrics interface {
-		RoundTrip(string, time.Duration, error)
-		Conflict()
-	}
-	store *redisstore.Store
-	t     *testing.T
+	Metrics redisstore.Observer
+	store   *redisstore.Store
+	t       *testing.T
 }
 
 func (i *interferer) RoundTrip(op string, took time.Duration, err error) {
@@ -407,6 +404,9 @@ func (i *interferer) Conflict() {
 	i.Metrics.Conflict()
 	i.interfere()
 }
+
+func (i *interferer) PendingWait()       { i.Metrics.PendingWait() }
+func (i *interferer) CorrectionTooLate() { i.Metrics.CorrectionTooLate() }
 
 func (i *interferer) interfere() {
 	snap, err := i.store.Load(i.t.Context(), "s1")
