@@ -23,6 +23,7 @@ import (
 
 	"github.com/oar-operator/oar-operator/internal/decisionlog"
 	oarresource "github.com/oar-operator/oar-operator/internal/resource"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 )
 
 // The switch and the names the injector adds.
@@ -98,6 +99,10 @@ type Options struct {
 	// two are a pair: a pod's AnnotationSessionStore replaces both, so a pod that says
 	// memory, or names its own store, never gets (nor sends its password to) the default.
 	SessionStoreSecret string
+	// SessionStorePendingTTL is the engine's --session-store-pending-ttl when it shares
+	// sessions (zero: the engine's default). It tunes the engine, not the store, so it
+	// applies to a pod that names its own store too.
+	SessionStorePendingTTL time.Duration
 	// DecisionLog writes the engine's decision log to its stdout (--decision-log);
 	// DecisionLogContent and DecisionLogSample are its --decision-log-content (empty:
 	// the engine's default, omit) and --decision-log-sample (empty: every session).
@@ -299,6 +304,7 @@ func serveCapability(out *corev1.PodSpec, i int, capability, field string) (stri
 var clusterSettings = []struct{ name, absent string }{
 	{"session-store", "memory"},
 	{"session-store-password-file", "none"},
+	{"session-store-pending-ttl", redisstore.DefaultPendingTTL.String()},
 	{"decision-log", "off"},
 	{"decision-log-content", "omit"},
 	{"decision-log-sample", "1"},
@@ -684,6 +690,9 @@ func container(o Options) corev1.Container {
 	}
 	if o.SessionStore != "" {
 		c.Args = append(c.Args, "--session-store="+o.SessionStore)
+		if o.SessionStorePendingTTL > 0 {
+			c.Args = append(c.Args, "--session-store-pending-ttl="+o.SessionStorePendingTTL.String())
+		}
 	}
 	if o.DecisionLog {
 		c.Args = append(c.Args, "--decision-log=stdout")

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -234,6 +235,39 @@ func TestAnnotations(t *testing.T) {
 	p.Annotations = map[string]string{"rules.oar.dev/engine-prot": "9000"}
 	if r := mustInject(t, p); len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "rules.oar.dev/engine-prot") {
 		t.Fatalf("unknown annotation: warnings %q", r.Warnings)
+	}
+}
+
+// TestSessionStorePendingTTL: the manager's pending time reaches the engine of every pod
+// that shares sessions, its own store's included, and no pod keeping them in memory;
+// unset, the engine keeps its default.
+func TestSessionStorePendingTTL(t *testing.T) {
+	o := Defaults()
+	o.SessionStore, o.SessionStorePendingTTL = "rediss://shared-redis.redis:6380", 20*time.Millisecond
+	for _, c := range []struct {
+		name        string
+		annotations map[string]string
+		ttl         time.Duration
+		want        string
+	}{
+		{"the default store", nil, 20 * time.Millisecond, "20ms"},
+		{"its own store", map[string]string{AnnotationSessionStore: "redis://acme-redis:6379"}, 20 * time.Millisecond, "20ms"},
+		{"memory", map[string]string{AnnotationSessionStore: "memory"}, 20 * time.Millisecond, ""},
+		{"unset", nil, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := samplePod(t, "agent_injected.yaml")
+			p.Annotations = c.annotations
+			o.SessionStorePendingTTL = c.ttl
+			r, err := Inject(p, o)
+			if err != nil {
+				t.Fatalf("inject: %v", err)
+			}
+			got, _ := flagValue(r.Spec.InitContainers[0].Args, "session-store-pending-ttl")
+			if got != c.want {
+				t.Errorf("--session-store-pending-ttl %q; want %q", got, c.want)
+			}
+		})
 	}
 }
 
