@@ -9,8 +9,8 @@ import (
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
 )
 
-// sessionLockStripes is how many locks the sessions share: enough that unrelated
-// sessions rarely wait for each other, few enough to cost nothing.
+// sessionLockStripes is how many parts the table of session locks is split into, so
+// that taking one rarely waits for another session's.
 const sessionLockStripes = 256
 
 // sessionLocks serialise the evaluations of one session. An agent making parallel tool
@@ -19,11 +19,56 @@ const sessionLockStripes = 256
 // would let more through. Held around the whole evaluation, a session's lock makes its
 // occurrences take effect one after the other — the semantics of [OAR-CONF-31], where
 // each occurrence's side-effects are applied before the next is evaluated — whatever
-// order they arrive in. Sessions are striped over a fixed set of locks, so the table
-// never grows.
-type sessionLocks [sessionLockStripes]sync.Mutex
+// order they arrive in. Each session being evaluated has a lock of its own, so one that
+// waits (for the shared store, or another replica's pending marker) holds back no other
+// session; the table holds only those sessions, split into stripes whose mutexes are
+// held just to find or drop an entry.
+type sessionLocks [sessionLockStripes]lockStripe
+
+type lockStripe struct {
+	mu   sync.Mutex
+	held map[string]*sessionLock
+}
+
+// sessionLock is one session's lock and how many evaluations hold or await it.
+type sessionLock struct {
+	sync.Mutex
+	users int
+}
 
 var sessionSeed = maphash.MakeSeed()
+
+func stripeOf(session string) int {
+	return int(maphash.String(sessionSeed, session) % sessionLockStripes)
+}
+
+// lock takes the session's lock; unlock releases it.
+func (l *sessionLocks) lock(session string) *sessionLock {
+	st := &l[stripeOf(session)]
+	st.mu.Lock()
+	sl := st.held[session]
+	if sl == nil {
+		if st.held == nil {
+			st.held = map[string]*sessionLock{}
+		}
+		sl = &sessionLock{}
+		st.held[session] = sl
+	}
+	sl.users++
+	st.mu.Unlock()
+	sl.Lock()
+	return sl
+}
+
+func (l *sessionLocks) unlock(session string, sl *sessionLock) {
+	sl.Unlock()
+	st := &l[stripeOf(session)]
+	st.mu.Lock()
+	if sl.users--; sl.users == 0 {
+		delete(st.held, session)
+	}
+	st.mu.Unlock()
+}
 
 // evaluateInSession evaluates occ into buf with sv holding its session's lock; a panic
 // in the engine (recovered by the handler) releases it too. In the sidecar's own store
@@ -38,9 +83,7 @@ var sessionSeed = maphash.MakeSeed()
 // session (evaluateWithoutSession) says so: that it changed nothing of the session, or
 // that its commit may or may not have been applied.
 func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) *engine.Decision {
-	m := &s.sessionLocks[maphash.String(sessionSeed, occ.SessionID)%sessionLockStripes]
-	m.Lock()
-	defer m.Unlock()
+	defer s.sessionLocks.unlock(occ.SessionID, s.sessionLocks.lock(occ.SessionID))
 	var (
 		d     *engine.Decision
 		found decisionlog.Session
