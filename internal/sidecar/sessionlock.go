@@ -28,12 +28,19 @@ type sessionLocks [sessionLockStripes]lockStripe
 type lockStripe struct {
 	mu   sync.Mutex
 	held map[string]*sessionLock
+	// free holds the locks no session uses any more, for the next session to take
+	// instead of allocating one; a lock whose users fell to zero under mu is
+	// referenced by nobody.
+	free []*sessionLock
 }
 
-// sessionLock is one session's lock and how many evaluations hold or await it.
+// sessionLock is one session's lock, how many evaluations hold or await it, and where
+// it is held, so releasing it hashes the session no second time.
 type sessionLock struct {
 	sync.Mutex
-	users int
+	users   int
+	stripe  *lockStripe
+	session string
 }
 
 var sessionSeed = maphash.MakeSeed()
@@ -42,7 +49,7 @@ func stripeOf(session string) int {
 	return int(maphash.String(sessionSeed, session) % sessionLockStripes)
 }
 
-// lock takes the session's lock; unlock releases it.
+// lock takes the session's lock and returns it for unlock.
 func (l *sessionLocks) lock(session string) *sessionLock {
 	st := &l[stripeOf(session)]
 	st.mu.Lock()
@@ -51,7 +58,14 @@ func (l *sessionLocks) lock(session string) *sessionLock {
 		if st.held == nil {
 			st.held = map[string]*sessionLock{}
 		}
-		sl = &sessionLock{}
+		if n := len(st.free); n > 0 {
+			sl = st.free[n-1]
+			st.free[n-1] = nil
+			st.free = st.free[:n-1]
+		} else {
+			sl = &sessionLock{stripe: st}
+		}
+		sl.session = session
 		st.held[session] = sl
 	}
 	sl.users++
@@ -60,12 +74,15 @@ func (l *sessionLocks) lock(session string) *sessionLock {
 	return sl
 }
 
-func (l *sessionLocks) unlock(session string, sl *sessionLock) {
+// unlock releases a lock taken by lock.
+func (l *sessionLocks) unlock(sl *sessionLock) {
 	sl.Unlock()
-	st := &l[stripeOf(session)]
+	st := sl.stripe
 	st.mu.Lock()
 	if sl.users--; sl.users == 0 {
-		delete(st.held, session)
+		delete(st.held, sl.session)
+		sl.session = ""
+		st.free = append(st.free, sl)
 	}
 	st.mu.Unlock()
 }
@@ -83,7 +100,7 @@ func (l *sessionLocks) unlock(session string, sl *sessionLock) {
 // session (evaluateWithoutSession) says so: that it changed nothing of the session, or
 // that its commit may or may not have been applied.
 func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) *engine.Decision {
-	defer s.sessionLocks.unlock(occ.SessionID, s.sessionLocks.lock(occ.SessionID))
+	defer s.sessionLocks.unlock(s.sessionLocks.lock(occ.SessionID))
 	var (
 		d     *engine.Decision
 		found decisionlog.Session

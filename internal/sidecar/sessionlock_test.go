@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,5 +84,93 @@ func TestMarkerWaitHoldsNoOtherSession(t *testing.T) {
 	}
 	if w := <-held; w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"decision":"none"`) {
 		t.Errorf("the call of session a after the correction: %d %s", w.Code, w.Body)
+	}
+}
+
+// heldLocks counts the sessions the table holds a lock for.
+func heldLocks(l *sessionLocks) int {
+	n := 0
+	for i := range l {
+		l[i].mu.Lock()
+		n += len(l[i].held)
+		l[i].mu.Unlock()
+	}
+	return n
+}
+
+// TestSessionLockExcludes: many goroutines taking the locks of few sessions never hold
+// one session's twice at once, and the table holds no lock once they are done.
+func TestSessionLockExcludes(t *testing.T) {
+	var (
+		l      sessionLocks
+		inside [4]atomic.Int32
+		over   atomic.Bool
+		wg     sync.WaitGroup
+	)
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 2000 {
+				n := (g + i) % len(inside)
+				sl := l.lock(fmt.Sprint("s", n))
+				if inside[n].Add(1) > 1 {
+					over.Store(true)
+				}
+				runtime.Gosched()
+				inside[n].Add(-1)
+				l.unlock(sl)
+			}
+		})
+	}
+	wg.Wait()
+	if over.Load() {
+		t.Error("two goroutines held one session's lock at once")
+	}
+	if n := heldLocks(&l); n != 0 {
+		t.Errorf("%d session locks are held after every goroutine released its own", n)
+	}
+}
+
+// TestSessionLockAllocatesNothing: once a stripe has a lock to reuse, taking and
+// releasing a session's lock allocates nothing.
+func TestSessionLockAllocatesNothing(t *testing.T) {
+	var l sessionLocks
+	sessions := []string{"a", "b", "c"}
+	for _, s := range sessions {
+		l.unlock(l.lock(s))
+	}
+	if n := testing.AllocsPerRun(1000, func() {
+		for _, s := range sessions {
+			l.unlock(l.lock(s))
+		}
+	}); n != 0 {
+		t.Errorf("taking and releasing a session's lock allocates %v times", n)
+	}
+}
+
+func BenchmarkSessionLock(b *testing.B) {
+	var l sessionLocks
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			l.unlock(l.lock("s"))
+		}
+	})
+}
+
+// TestSessionLockReleasedOnPanic: an evaluation that panics inside its session's lock
+// is answered with a 500 and leaves the lock released: the table holds no lock after
+// it, and the next call of the session is answered likewise.
+func TestSessionLockReleasedOnPanic(t *testing.T) {
+	r := serve(t, sealed(t, testCapability, testRules), Options{Events: panickingWriter{}})
+	body := occ("tool.pre_invoke", "s", `"tool_call": {"name": "shell"}`)
+	for i := range 2 {
+		w := httptest.NewRecorder()
+		r.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/evaluate", strings.NewReader(body)))
+		if w.Code != http.StatusInternalServerError {
+			t.Fatalf("call %d, whose evaluation panics: %d %s", i, w.Code, w.Body)
+		}
+		if n := heldLocks(&r.sessionLocks); n != 0 {
+			t.Fatalf("%d session locks are held after call %d", n, i)
+		}
 	}
 }
