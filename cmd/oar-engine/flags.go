@@ -225,8 +225,17 @@ func (o options) check() error {
 	if !(o.decisionLogSample >= 0 && o.decisionLogSample <= 1) {
 		errs = append(errs, fmt.Sprintf("--decision-log-sample %v is not a fraction from 0 to 1", o.decisionLogSample))
 	}
-	if err := redisstore.CheckPendingTTL(o.storePendingTTL, o.storeTimeout, "--session-store-timeout"); err != nil && o.storeTimeout > 0 {
-		errs = append(errs, "--session-store-pending-ttl "+err.Error())
+	// Only a Redis store holds sessions pending: in memory the pending time does nothing,
+	// and a pod whose timeout is below its default still starts.
+	if o.sessionStore != "memory" && o.storeTimeout > 0 {
+		if err := redisstore.CheckPendingTTL(o.storePendingTTL, o.storeTimeout, "--session-store-timeout"); err != nil {
+			msg := err.Error()
+			if o.storePendingTTL == redisstore.DefaultPendingTTL {
+				value := o.storePendingTTL.String()
+				msg = value + " (the default; lower it with --session-store-pending-ttl)" + strings.TrimPrefix(msg, value)
+			}
+			errs = append(errs, "--session-store-pending-ttl "+msg)
+		}
 	}
 	if o.storeCache < 0 {
 		errs = append(errs, "--session-store-cache must not be negative")
