@@ -525,14 +525,15 @@ func (s *Store) run(ctx context.Context, op string, script *redis.Script, snap *
 }
 
 // unsent reports whether a failed call certainly never reached the store: no
-// connection could be had (dialing failed, the server is too old, the pool is closed or
-// exhausted), or the store answered with an error. Any other failure may have come after
-// the store ran the call.
+// connection could be had (dialing failed, the server is too old or its version could
+// not be read, the pool is closed or exhausted), or the store answered with an error.
+// Any other failure may have come after the store ran the call.
 func unsent(err error) bool {
 	var op *net.OpError
 	var answered redis.Error
 	var old *ServerTooOldError
-	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &answered) || errors.As(err, &old) ||
+	var check *serverCheckError
+	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &answered) || errors.As(err, &old) || errors.As(err, &check) ||
 		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted)
 }
 

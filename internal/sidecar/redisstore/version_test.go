@@ -3,8 +3,14 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"net"
+	"net/url"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
 )
 
 // TestCheckVersion: a server whose INFO server reports a major version below 5 is
@@ -61,6 +67,8 @@ func TestServerVersionChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// newStore opens no connection: the first call dials, after minMajor is raised, so
+	// every connection strict uses is checked against it.
 	strict := newStore(t, Options{})
 	strict.minMajor = 256
 	for name, call := range map[string]func() error{
@@ -72,5 +80,80 @@ func TestServerVersionChecked(t *testing.T) {
 		if !errors.As(err, &old) || !strings.Contains(info, "redis_version:"+old.Version+"\r\n") {
 			t.Errorf("%s on a server below the minimum: %v; want a ServerTooOldError naming its version", name, err)
 		}
+	}
+}
+
+// TestCommitToTooOldServer: a commit to a server too old for the store is not sent, and
+// says so; it is never one whose outcome is unknown.
+func TestCommitToTooOldServer(t *testing.T) {
+	snap := load(t, newStore(t, Options{}), "s1")
+	if _, err := snap.Apply(plain, engine.ActionIncrementCounter); err != nil {
+		t.Fatal(err)
+	}
+	strict := newStore(t, Options{})
+	strict.minMajor = 256
+	ok, err := strict.Commit(context.Background(), snap)
+	var old *ServerTooOldError
+	if ok || !errors.As(err, &old) || errors.Is(err, ErrOutcomeUnknown) {
+		t.Errorf("a commit to a server too old: %v, %v; want a ServerTooOldError, not an unknown outcome", ok, err)
+	}
+}
+
+// redisReply is an error reply of the server, as go-redis reports one.
+type redisReply string
+
+func (e redisReply) Error() string { return string(e) }
+func (redisReply) RedisError()     {}
+
+// TestRefusedInfo: a server's refusal of INFO itself lets a connection through; its
+// other error replies (still loading its data, busy with a script) or a failure to
+// reach it do not, and the failure is one that sent nothing.
+func TestRefusedInfo(t *testing.T) {
+	for _, tc := range []struct {
+		err     error
+		refused bool
+	}{
+		{redisReply("NOPERM User u has no permissions to run the 'info' command"), true},
+		{redisReply("ERR unknown command 'INFO', with args beginning with: 'server'"), true},
+		{redisReply("LOADING Redis is loading the dataset in memory"), false},
+		{redisReply("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSCRIPT."), false},
+		{&net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, false},
+		{nil, false},
+	} {
+		if got := refusedCommand(tc.err); got != tc.refused {
+			t.Errorf("%v: refused %v, want %v", tc.err, got, tc.refused)
+		}
+		if tc.err != nil && !tc.refused && !unsent(&serverCheckError{err: tc.err}) {
+			t.Errorf("a connection whose INFO failed with %v counts as one a call may have been sent on", tc.err)
+		}
+	}
+}
+
+// TestInfoRefusedByACL: a user whose ACL refuses INFO (NOPERM) is let through the
+// version check, however high the minimum: nothing says its server is too old.
+func TestInfoRefusedByACL(t *testing.T) {
+	admin := newStore(t, Options{})
+	ctx := context.Background()
+	user := "noinfo-" + newVersion()
+	if err := admin.client.Do(ctx, "ACL", "SETUSER", user, "on", ">pw", "~*", "+@all", "-info").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.client.Do(ctx, "ACL", "DELUSER", user).Err() })
+	u, err := url.Parse(redistest.Shared(t).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(user)
+	s, err := New(Options{URL: u.String(), PasswordFile: writeSecret(t, "pw\n"), Prefix: redistest.Prefix(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.minMajor = 256
+	if err := s.client.Info(ctx, "server").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+		t.Fatalf("INFO as a user without it: %v; want NOPERM", err)
+	}
+	if _, err := s.Load(ctx, "s1"); err != nil {
+		t.Errorf("a load as a user refused INFO: %v", err)
 	}
 }
