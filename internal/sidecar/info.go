@@ -1,11 +1,9 @@
 package sidecar
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/oar-operator/oar-operator/internal/sidecar/openapi"
-	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
 )
 
@@ -104,11 +102,7 @@ func (s *Sidecar) readyz(w http.ResponseWriter, r *http.Request) {
 	if st := s.opt.SharedSessions; st != nil {
 		store = st.String() + ": reachable"
 		if err := st.Ping(r.Context()); err != nil {
-			state := "unreachable"
-			if old := (*redisstore.ServerTooOldError)(nil); errors.As(err, &old) {
-				state = "unusable"
-			}
-			store = st.String() + ": " + state + " (rules needing session state follow their on_error): " + err.Error()
+			store = st.String() + ": " + storeState(err) + " (rules needing session state follow their on_error): " + err.Error()
 		}
 	}
 	if sv := s.source.Current(); sv != nil {

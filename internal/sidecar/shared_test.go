@@ -287,6 +287,27 @@ func TestStoreOutage(t *testing.T) {
 	}
 }
 
+// TestServerTooOld: a store whose server is older than the store needs is unusable:
+// the fail_closed rule needing state blocks, its failure says the store is unusable and
+// why, with nothing committed nor said to be maybe applied (no call was sent); /readyz
+// stays ready and says the same.
+func TestServerTooOld(t *testing.T) {
+	r := replicas(t, 1, redistest.Shared(t).URL, outageRules, redisstore.Options{MinServerMajor: 256})[0]
+	d := r.evaluate(t, occ("tool.pre_invoke", "s1", `"tool_call": {"name": "shell", "arguments": {}}`))
+	if d.Decision.Decision != "block" || len(d.Failures) != 1 || d.Failures[0].Rule != "acme.ops/COUNT_SHELL" ||
+		!strings.Contains(d.Failures[0].Error, "the session store is unusable: ") || !strings.Contains(d.Failures[0].Error, "the session store needs Redis 5.0 or later") ||
+		strings.Contains(d.Failures[0].Error, "may or may not") || len(d.Counters) != 0 {
+		t.Errorf("a rule needing state with a server too old: %+v", d.Decision)
+	}
+	var p Probe
+	rr := r.do(t, http.MethodGet, "/readyz", "")
+	rr.decode(t, &p)
+	if rr.status != http.StatusOK || !strings.Contains(p.SessionStore, ": unusable (rules needing session state follow their on_error): ") ||
+		!strings.Contains(p.SessionStore, "the session store needs Redis 5.0 or later") {
+		t.Errorf("/readyz with a server too old: %d %+v; ready, reporting the store unusable", rr.status, p)
+	}
+}
+
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

@@ -175,6 +175,10 @@ type Options struct {
 	// Observer, when set, is told of round trips, conflicts, waits for pending markers
 	// and corrections too late.
 	Observer Observer
+	// MinServerMajor is the oldest major version of Redis a connection is used with;
+	// zero or less is MinServerVersion's. Only tests raise it, above their server's, to
+	// see a server too old refused.
+	MinServerMajor int
 }
 
 // Store is a Redis connection pool and the commit script. Safe for concurrent use.
@@ -187,7 +191,7 @@ type Store struct {
 	// writer names this store in the pending markers it writes.
 	writer string
 	// minMajor is the oldest major version of Redis a connection is used with
-	// (MinServerVersion; a test raises it).
+	// (Options.MinServerMajor).
 	minMajor int
 }
 
@@ -214,6 +218,9 @@ func New(opt Options) (*Store, error) {
 	}
 	if opt.PendingTTL <= 0 {
 		opt.PendingTTL = DefaultPendingTTL
+	}
+	if opt.MinServerMajor <= 0 {
+		opt.MinServerMajor = minServerMajor
 	}
 	u, err := url.Parse(opt.URL)
 	if err != nil {
@@ -261,7 +268,7 @@ func New(opt Options) (*Store, error) {
 	ro.DialerRetries = 1
 	ro.DisableIdentity = true
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	s := &Store{opt: opt, display: u.Redacted(), cache: newSessionCache(opt.CacheSessions), writer: newVersion(), minMajor: minServerMajor}
+	s := &Store{opt: opt, display: u.Redacted(), cache: newSessionCache(opt.CacheSessions), writer: newVersion(), minMajor: opt.MinServerMajor}
 	ro.OnConnect = s.checkServer
 	s.client = redis.NewClient(ro)
 	return s, nil
