@@ -317,20 +317,21 @@ var clusterSettings = []struct{ name, absent string }{
 // cluster's settings would keep sessions per replica or log nothing.
 func settingsDiffer(engine *corev1.Container, o Options) string {
 	want := container(o).Args
+	value := func(args []string, name, absent string) string {
+		if v, _ := flagValue(args, name); v != "" {
+			return v
+		}
+		return absent
+	}
+	// A pending time does nothing in memory: the store's own difference is what counts.
+	inMemory := value(want, "session-store", "memory") == "memory" || value(engine.Args, "session-store", "memory") == "memory"
 	var differ []string
 	for _, f := range clusterSettings {
-		if strings.HasPrefix(f.name, "decision-log-") && !o.DecisionLog {
+		if strings.HasPrefix(f.name, "decision-log-") && !o.DecisionLog || f.name == "session-store-pending-ttl" && inMemory {
 			continue
 		}
-		w, _ := flagValue(want, f.name)
-		h, _ := flagValue(engine.Args, f.name)
-		if w == "" {
-			w = f.absent
-		}
-		if h == "" {
-			h = f.absent
-		}
-		if w != h && !sameNumber(w, h) {
+		w, h := value(want, f.name, f.absent), value(engine.Args, f.name, f.absent)
+		if w != h && !sameNumber(w, h) && !sameDuration(w, h) {
 			differ = append(differ, fmt.Sprintf("--%s %s where the injector gives %s", f.name, h, w))
 		}
 	}
@@ -344,6 +345,13 @@ func settingsDiffer(engine *corev1.Container, o Options) string {
 func sameNumber(a, b string) bool {
 	x, errA := strconv.ParseFloat(a, 64)
 	y, errB := strconv.ParseFloat(b, 64)
+	return errA == nil && errB == nil && x == y
+}
+
+// sameDuration tells 5ms and 0.005s alike.
+func sameDuration(a, b string) bool {
+	x, errA := time.ParseDuration(a)
+	y, errB := time.ParseDuration(b)
 	return errA == nil && errB == nil && x == y
 }
 

@@ -719,3 +719,45 @@ func TestExistingSidecarWithOtherSettingsIsWarnedAbout(t *testing.T) {
 		})
 	}
 }
+
+// TestExistingSidecarPendingTTL: a sidecar already in the pod is warned about when its
+// pending time is not the injector's as a duration (0.02s is 20ms), and never when
+// either keeps sessions in memory, where the pending time does nothing.
+func TestExistingSidecarPendingTTL(t *testing.T) {
+	cluster := Defaults()
+	cluster.SessionStore, cluster.SessionStorePendingTTL = "redis://shared-redis.redis:6379", 20*time.Millisecond
+	withArg := func(o Options, arg string) Pod {
+		p := Pod{Namespace: "acme", Labels: map[string]string{CapabilityLabel: "acme-gateway"},
+			Spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "registry.example/acme-agent:1.0"}}}}
+		r, err := Inject(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Spec = r.Spec
+		p.Spec.InitContainers[0].Args = append(p.Spec.InitContainers[0].Args, arg)
+		return p
+	}
+	inMemory := cluster
+	inMemory.SessionStore = ""
+	for _, c := range []struct {
+		name string
+		pod  Pod
+		o    Options
+		want string
+	}{
+		{"the same time written otherwise", withArg(cluster, "--session-store-pending-ttl=0.02s"), cluster, ""},
+		{"another time", withArg(cluster, "--session-store-pending-ttl=30ms"), cluster, "it has --session-store-pending-ttl 30ms where the injector gives 20ms; render"},
+		{"a sidecar in memory", withArg(inMemory, "--session-store-pending-ttl=1ms"), inMemory, ""},
+		{"an injector in memory", withArg(cluster, "--session-store-pending-ttl=30ms"), inMemory, "it has --session-store redis://shared-redis.redis:6379 where the injector gives memory; render"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Inject(c.pod, c.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.want == "" && len(r.Warnings) != 0 || c.want != "" && (len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], c.want)) {
+				t.Errorf("warnings %q; want %q", r.Warnings, c.want)
+			}
+		})
+	}
+}

@@ -29,41 +29,37 @@ effect: warn
 // storeCalls is an Observer that records a store's metrics and sends the operation of
 // each of its round trips on trips, while it has room.
 type storeCalls struct {
-	Metrics redisstore.Observer
-	trips   chan string
+	redisstore.Observer
+	trips chan string
 }
 
 func (o *storeCalls) RoundTrip(op string, took time.Duration, err error) {
-	o.Metrics.RoundTrip(op, took, err)
+	o.Observer.RoundTrip(op, took, err)
 	select {
 	case o.trips <- op:
 	default: // nobody is counting any more
 	}
 }
 
-func (o *storeCalls) Conflict()          { o.Metrics.Conflict() }
-func (o *storeCalls) PendingWait()       { o.Metrics.PendingWait() }
-func (o *storeCalls) CorrectionTooLate() { o.Metrics.CorrectionTooLate() }
-
 // afterFirstCommit records a store's metrics and calls do once, after the store's first
 // successful commit, before the commit returns.
 type afterFirstCommit struct {
-	Metrics redisstore.Observer
-	do      func()
-	done    bool
+	redisstore.Observer
+	do   func()
+	done bool
 }
 
 func (o *afterFirstCommit) RoundTrip(op string, took time.Duration, err error) {
-	o.Metrics.RoundTrip(op, took, err)
+	o.Observer.RoundTrip(op, took, err)
 	if op == "commit" && err == nil && !o.done {
 		o.done = true
 		o.do()
 	}
 }
 
-func (o *afterFirstCommit) Conflict()          { o.Metrics.Conflict() }
-func (o *afterFirstCommit) PendingWait()       { o.Metrics.PendingWait() }
-func (o *afterFirstCommit) CorrectionTooLate() { o.Metrics.CorrectionTooLate() }
+func (o *afterFirstCommit) Conflict()          { o.Observer.Conflict() }
+func (o *afterFirstCommit) PendingWait()       { o.Observer.PendingWait() }
+func (o *afterFirstCommit) CorrectionTooLate() { o.Observer.CorrectionTooLate() }
 
 // TestReadDuringACorrectionSeesTheCorrectedSession: replica A commits a shell call's
 // increment and then finds its event refused, so it takes the increment back
@@ -81,12 +77,12 @@ func TestReadDuringACorrectionSeesTheCorrectedSession(t *testing.T) {
 	a := serve(t, b, Options{Events: failingWriter{}, SharedSessions: storeA})
 	other := serve(t, b, Options{SharedSessions: storeB})
 	tripsB := make(chan string, 64)
-	storeB.SetObserver(&storeCalls{Metrics: other.Metrics(), trips: tripsB})
+	storeB.SetObserver(&storeCalls{Observer: other.Metrics(), trips: tripsB})
 	answerB := httptest.NewRecorder()
 	doneB := make(chan struct{})
 	// Between A's commit and its correction: B's call, until it is answered or has made
 	// two round trips (a load, and a load again while A's commit is pending).
-	hook := &afterFirstCommit{Metrics: a.Metrics()}
+	hook := &afterFirstCommit{Observer: a.Metrics()}
 	hook.do = func() {
 		go func() {
 			defer close(doneB)
@@ -131,7 +127,7 @@ func TestCorrectionTooLateKeepsTheCommit(t *testing.T) {
 	srv, prefix := redistest.Shared(t), redistest.Prefix(t)
 	store := sharedStore(t, srv.URL, redisstore.Options{Prefix: prefix, PendingTTL: ttl})
 	r := serve(t, sealed(t, testCapability, testRules), Options{Events: failingWriter{}, SharedSessions: store})
-	store.SetObserver(&afterFirstCommit{Metrics: r.Metrics(), do: func() { time.Sleep(20 * ttl) }})
+	store.SetObserver(&afterFirstCommit{Observer: r.Metrics(), do: func() { time.Sleep(20 * ttl) }})
 	d := r.evaluate(t, shellCall("s1"))
 	if d.Decision.Decision != "warn" || len(d.Events) != 0 || d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 || len(d.Failures) != 1 ||
 		!strings.Contains(d.Failures[0].Error, "could not be taken back") || !strings.Contains(d.Failures[0].Error, "pending time") {

@@ -391,7 +391,7 @@ func TestContentionPastTheRetryBound(t *testing.T) {
 	store := sharedStore(t, url, redisstore.Options{})
 	r := serve(t, b, Options{SharedSessions: store, SessionRetries: 2})
 	other := sharedStore(t, url, redisstore.Options{})
-	store.SetObserver(&interferer{Metrics: r.Metrics(), store: other, t: t})
+	store.SetObserver(&interferer{Observer: r.Metrics(), store: other, t: t})
 	d := r.evaluate(t, shellCall("s1"))
 	if d.Decision.Decision != "block" || len(d.Failures) != 1 || !strings.Contains(d.Failures[0].Error, "session store contention") ||
 		!strings.Contains(d.Failures[0].Error, "at each of 3 attempts") {
@@ -409,25 +409,22 @@ func TestContentionPastTheRetryBound(t *testing.T) {
 // makes — a load, or a refused commit, which returns the session for the next attempt
 // — as a busy replica would.
 type interferer struct {
-	Metrics redisstore.Observer
-	store   *redisstore.Store
-	t       *testing.T
+	redisstore.Observer
+	store *redisstore.Store
+	t     *testing.T
 }
 
 func (i *interferer) RoundTrip(op string, took time.Duration, err error) {
-	i.Metrics.RoundTrip(op, took, err)
+	i.Observer.RoundTrip(op, took, err)
 	if op == "load" {
 		i.interfere()
 	}
 }
 
 func (i *interferer) Conflict() {
-	i.Metrics.Conflict()
+	i.Observer.Conflict()
 	i.interfere()
 }
-
-func (i *interferer) PendingWait()       { i.Metrics.PendingWait() }
-func (i *interferer) CorrectionTooLate() { i.Metrics.CorrectionTooLate() }
 
 func (i *interferer) interfere() {
 	snap, err := i.store.Load(i.t.Context(), "s1")
@@ -641,7 +638,7 @@ func TestRefusedEventAfterAnotherReplicasChange(t *testing.T) {
 	url, prefix := srv.URL, redistest.Prefix(t)
 	store := sharedStore(t, url, redisstore.Options{Prefix: prefix})
 	r := serve(t, sealed(t, testCapability, testRules), Options{Events: failingWriter{}, SharedSessions: store})
-	store.SetObserver(&interfereAfterCommit{interferer: interferer{Metrics: r.Metrics(), store: sharedStore(t, url, redisstore.Options{}), t: t}})
+	store.SetObserver(&interfereAfterCommit{interferer: interferer{Observer: r.Metrics(), store: sharedStore(t, url, redisstore.Options{}), t: t}})
 	d := r.evaluate(t, shellCall("s1"))
 	if d.Decision.Decision != "warn" || len(d.Events) != 0 || !slices.Equal(d.OnFire, []string{"increment_counter"}) ||
 		d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 || len(d.Failures) != 1 || d.Failures[0].Clause != "OAR-FIRE-9" ||
@@ -663,7 +660,7 @@ type interfereAfterCommit struct {
 }
 
 func (i *interfereAfterCommit) RoundTrip(op string, took time.Duration, err error) {
-	i.Metrics.RoundTrip(op, took, err)
+	i.Observer.RoundTrip(op, took, err)
 	if op == "commit" && err == nil && !i.done {
 		i.done = true
 		i.interfere()

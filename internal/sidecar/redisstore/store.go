@@ -208,7 +208,8 @@ var (
 // New checks the options and returns a store; it does not connect (the pool dials on
 // first use and again after any failure). Each new connection first reads the server's
 // version, and one older than MinServerVersion is not used: every call then fails with
-// a ServerTooOldError.
+// a ServerTooOldError. New does not apply CheckPendingTTL: only the flags refuse a
+// PendingTTL not below Timeout, and tests hold sessions pending longer on purpose.
 func New(opt Options) (*Store, error) {
 	if opt.Prefix == "" {
 		opt.Prefix = DefaultPrefix
@@ -309,6 +310,7 @@ func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 	}
 	bound := s.pendingBound()
 	giveUp := time.Now().Add(bound)
+	waited := false
 	for wait := firstPendingWait; ; wait = min(2*wait, maxPendingWait) {
 		st, pending, err := s.read(ctx, session)
 		if err != nil {
@@ -321,9 +323,10 @@ func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 		if !time.Now().Before(giveUp) {
 			return nil, fmt.Errorf("session %q in %s, pending for %v: %w", session, s.display, bound, ErrPending)
 		}
-		if wait == firstPendingWait && s.opt.Observer != nil {
+		if !waited && s.opt.Observer != nil {
 			s.opt.Observer.PendingWait()
 		}
+		waited = true
 		if err := sleep(ctx, min(wait, pending)); err != nil {
 			return nil, fmt.Errorf("reading session %q from %s, pending another replica's correction: %w", session, s.display, err)
 		}
