@@ -125,7 +125,8 @@ func TestInjectorFlags(t *testing.T) {
 
 // TestInjectorSessionStoreFlags: sessions stay in memory by default; the store and its
 // Secret become the sidecar's defaults, checked by the annotation's rules and named by
-// flag when refused, and a Secret without a store is refused.
+// flag when refused, and a Secret without a store is refused; so is a pending time the
+// engine would refuse.
 func TestInjectorSessionStoreFlags(t *testing.T) {
 	o, err := parseFlags([]string{"--webhook-namespace=oar-system"}, io.Discard)
 	if s := o.webhooks.injector.sidecar; err != nil || s.SessionStore != "" || s.SessionStoreSecret != "" {
@@ -135,6 +136,10 @@ func TestInjectorSessionStoreFlags(t *testing.T) {
 		"--injector-session-store-secret=shared-redis"}, io.Discard)
 	if s := o.webhooks.injector.sidecar; err != nil || s.SessionStore != "rediss://shared-redis.redis:6380/1" || s.SessionStoreSecret != "shared-redis" {
 		t.Fatalf("shared: store %q secret %q %v", s.SessionStore, s.SessionStoreSecret, err)
+	}
+	o, err = parseFlags([]string{"--webhook-namespace=oar-system", "--injector-session-store=redis://shared-redis:6379", "--injector-session-store-pending-ttl=20ms"}, io.Discard)
+	if s := o.webhooks.injector.sidecar; err != nil || s.SessionStorePendingTTL != 20*time.Millisecond {
+		t.Fatalf("pending TTL: %v %v", s.SessionStorePendingTTL, err)
 	}
 	for _, store := range []string{"memory", ""} {
 		o, err = parseFlags([]string{"--webhook-namespace=oar-system", "--injector-session-store=" + store}, io.Discard)
@@ -148,6 +153,10 @@ func TestInjectorSessionStoreFlags(t *testing.T) {
 		{[]string{"--injector-session-store=redis://shared-redis:6379", "--injector-session-store-secret=Shared_Redis"}, []string{"injector-session-store-secret", "Shared_Redis", "name of a Secret"}},
 		{[]string{"--injector-session-store-secret=shared-redis"}, []string{"--injector-session-store-secret", "sessions stay in memory"}},
 		{[]string{"--injector-session-store=memory", "--injector-session-store-secret=shared-redis"}, []string{"--injector-session-store-secret", "sessions stay in memory"}},
+		{[]string{"--injector-session-store-pending-ttl=0s"}, []string{"injector-session-store-pending-ttl", "whole number of milliseconds"}},
+		{[]string{"--injector-session-store-pending-ttl=1.5ms"}, []string{"injector-session-store-pending-ttl", "whole number of milliseconds"}},
+		{[]string{"--injector-session-store-pending-ttl=250ms"}, []string{"injector-session-store-pending-ttl", "not below the engine's --session-store-timeout, 250ms"}},
+		{[]string{"--injector-session-store-pending-ttl=soon"}, []string{"injector-session-store-pending-ttl", "not a duration"}},
 	} {
 		_, err := parseFlags(append([]string{"--webhook-namespace=oar-system"}, c.args...), io.Discard)
 		if err == nil {

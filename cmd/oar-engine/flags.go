@@ -101,6 +101,7 @@ type options struct {
 	storeCA                  string
 	storePrefix              string
 	storeTimeout             time.Duration
+	storePendingTTL          time.Duration
 	storeCache               int
 	storeRetries             int
 	eventBuffer              int
@@ -143,6 +144,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.storeCA, "session-store-ca-file", "", "`file` of PEM certificates that verify a rediss:// server (default: the system's)")
 	fs.StringVar(&o.storePrefix, "session-store-prefix", redisstore.DefaultPrefix, "`prefix` of every session's Redis key")
 	fs.DurationVar(&o.storeTimeout, "session-store-timeout", redisstore.DefaultTimeout, "bound on each call to the Redis session store; past it, rules needing session state follow their on_error")
+	fs.DurationVar(&o.storePendingTTL, "session-store-pending-ttl", redisstore.DefaultPendingTTL, "how long the commit of an occurrence with events to publish holds its session for other replicas, so that a correction (the event stream refused an event) replaces its changes before any other replica reads them; their reads of the session wait meanwhile, and a correction later than that is refused and the committed changes stand (counted in oar_engine_session_store_corrections_too_late_total: raise it if that rises). Whole milliseconds, below --session-store-timeout, which bounds the correction's own call; every replica sharing the store should have the same")
 	fs.IntVar(&o.storeCache, "session-store-cache", redisstore.DefaultCacheSessions, "sessions whose last known state this replica keeps, so that an occurrence of a session that stays on it costs one round trip (its commit, which checks the version) instead of two; 0 keeps none")
 	fs.IntVar(&o.storeRetries, "session-store-retries", sidecar.DefaultSessionRetries, "times an occurrence is read and evaluated again when another replica changed its session meanwhile; past them, its rules needing session state follow their on_error")
 	fs.Int64Var(&o.maxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest POST /v1/evaluate body, in `bytes`, at most 64 MiB")
@@ -223,6 +225,18 @@ func (o options) check() error {
 	if !(o.decisionLogSample >= 0 && o.decisionLogSample <= 1) {
 		errs = append(errs, fmt.Sprintf("--decision-log-sample %v is not a fraction from 0 to 1", o.decisionLogSample))
 	}
+	// Only a Redis store holds sessions pending: in memory the pending time does nothing,
+	// and a pod whose timeout is below its default still starts.
+	if o.sessionStore != "memory" && o.storeTimeout > 0 {
+		if err := redisstore.CheckPendingTTL(o.storePendingTTL, o.storeTimeout, "--session-store-timeout"); err != nil {
+			msg := err.Error()
+			if o.storePendingTTL == redisstore.DefaultPendingTTL {
+				value := o.storePendingTTL.String()
+				msg = value + " (the default; lower it with --session-store-pending-ttl)" + strings.TrimPrefix(msg, value)
+			}
+			errs = append(errs, "--session-store-pending-ttl "+msg)
+		}
+	}
 	if o.storeCache < 0 {
 		errs = append(errs, "--session-store-cache must not be negative")
 	}
@@ -241,8 +255,8 @@ func (o options) sharedStore() (*redisstore.Store, error) {
 		return nil, nil
 	}
 	return redisstore.New(redisstore.Options{URL: o.sessionStore, PasswordFile: o.storePassword, CAFile: o.storeCA,
-		Prefix: o.storePrefix, IdleTTL: o.sessionIdleTTL, Timeout: o.storeTimeout, MaxCounters: o.maxCounters,
-		CacheSessions: o.storeCache})
+		Prefix: o.storePrefix, IdleTTL: o.sessionIdleTTL, Timeout: o.storeTimeout, PendingTTL: o.storePendingTTL,
+		MaxCounters: o.maxCounters, CacheSessions: o.storeCache})
 }
 
 // openDecisionLog starts the decision log --decision-log asks for, writing to stdout or

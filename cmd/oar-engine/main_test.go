@@ -26,7 +26,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"-address", "-port", "-probe-address", "-bundle-dir", "-reload-interval", "-max-sessions",
 		"-session-idle-ttl", "-max-counters-per-session", "-max-counters", "-max-body-bytes", "-event-buffer",
 		"-shutdown-timeout", "-log-level", "-capability", "-rules", "-config",
-		"-session-store", "-session-store-password-file", "-session-store-ca-file", "-session-store-prefix", "-session-store-timeout", "-session-store-retries", "-session-store-cache"} {
+		"-session-store", "-session-store-password-file", "-session-store-ca-file", "-session-store-prefix", "-session-store-timeout", "-session-store-pending-ttl", "-session-store-retries", "-session-store-cache"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -34,6 +34,8 @@ func TestHelpListsEveryFlag(t *testing.T) {
 }
 
 func TestFlagErrors(t *testing.T) {
+	// A Redis store the checks refuse before connecting to it.
+	const redis = "redis://127.0.0.1:1"
 	tests := []struct {
 		args []string
 		want string
@@ -49,6 +51,12 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--session-store", "redis://u:pw@127.0.0.1:1"}, "carries a password: give it in a file"},
 		{[]string{"--session-store-retries", "0"}, "--session-store-retries must be positive"},
 		{[]string{"--session-store-cache", "-1"}, "--session-store-cache must not be negative"},
+		{[]string{"--session-store", redis, "--session-store-pending-ttl", "0s"}, "--session-store-pending-ttl 0s is not a whole number of milliseconds, at least 1ms"},
+		{[]string{"--session-store", redis, "--session-store-pending-ttl", "-5ms"}, "--session-store-pending-ttl -5ms is not a whole number of milliseconds"},
+		{[]string{"--session-store", redis, "--session-store-pending-ttl", "2500us"}, "--session-store-pending-ttl 2.5ms is not a whole number of milliseconds"},
+		{[]string{"--session-store", redis, "--session-store-pending-ttl", "250ms"}, "--session-store-pending-ttl 250ms is not below --session-store-timeout, 250ms"},
+		{[]string{"--session-store", redis, "--session-store-timeout", "20ms", "--session-store-pending-ttl", "1s"}, "--session-store-pending-ttl 1s is not below --session-store-timeout, 20ms"},
+		{[]string{"--session-store", redis, "--session-store-timeout", "4ms"}, "--session-store-pending-ttl 5ms (the default; lower it with --session-store-pending-ttl) is not below --session-store-timeout, 4ms"},
 		{[]string{"--max-body-bytes", "67108865"}, "--max-body-bytes 67108865 is more than the 67108864 an occurrence may have"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, "flag provided but not defined"},
@@ -67,8 +75,19 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.address != "127.0.0.1" || o.port != 8181 || o.probeAddress != ":8182" || o.bundleDir != "/etc/oar/bundle" ||
-		o.reloadInterval != 2*time.Second || o.maxSessions != 100_000 || o.sessionIdleTTL != 30*time.Minute {
+		o.reloadInterval != 2*time.Second || o.maxSessions != 100_000 || o.sessionIdleTTL != 30*time.Minute ||
+		o.storeTimeout != 250*time.Millisecond || o.storePendingTTL != 5*time.Millisecond {
 		t.Errorf("defaults %+v", o)
+	}
+	if o, err := parseFlags([]string{"--session-store-timeout", "1s", "--session-store-pending-ttl", "999ms"}, io.Discard); err != nil || o.storePendingTTL != 999*time.Millisecond {
+		t.Errorf("a pending TTL just below the timeout: %v, %v", o.storePendingTTL, err)
+	}
+	// In memory the pending time does nothing: a timeout below it, or one that is no
+	// whole number of milliseconds, stops no pod.
+	for _, args := range [][]string{{"--session-store-timeout", "5ms"}, {"--session-store-timeout", "1ms", "--session-store-pending-ttl", "2500us"}} {
+		if _, err := parseFlags(args, io.Discard); err != nil {
+			t.Errorf("%v with the memory store: %v", args, err)
+		}
 	}
 }
 

@@ -108,7 +108,7 @@ spec: {containers: [{name: a, image: a}]}
 // every injector value set (injector.image, .resources, .sessionStore, .decisionLog).
 var clusterInjectorArgs = []string{
 	"--injector-image=registry.example/oar-operator:v1", "--injector-cpu-request=20m", "--injector-memory-request=32Mi", "--injector-memory-limit=1Gi",
-	"--injector-session-store=rediss://shared-redis.redis:6380", "--injector-session-store-secret=shared-redis",
+	"--injector-session-store=rediss://shared-redis.redis:6380", "--injector-session-store-secret=shared-redis", "--injector-session-store-pending-ttl=20ms",
 	"--injector-decision-log=stdout", "--injector-decision-log-content=hash", "--injector-decision-log-sample=0.1",
 	"--injector-run-as-user=1000680000",
 }

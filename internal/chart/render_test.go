@@ -151,7 +151,7 @@ injector:
   image: registry.example/oar/oar-operator:v9
   resources: {requests: {cpu: 20m, memory: 32Mi}, limits: {memory: 256Mi}}
   timeoutSeconds: 3
-  sessionStore: {url: "rediss://oar@redis.redis.svc:6380/1", passwordSecret: shared-redis}
+  sessionStore: {url: "rediss://oar@redis.redis.svc:6380/1", passwordSecret: shared-redis, pendingTTL: 20ms}
   decisionLog: {enabled: true, content: hash, sample: 0.25}
   runAsUser: 1000680000
 metrics: {port: 9443}`,

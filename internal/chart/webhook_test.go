@@ -61,8 +61,9 @@ func generated(tb testing.TB, kind string, into any) {
 // chart's), the release namespace among the namespaces neither sees (the operator's
 // own), and the timeout of injector.timeoutSeconds. The manager is told its name, its
 // image (the manager's own unless injector.image says otherwise), resources and, only
-// when set, the shared session store and its password Secret, and when the sidecar's
-// runAsUser is set (auto unless injector.runAsUser says otherwise, a UID written whole).
+// when set, the shared session store, its password Secret and its pending time, and
+// when the sidecar's runAsUser is set (auto unless injector.runAsUser says otherwise, a
+// UID written whole).
 func TestInjectorMatchesTheGenerated(t *testing.T) {
 	var want admissionregistrationv1.MutatingWebhookConfiguration
 	generated(t, "MutatingWebhookConfiguration", &want)
@@ -91,6 +92,7 @@ func TestInjectorMatchesTheGenerated(t *testing.T) {
 					SessionStore struct {
 						URL            string `json:"url"`
 						PasswordSecret string `json:"passwordSecret"`
+						PendingTTL     string `json:"pendingTTL"`
 					} `json:"sessionStore"`
 					DecisionLog struct {
 						Enabled bool    `json:"enabled"`
@@ -138,7 +140,8 @@ func TestInjectorMatchesTheGenerated(t *testing.T) {
 				}
 			}
 			for flag, value := range map[string]string{"--injector-session-store=": values.Injector.SessionStore.URL,
-				"--injector-session-store-secret=": values.Injector.SessionStore.PasswordSecret} {
+				"--injector-session-store-secret=":      values.Injector.SessionStore.PasswordSecret,
+				"--injector-session-store-pending-ttl=": values.Injector.SessionStore.PendingTTL} {
 				i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, flag) })
 				switch {
 				case value == "" && i >= 0:

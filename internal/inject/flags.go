@@ -3,8 +3,11 @@ package inject
 import (
 	"flag"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 )
 
 // RegisterFlags defines on fs, each name after prefix, the flags that set o: the
@@ -29,6 +32,14 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet, prefix string) {
 	fs.Func(prefix+"session-store-secret", "The Secret, in each injected pod's namespace, whose key \"password\" is --"+prefix+"session-store's password; a pod naming its own store (or memory) does not get it.", func(v string) error {
 		o.SessionStoreSecret = v
 		return CheckSessionStoreSecret(v)
+	})
+	fs.Func(prefix+"session-store-pending-ttl", "How long a sidecar sharing sessions in Redis holds a session after the commit of an occurrence with events to publish, so a correction replaces its changes before other replicas read them (the engine's --session-store-pending-ttl; default "+redisstore.DefaultPendingTTL.String()+"): whole milliseconds, below the engine's session store timeout ("+redisstore.DefaultTimeout.String()+").", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration such as 20ms", v)
+		}
+		o.SessionStorePendingTTL = d
+		return redisstore.CheckPendingTTL(d, redisstore.DefaultTimeout, "the engine's --session-store-timeout")
 	})
 	fs.Func(prefix+"decision-log", "Whether the sidecars write their decision log (for oarctl replay) to stdout unless a pod's "+AnnotationDecisionLog+" says otherwise: off (the default) or stdout.", func(v string) error {
 		on, err := ParseDecisionLog(v)

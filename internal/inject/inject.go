@@ -24,6 +24,7 @@ import (
 
 	"github.com/oar-operator/oar-operator/internal/decisionlog"
 	oarresource "github.com/oar-operator/oar-operator/internal/resource"
+	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 )
 
 // The switch and the names the injector adds.
@@ -141,6 +142,10 @@ type Options struct {
 	// two are a pair: a pod's AnnotationSessionStore replaces both, so a pod that says
 	// memory, or names its own store, never gets (nor sends its password to) the default.
 	SessionStoreSecret string
+	// SessionStorePendingTTL is the engine's --session-store-pending-ttl when it shares
+	// sessions (zero: the engine's default). It tunes the engine, not the store, so it
+	// applies to a pod that names its own store too.
+	SessionStorePendingTTL time.Duration
 	// DecisionLog writes the engine's decision log to its stdout (--decision-log);
 	// DecisionLogContent and DecisionLogSample are its --decision-log-content (empty:
 	// the engine's default, omit) and --decision-log-sample (empty: every session).
@@ -386,6 +391,7 @@ func serveCapability(out *corev1.PodSpec, i int, capability, field string) (stri
 var clusterSettings = []struct{ name, absent string }{
 	{"session-store", "memory"},
 	{"session-store-password-file", "none"},
+	{"session-store-pending-ttl", redisstore.DefaultPendingTTL.String()},
 	{"decision-log", "off"},
 	{"decision-log-content", "omit"},
 	{"decision-log-sample", "1"},
@@ -398,20 +404,21 @@ var clusterSettings = []struct{ name, absent string }{
 // cluster's settings would keep sessions per replica or log nothing.
 func settingsDiffer(engine *corev1.Container, o Options) string {
 	want := container(o).Args
+	value := func(args []string, name, absent string) string {
+		if v, _ := flagValue(args, name); v != "" {
+			return v
+		}
+		return absent
+	}
+	// A pending time does nothing in memory: the store's own difference is what counts.
+	inMemory := value(want, "session-store", "memory") == "memory" || value(engine.Args, "session-store", "memory") == "memory"
 	var differ []string
 	for _, f := range clusterSettings {
-		if strings.HasPrefix(f.name, "decision-log-") && !o.DecisionLog {
+		if strings.HasPrefix(f.name, "decision-log-") && !o.DecisionLog || f.name == "session-store-pending-ttl" && inMemory {
 			continue
 		}
-		w, _ := flagValue(want, f.name)
-		h, _ := flagValue(engine.Args, f.name)
-		if w == "" {
-			w = f.absent
-		}
-		if h == "" {
-			h = f.absent
-		}
-		if w != h && !sameNumber(w, h) {
+		w, h := value(want, f.name, f.absent), value(engine.Args, f.name, f.absent)
+		if w != h && !sameNumber(w, h) && !sameDuration(w, h) {
 			differ = append(differ, fmt.Sprintf("--%s %s where the injector gives %s", f.name, h, w))
 		}
 	}
@@ -425,6 +432,13 @@ func settingsDiffer(engine *corev1.Container, o Options) string {
 func sameNumber(a, b string) bool {
 	x, errA := strconv.ParseFloat(a, 64)
 	y, errB := strconv.ParseFloat(b, 64)
+	return errA == nil && errB == nil && x == y
+}
+
+// sameDuration tells 5ms and 0.005s alike.
+func sameDuration(a, b string) bool {
+	x, errA := time.ParseDuration(a)
+	y, errB := time.ParseDuration(b)
 	return errA == nil && errB == nil && x == y
 }
 
@@ -774,6 +788,9 @@ func container(o Options) corev1.Container {
 	}
 	if o.SessionStore != "" {
 		c.Args = append(c.Args, "--session-store="+o.SessionStore)
+		if o.SessionStorePendingTTL > 0 {
+			c.Args = append(c.Args, "--session-store-pending-ttl="+o.SessionStorePendingTTL.String())
+		}
 	}
 	if o.DecisionLog {
 		c.Args = append(c.Args, "--decision-log=stdout")

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -345,6 +346,39 @@ func TestAnnotations(t *testing.T) {
 	p.Annotations = map[string]string{"rules.oar.dev/engine-prot": "9000"}
 	if r := mustInject(t, p); len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "rules.oar.dev/engine-prot") {
 		t.Fatalf("unknown annotation: warnings %q", r.Warnings)
+	}
+}
+
+// TestSessionStorePendingTTL: the manager's pending time reaches the engine of every pod
+// that shares sessions, its own store's included, and no pod keeping them in memory;
+// unset, the engine keeps its default.
+func TestSessionStorePendingTTL(t *testing.T) {
+	o := Defaults()
+	o.SessionStore, o.SessionStorePendingTTL = "rediss://shared-redis.redis:6380", 20*time.Millisecond
+	for _, c := range []struct {
+		name        string
+		annotations map[string]string
+		ttl         time.Duration
+		want        string
+	}{
+		{"the default store", nil, 20 * time.Millisecond, "20ms"},
+		{"its own store", map[string]string{AnnotationSessionStore: "redis://acme-redis:6379"}, 20 * time.Millisecond, "20ms"},
+		{"memory", map[string]string{AnnotationSessionStore: "memory"}, 20 * time.Millisecond, ""},
+		{"unset", nil, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := samplePod(t, "agent_injected.yaml")
+			p.Annotations = c.annotations
+			o.SessionStorePendingTTL = c.ttl
+			r, err := Inject(p, o)
+			if err != nil {
+				t.Fatalf("inject: %v", err)
+			}
+			got, _ := flagValue(r.Spec.InitContainers[0].Args, "session-store-pending-ttl")
+			if got != c.want {
+				t.Errorf("--session-store-pending-ttl %q; want %q", got, c.want)
+			}
+		})
 	}
 }
 
@@ -796,6 +830,48 @@ func TestExistingSidecarWithOtherSettingsIsWarnedAbout(t *testing.T) {
 			r, err := Inject(c.pod, c.o)
 			if err != nil || r.Changed || len(r.Warnings) != 0 {
 				t.Fatalf("changed %v, warnings %q, %v", r.Changed, r.Warnings, err)
+			}
+		})
+	}
+}
+
+// TestExistingSidecarPendingTTL: a sidecar already in the pod is warned about when its
+// pending time is not the injector's as a duration (0.02s is 20ms), and never when
+// either keeps sessions in memory, where the pending time does nothing.
+func TestExistingSidecarPendingTTL(t *testing.T) {
+	cluster := Defaults()
+	cluster.SessionStore, cluster.SessionStorePendingTTL = "redis://shared-redis.redis:6379", 20*time.Millisecond
+	withArg := func(o Options, arg string) Pod {
+		p := Pod{Namespace: "acme", Labels: map[string]string{CapabilityLabel: "acme-gateway"},
+			Spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "registry.example/acme-agent:1.0"}}}}
+		r, err := Inject(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Spec = r.Spec
+		p.Spec.InitContainers[0].Args = append(p.Spec.InitContainers[0].Args, arg)
+		return p
+	}
+	inMemory := cluster
+	inMemory.SessionStore = ""
+	for _, c := range []struct {
+		name string
+		pod  Pod
+		o    Options
+		want string
+	}{
+		{"the same time written otherwise", withArg(cluster, "--session-store-pending-ttl=0.02s"), cluster, ""},
+		{"another time", withArg(cluster, "--session-store-pending-ttl=30ms"), cluster, "it has --session-store-pending-ttl 30ms where the injector gives 20ms; render"},
+		{"a sidecar in memory", withArg(inMemory, "--session-store-pending-ttl=1ms"), inMemory, ""},
+		{"an injector in memory", withArg(cluster, "--session-store-pending-ttl=30ms"), inMemory, "it has --session-store redis://shared-redis.redis:6379 where the injector gives memory; render"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Inject(c.pod, c.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.want == "" && len(r.Warnings) != 0 || c.want != "" && (len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], c.want)) {
+				t.Errorf("warnings %q; want %q", r.Warnings, c.want)
 			}
 		})
 	}

@@ -260,7 +260,7 @@ func TestLogOfAnUnknownCorrectionOutcome(t *testing.T) {
 	p := newReplyDropper(t, srv.Addr)
 	store := sharedStore(t, "redis://"+p.ln.Addr().String(), redisstore.Options{PendingTTL: 10 * time.Second, Timeout: 300 * time.Millisecond})
 	r := serve(t, b, Options{Events: &failsOnce{}, DecisionLog: dl, SharedSessions: store})
-	store.SetObserver(&afterFirstCommit{Metrics: r.Metrics(), do: func() { p.drop.Store(1 << 40) }})
+	store.SetObserver(&afterFirstCommit{Observer: r.Metrics(), do: func() { p.drop.Store(1 << 40) }})
 	first := r.evaluate(t, shellCall("s1"))
 	p.drop.Store(0)
 	second := r.evaluate(t, shellCall("s1"))

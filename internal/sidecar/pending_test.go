@@ -29,50 +29,45 @@ effect: warn
 // storeCalls is an Observer that records a store's metrics and sends the operation of
 // each of its round trips on trips, while it has room.
 type storeCalls struct {
-	Metrics interface {
-		RoundTrip(string, time.Duration, error)
-		Conflict()
-	}
+	redisstore.Observer
 	trips chan string
 }
 
 func (o *storeCalls) RoundTrip(op string, took time.Duration, err error) {
-	o.Metrics.RoundTrip(op, took, err)
+	o.Observer.RoundTrip(op, took, err)
 	select {
 	case o.trips <- op:
 	default: // nobody is counting any more
 	}
 }
 
-func (o *storeCalls) Conflict() { o.Metrics.Conflict() }
-
 // afterFirstCommit records a store's metrics and calls do once, after the store's first
 // successful commit, before the commit returns.
 type afterFirstCommit struct {
-	Metrics interface {
-		RoundTrip(string, time.Duration, error)
-		Conflict()
-	}
+	redisstore.Observer
 	do   func()
 	done bool
 }
 
 func (o *afterFirstCommit) RoundTrip(op string, took time.Duration, err error) {
-	o.Metrics.RoundTrip(op, took, err)
+	o.Observer.RoundTrip(op, took, err)
 	if op == "commit" && err == nil && !o.done {
 		o.done = true
 		o.do()
 	}
 }
 
-func (o *afterFirstCommit) Conflict() { o.Metrics.Conflict() }
+func (o *afterFirstCommit) Conflict()          { o.Observer.Conflict() }
+func (o *afterFirstCommit) PendingWait()       { o.Observer.PendingWait() }
+func (o *afterFirstCommit) CorrectionTooLate() { o.Observer.CorrectionTooLate() }
 
 // TestReadDuringACorrectionSeesTheCorrectedSession: replica A commits a shell call's
 // increment and then finds its event refused, so it takes the increment back
 // ([OAR-FIRE-9], [OAR-OPS-4]). Replica B reads the session between A's commit and its
 // correction, for an output whose rule only reads the counter. B must not decide on
 // the increment that is taken back — no serial order of the two calls shows it — so
-// its read waits until A's correction lands and sees the session without it.
+// its read waits until A's correction lands and sees the session without it, and B's
+// metrics count the wait.
 func TestReadDuringACorrectionSeesTheCorrectedSession(t *testing.T) {
 	url, prefix := redistest.Shared(t).URL, redistest.Prefix(t)
 	b := sealed(t, testCapability, testRules+sawShell)
@@ -82,12 +77,12 @@ func TestReadDuringACorrectionSeesTheCorrectedSession(t *testing.T) {
 	a := serve(t, b, Options{Events: failingWriter{}, SharedSessions: storeA})
 	other := serve(t, b, Options{SharedSessions: storeB})
 	tripsB := make(chan string, 64)
-	storeB.SetObserver(&storeCalls{Metrics: other.Metrics(), trips: tripsB})
+	storeB.SetObserver(&storeCalls{Observer: other.Metrics(), trips: tripsB})
 	answerB := httptest.NewRecorder()
 	doneB := make(chan struct{})
 	// Between A's commit and its correction: B's call, until it is answered or has made
 	// two round trips (a load, and a load again while A's commit is pending).
-	hook := &afterFirstCommit{Metrics: a.Metrics()}
+	hook := &afterFirstCommit{Observer: a.Metrics()}
 	hook.do = func() {
 		go func() {
 			defer close(doneB)
@@ -114,18 +109,25 @@ func TestReadDuringACorrectionSeesTheCorrectedSession(t *testing.T) {
 	if answerB.Code != http.StatusOK || !strings.Contains(answerB.Body.String(), `"decision":"none"`) {
 		t.Errorf("B's output read during A's correction: %d %s; want none, on the session without the increment taken back", answerB.Code, answerB.Body)
 	}
+	if n := other.metric(t, "oar_engine_session_store_pending_waits_total", nil); n != 1 {
+		t.Errorf("B counted %v reads waiting for a pending marker; want 1", n)
+	}
+	if n := a.metric(t, "oar_engine_session_store_corrections_too_late_total", nil); n != 0 {
+		t.Errorf("A counted %v corrections too late; want 0", n)
+	}
 }
 
 // TestCorrectionTooLateKeepsTheCommit: when the stream's refusal comes after the
 // commit's pending time passed, other replicas may have read the committed increment,
 // so it is not taken back: the committed decision stands, the refused event dropped
-// from its events and on_fire, and its failure says why ([OAR-FIRE-9]).
+// from its events and on_fire, and its failure says why ([OAR-FIRE-9]); the sidecar's
+// metrics count the correction too late, so an operator sees a pending time too short.
 func TestCorrectionTooLateKeepsTheCommit(t *testing.T) {
 	const ttl = time.Millisecond
 	srv, prefix := redistest.Shared(t), redistest.Prefix(t)
 	store := sharedStore(t, srv.URL, redisstore.Options{Prefix: prefix, PendingTTL: ttl})
 	r := serve(t, sealed(t, testCapability, testRules), Options{Events: failingWriter{}, SharedSessions: store})
-	store.SetObserver(&afterFirstCommit{Metrics: r.Metrics(), do: func() { time.Sleep(20 * ttl) }})
+	store.SetObserver(&afterFirstCommit{Observer: r.Metrics(), do: func() { time.Sleep(20 * ttl) }})
 	d := r.evaluate(t, shellCall("s1"))
 	if d.Decision.Decision != "warn" || len(d.Events) != 0 || d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 || len(d.Failures) != 1 ||
 		!strings.Contains(d.Failures[0].Error, "could not be taken back") || !strings.Contains(d.Failures[0].Error, "pending time") {
@@ -135,6 +137,9 @@ func TestCorrectionTooLateKeepsTheCommit(t *testing.T) {
 	defer rc.Close()
 	if got, err := rc.HGet(t.Context(), prefix+"s1", "cacme.ops/COUNT_SHELL").Result(); err != nil || got != "1 0" {
 		t.Errorf("Redis holds COUNT_SHELL %q (%v); the increment stands, so \"1 0\"", got, err)
+	}
+	if n := r.metric(t, "oar_engine_session_store_corrections_too_late_total", nil); n != 1 {
+		t.Errorf("counted %v corrections too late; want 1", n)
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
 )
 
-// sessionLockStripes is how many locks the sessions share: enough that unrelated
-// sessions rarely wait for each other, few enough to cost nothing.
+// sessionLockStripes is how many parts the table of session locks is split into, so
+// that taking one rarely waits for another session's.
 const sessionLockStripes = 256
 
 // sessionLocks serialise the evaluations of one session. An agent making parallel tool
@@ -19,11 +19,73 @@ const sessionLockStripes = 256
 // would let more through. Held around the whole evaluation, a session's lock makes its
 // occurrences take effect one after the other — the semantics of [OAR-CONF-31], where
 // each occurrence's side-effects are applied before the next is evaluated — whatever
-// order they arrive in. Sessions are striped over a fixed set of locks, so the table
-// never grows.
-type sessionLocks [sessionLockStripes]sync.Mutex
+// order they arrive in. Each session being evaluated has a lock of its own, so one that
+// waits (for the shared store, or another replica's pending marker) holds back no other
+// session; the table holds only those sessions, split into stripes whose mutexes are
+// held just to find or drop an entry.
+type sessionLocks [sessionLockStripes]lockStripe
+
+type lockStripe struct {
+	mu   sync.Mutex
+	held map[string]*sessionLock
+	// free holds the locks no session uses any more, for the next session to take
+	// instead of allocating one; a lock whose users fell to zero under mu is
+	// referenced by nobody.
+	free []*sessionLock
+}
+
+// sessionLock is one session's lock, how many evaluations hold or await it, and where
+// it is held, so releasing it hashes the session no second time.
+type sessionLock struct {
+	sync.Mutex
+	users   int
+	stripe  *lockStripe
+	session string
+}
 
 var sessionSeed = maphash.MakeSeed()
+
+func stripeOf(session string) int {
+	return int(maphash.String(sessionSeed, session) % sessionLockStripes)
+}
+
+// lock takes the session's lock and returns it for unlock.
+func (l *sessionLocks) lock(session string) *sessionLock {
+	st := &l[stripeOf(session)]
+	st.mu.Lock()
+	sl := st.held[session]
+	if sl == nil {
+		if st.held == nil {
+			st.held = map[string]*sessionLock{}
+		}
+		if n := len(st.free); n > 0 {
+			sl = st.free[n-1]
+			st.free[n-1] = nil
+			st.free = st.free[:n-1]
+		} else {
+			sl = &sessionLock{stripe: st}
+		}
+		sl.session = session
+		st.held[session] = sl
+	}
+	sl.users++
+	st.mu.Unlock()
+	sl.Lock()
+	return sl
+}
+
+// unlock releases a lock taken by lock.
+func (l *sessionLocks) unlock(sl *sessionLock) {
+	sl.Unlock()
+	st := sl.stripe
+	st.mu.Lock()
+	if sl.users--; sl.users == 0 {
+		delete(st.held, sl.session)
+		sl.session = ""
+		st.free = append(st.free, sl)
+	}
+	st.mu.Unlock()
+}
 
 // evaluateInSession evaluates occ into buf with sv holding its session's lock; a panic
 // in the engine (recovered by the handler) releases it too. In the sidecar's own store
@@ -38,9 +100,7 @@ var sessionSeed = maphash.MakeSeed()
 // session (evaluateWithoutSession) says so: that it changed nothing of the session, or
 // that its commit may or may not have been applied.
 func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) *engine.Decision {
-	m := &s.sessionLocks[maphash.String(sessionSeed, occ.SessionID)%sessionLockStripes]
-	m.Lock()
-	defer m.Unlock()
+	defer s.sessionLocks.unlock(s.sessionLocks.lock(occ.SessionID))
 	var (
 		d     *engine.Decision
 		found decisionlog.Session

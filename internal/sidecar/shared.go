@@ -56,7 +56,7 @@ func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf 
 			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("%w: %w", ErrContention, err)), unavailable
 		}
 		if err != nil {
-			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), unavailable
+			return s.evaluateWithoutSession(sv, occ, buf, storeFailure(err)), unavailable
 		}
 		events := &eventBuffer{}
 		rt := &engine.Runtime{Counters: snap, Activity: snap, Events: events, Detectors: sv.Runtime.Detectors}
@@ -71,7 +71,7 @@ func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf 
 				decisionlog.Session{Began: read == "", OutcomeUnknown: &decisionlog.SessionState{Read: read, Written: sent}}
 		}
 		if err != nil {
-			return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("the session store is unreachable: %w", err)), unavailable
+			return s.evaluateWithoutSession(sv, occ, buf, storeFailure(err)), unavailable
 		}
 		if ok {
 			var unknown *decisionlog.SessionState
@@ -83,6 +83,20 @@ func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf 
 	}
 	s.metrics.SessionContended()
 	return s.evaluateWithoutSession(sv, occ, buf, fmt.Errorf("%w: session %q was changed by another replica at each of %d attempts", ErrContention, occ.SessionID, s.opt.SessionRetries+1)), unavailable
+}
+
+// storeFailure is the failure of a call to the session store, as the occurrence's
+// failures report it: a server too old for the store is unusable, as /readyz says;
+// any other failure leaves it unreachable.
+func storeFailure(err error) error {
+	return fmt.Errorf("the session store is %s: %w", storeState(err), err)
+}
+
+func storeState(err error) string {
+	if old := (*redisstore.ServerTooOldError)(nil); errors.As(err, &old) {
+		return "unusable"
+	}
+	return "unreachable"
 }
 
 func (s *Sidecar) evaluateWithoutSession(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer, cause error) *engine.Decision {

@@ -287,6 +287,27 @@ func TestStoreOutage(t *testing.T) {
 	}
 }
 
+// TestServerTooOld: a store whose server is older than the store needs is unusable:
+// the fail_closed rule needing state blocks, its failure says the store is unusable and
+// why, with nothing committed nor said to be maybe applied (no call was sent); /readyz
+// stays ready and says the same.
+func TestServerTooOld(t *testing.T) {
+	r := replicas(t, 1, redistest.Shared(t).URL, outageRules, redisstore.Options{MinServerMajor: 256})[0]
+	d := r.evaluate(t, occ("tool.pre_invoke", "s1", `"tool_call": {"name": "shell", "arguments": {}}`))
+	if d.Decision.Decision != "block" || len(d.Failures) != 1 || d.Failures[0].Rule != "acme.ops/COUNT_SHELL" ||
+		!strings.Contains(d.Failures[0].Error, "the session store is unusable: ") || !strings.Contains(d.Failures[0].Error, "the session store needs Redis 5.0 or later") ||
+		strings.Contains(d.Failures[0].Error, "may or may not") || len(d.Counters) != 0 {
+		t.Errorf("a rule needing state with a server too old: %+v", d.Decision)
+	}
+	var p Probe
+	rr := r.do(t, http.MethodGet, "/readyz", "")
+	rr.decode(t, &p)
+	if rr.status != http.StatusOK || !strings.Contains(p.SessionStore, ": unusable (rules needing session state follow their on_error): ") ||
+		!strings.Contains(p.SessionStore, "the session store needs Redis 5.0 or later") {
+		t.Errorf("/readyz with a server too old: %d %+v; ready, reporting the store unusable", rr.status, p)
+	}
+}
+
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -370,7 +391,7 @@ func TestContentionPastTheRetryBound(t *testing.T) {
 	store := sharedStore(t, url, redisstore.Options{})
 	r := serve(t, b, Options{SharedSessions: store, SessionRetries: 2})
 	other := sharedStore(t, url, redisstore.Options{})
-	store.SetObserver(&interferer{Metrics: r.Metrics(), store: other, t: t})
+	store.SetObserver(&interferer{Observer: r.Metrics(), store: other, t: t})
 	d := r.evaluate(t, shellCall("s1"))
 	if d.Decision.Decision != "block" || len(d.Failures) != 1 || !strings.Contains(d.Failures[0].Error, "session store contention") ||
 		!strings.Contains(d.Failures[0].Error, "at each of 3 attempts") {
@@ -388,23 +409,20 @@ func TestContentionPastTheRetryBound(t *testing.T) {
 // makes — a load, or a refused commit, which returns the session for the next attempt
 // — as a busy replica would.
 type interferer struct {
-	Metrics interface {
-		RoundTrip(string, time.Duration, error)
-		Conflict()
-	}
+	redisstore.Observer
 	store *redisstore.Store
 	t     *testing.T
 }
 
 func (i *interferer) RoundTrip(op string, took time.Duration, err error) {
-	i.Metrics.RoundTrip(op, took, err)
+	i.Observer.RoundTrip(op, took, err)
 	if op == "load" {
 		i.interfere()
 	}
 }
 
 func (i *interferer) Conflict() {
-	i.Metrics.Conflict()
+	i.Observer.Conflict()
 	i.interfere()
 }
 
@@ -620,7 +638,7 @@ func TestRefusedEventAfterAnotherReplicasChange(t *testing.T) {
 	url, prefix := srv.URL, redistest.Prefix(t)
 	store := sharedStore(t, url, redisstore.Options{Prefix: prefix})
 	r := serve(t, sealed(t, testCapability, testRules), Options{Events: failingWriter{}, SharedSessions: store})
-	store.SetObserver(&interfereAfterCommit{interferer: interferer{Metrics: r.Metrics(), store: sharedStore(t, url, redisstore.Options{}), t: t}})
+	store.SetObserver(&interfereAfterCommit{interferer: interferer{Observer: r.Metrics(), store: sharedStore(t, url, redisstore.Options{}), t: t}})
 	d := r.evaluate(t, shellCall("s1"))
 	if d.Decision.Decision != "warn" || len(d.Events) != 0 || !slices.Equal(d.OnFire, []string{"increment_counter"}) ||
 		d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 || len(d.Failures) != 1 || d.Failures[0].Clause != "OAR-FIRE-9" ||
@@ -642,7 +660,7 @@ type interfereAfterCommit struct {
 }
 
 func (i *interfereAfterCommit) RoundTrip(op string, took time.Duration, err error) {
-	i.Metrics.RoundTrip(op, took, err)
+	i.Observer.RoundTrip(op, took, err)
 	if op == "commit" && err == nil && !i.done {
 		i.done = true
 		i.interfere()

@@ -83,13 +83,16 @@ type Metrics struct {
 	undeclaredSeen map[string]bool
 	undeclaredMu   sync.Mutex
 
-	// The shared session store's round trips, failures, conflicts, retries and
-	// occurrences given up on under contention.
-	storeLatency   *prometheus.HistogramVec
-	storeFailures  *prometheus.CounterVec
-	storeConflicts prometheus.Counter
-	storeRetries   prometheus.Counter
-	storeContended prometheus.Counter
+	// The shared session store's round trips, failures, conflicts, retries,
+	// occurrences given up on under contention, loads that waited for another replica's
+	// pending marker and corrections refused as too late.
+	storeLatency      *prometheus.HistogramVec
+	storeFailures     *prometheus.CounterVec
+	storeConflicts    prometheus.Counter
+	storeRetries      prometheus.Counter
+	storeContended    prometheus.Counter
+	storePendingWaits prometheus.Counter
+	storeTooLate      prometheus.Counter
 
 	// counted holds the evaluations child of every (anchor, decision) seen, copied on
 	// write, so a request reads it without hashing its labels or taking the vector's
@@ -167,10 +170,19 @@ func New(src Sources) *Metrics {
 		Namespace: namespace, Name: "session_store_contention_exhausted_total",
 		Help: "Occurrences whose session stayed contended past the retry bound; their rules needing session state went to their on_error.",
 	})
+	m.storePendingWaits = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "session_store_pending_waits_total",
+		Help: "Session reads that found the session held pending another replica's correction (a commit with events to publish, for --session-store-pending-ttl) and waited for it.",
+	})
+	m.storeTooLate = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "session_store_corrections_too_late_total",
+		Help: "Corrections of a commit whose event the stream refused that came after the session's pending time (--session-store-pending-ttl) had passed, so the committed changes stood and the failures say so; steadily rising, the pending time is too short.",
+	})
 	m.counted.Store(&map[evaluationKey]prometheus.Counter{})
 	m.registry.MustRegister(m.evaluations, m.latency, m.rejected, m.reloads, m.reloadFailures,
 		m.info, m.rules, m.lastReload, m.undeclared,
 		m.storeLatency, m.storeFailures, m.storeConflicts, m.storeRetries, m.storeContended,
+		m.storePendingWaits, m.storeTooLate,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registerSources(src)
@@ -274,6 +286,14 @@ func (m *Metrics) RoundTrip(op string, took time.Duration, err error) {
 
 // Conflict records a commit another replica's change refused (redisstore.Observer).
 func (m *Metrics) Conflict() { m.storeConflicts.Inc() }
+
+// PendingWait records a session read that waited for another replica's pending marker
+// (redisstore.Observer).
+func (m *Metrics) PendingWait() { m.storePendingWaits.Inc() }
+
+// CorrectionTooLate records a correction refused because the session's pending time
+// had passed (redisstore.Observer).
+func (m *Metrics) CorrectionTooLate() { m.storeTooLate.Inc() }
 
 // SessionRetried records an occurrence evaluated again after a conflict.
 func (m *Metrics) SessionRetried() { m.storeRetries.Inc() }

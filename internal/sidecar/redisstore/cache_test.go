@@ -9,10 +9,10 @@ import (
 	"github.com/oar-operator/oar-operator/internal/engine"
 )
 
-// roundTrips counts the store's calls by op.
+// roundTrips counts the store's calls by op, and what else it observes.
 type roundTrips struct {
-	ops       map[string]int
-	conflicts int
+	ops                    map[string]int
+	conflicts, waits, late int
 }
 
 func (r *roundTrips) RoundTrip(op string, _ time.Duration, err error) {
@@ -22,6 +22,10 @@ func (r *roundTrips) RoundTrip(op string, _ time.Duration, err error) {
 }
 
 func (r *roundTrips) Conflict() { r.conflicts++ }
+
+func (r *roundTrips) PendingWait() { r.waits++ }
+
+func (r *roundTrips) CorrectionTooLate() { r.late++ }
 
 func cachedStore(t *testing.T, opt Options) (*Store, *roundTrips) {
 	t.Helper()

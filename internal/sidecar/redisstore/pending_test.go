@@ -109,11 +109,15 @@ func TestOwnMarkerHoldsNoLoad(t *testing.T) {
 // TestAbandonedMarkerExpires: a pending commit that is never corrected (every event
 // published, or its writer gone) holds the session for PendingTTL at most: a load waits
 // until the marker expires and then reads the session as committed, and later loads
-// do not wait for the expired marker.
+// do not wait for the expired marker. The reader's observer counts the one load that
+// waited.
 func TestAbandonedMarkerExpires(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	opt := Options{PendingTTL: ttl, Timeout: 10 * time.Second}
-	writer, reader := newStore(t, opt), newStore(t, opt)
+	writer := newStore(t, opt)
+	seen := &roundTrips{ops: map[string]int{}}
+	opt.Observer = seen
+	reader := newStore(t, opt)
 	// Taken before the commit: the script stamps the expiry before its reply travels
 	// back, floored to whole milliseconds. The upper bound is generous for a loaded
 	// machine.
@@ -131,19 +135,26 @@ func TestAbandonedMarkerExpires(t *testing.T) {
 	if took := time.Since(start); took > ttl/2 {
 		t.Errorf("a load after the marker expired took %v", took)
 	}
+	if seen.waits != 1 {
+		t.Errorf("the reader observed %d loads waiting for a marker; want 1", seen.waits)
+	}
 }
 
 // TestCorrectionAfterTheMarkerExpiredIsRefused: once the marker expired, other
 // replicas may have read the committed changes, so a correction coming later is
-// refused (ErrCorrectionTooLate) and they stand.
+// refused (ErrCorrectionTooLate), its observer is told, and they stand.
 func TestCorrectionAfterTheMarkerExpiredIsRefused(t *testing.T) {
 	const ttl = 50 * time.Millisecond
-	s := newStore(t, Options{PendingTTL: ttl})
+	seen := &roundTrips{ops: map[string]int{}}
+	s := newStore(t, Options{PendingTTL: ttl, Observer: seen})
 	snap := pendingCommit(t, s)
 	time.Sleep(2 * ttl)
 	ok, err := s.Commit(context.Background(), snap.Correction())
 	if ok || !errors.Is(err, ErrCorrectionTooLate) {
 		t.Errorf("a correction after the marker expired: %v, %v; want refused as too late", ok, err)
+	}
+	if seen.late != 1 || seen.waits != 0 {
+		t.Errorf("the store observed %d corrections too late and %d waits; want 1 and 0", seen.late, seen.waits)
 	}
 	if c, _ := load(t, s, "s1").Get(plain); c.Fire != 1 {
 		t.Errorf("the session holds %+v; want the committed increment, which stands", c)

@@ -104,6 +104,23 @@ var ErrCorrectionTooLate = errors.New("the correction came after the session's p
 // replica's call of the same session in that window waits unnoticed.
 const DefaultPendingTTL = 5 * time.Millisecond
 
+// CheckPendingTTL refuses a PendingTTL that cannot work with a store's Timeout (the
+// error names it timeoutFlag): it must be a whole number of milliseconds, at least one,
+// since a marker's expiry is kept in Redis's milliseconds; and below Timeout, since a
+// correction is one more call, which Timeout bounds, so a longer hold saves no
+// correction and only keeps other replicas' calls of the session waiting past the bound
+// of a call. (A Load waits out one marker even so: it counts contention only past
+// PendingTTL and a margin.)
+func CheckPendingTTL(pending, timeout time.Duration, timeoutFlag string) error {
+	if pending < time.Millisecond || pending%time.Millisecond != 0 {
+		return fmt.Errorf("%v is not a whole number of milliseconds, at least 1ms: a pending marker's expiry is kept in Redis's milliseconds", pending)
+	}
+	if pending >= timeout {
+		return fmt.Errorf("%v is not below %s, %v: a correction is one more call to the store, which that bounds, so a longer hold saves no correction and keeps other replicas' calls of the session waiting longer than a call may take", pending, timeoutFlag, timeout)
+	}
+	return nil
+}
+
 // The waits of a Load that finds the session pending: the first, doubled at each
 // read up to the longest, and never past the marker's expiry.
 const (
@@ -114,12 +131,19 @@ const (
 	pendingMargin = 10 * time.Millisecond
 )
 
-// Observer is told of every round trip and every conflict (the sidecar's metrics).
+// Observer is told of every round trip and every conflict, and of what pending markers
+// cost (the sidecar's metrics).
 type Observer interface {
 	// RoundTrip records one call to the store: op is "load", "commit" or "validate".
 	RoundTrip(op string, took time.Duration, err error)
 	// Conflict records a commit refused because another replica changed the session.
 	Conflict()
+	// PendingWait records a Load that found another replica's pending marker holding
+	// the session and waited for it.
+	PendingWait()
+	// CorrectionTooLate records a Correction refused because the corrected commit's
+	// marker had expired (ErrCorrectionTooLate): its changes stood.
+	CorrectionTooLate()
 }
 
 // Options configure a Store.
@@ -147,8 +171,13 @@ type Options struct {
 	// CacheSessions is how many sessions' last known state the store keeps to answer
 	// Load without a round trip; zero or less keeps none.
 	CacheSessions int
-	// Observer, when set, is told of round trips and conflicts.
+	// Observer, when set, is told of round trips, conflicts, waits for pending markers
+	// and corrections too late.
 	Observer Observer
+	// MinServerMajor is the oldest major version of Redis a connection is used with;
+	// zero or less is MinServerVersion's. Only tests raise it, above their server's, to
+	// see a server too old refused.
+	MinServerMajor int
 }
 
 // Store is a Redis connection pool and the commit script. Safe for concurrent use.
@@ -160,6 +189,9 @@ type Store struct {
 	cache   *sessionCache
 	// writer names this store in the pending markers it writes.
 	writer string
+	// minMajor is the oldest major version of Redis a connection is used with
+	// (Options.MinServerMajor).
+	minMajor int
 }
 
 var (
@@ -173,7 +205,10 @@ var (
 )
 
 // New checks the options and returns a store; it does not connect (the pool dials on
-// first use and again after any failure).
+// first use and again after any failure). Each new connection first reads the server's
+// version, and one older than MinServerVersion is not used: every call then fails with
+// a ServerTooOldError. New does not apply CheckPendingTTL: only the flags refuse a
+// PendingTTL not below Timeout, and tests hold sessions pending longer on purpose.
 func New(opt Options) (*Store, error) {
 	if opt.Prefix == "" {
 		opt.Prefix = DefaultPrefix
@@ -183,6 +218,9 @@ func New(opt Options) (*Store, error) {
 	}
 	if opt.PendingTTL <= 0 {
 		opt.PendingTTL = DefaultPendingTTL
+	}
+	if opt.MinServerMajor <= 0 {
+		opt.MinServerMajor = minServerMajor
 	}
 	u, err := url.Parse(opt.URL)
 	if err != nil {
@@ -230,7 +268,10 @@ func New(opt Options) (*Store, error) {
 	ro.DialerRetries = 1
 	ro.DisableIdentity = true
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	return &Store{opt: opt, client: redis.NewClient(ro), display: u.Redacted(), cache: newSessionCache(opt.CacheSessions), writer: newVersion()}, nil
+	s := &Store{opt: opt, display: u.Redacted(), cache: newSessionCache(opt.CacheSessions), writer: newVersion(), minMajor: opt.MinServerMajor}
+	ro.OnConnect = s.checkServer
+	s.client = redis.NewClient(ro)
+	return s, nil
 }
 
 // newVersion is a new random token: a session's version, or a store's name.
@@ -268,6 +309,7 @@ func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 	}
 	bound := s.pendingBound()
 	giveUp := time.Now().Add(bound)
+	waited := false
 	for wait := firstPendingWait; ; wait = min(2*wait, maxPendingWait) {
 		st, pending, err := s.read(ctx, session)
 		if err != nil {
@@ -280,6 +322,10 @@ func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 		if !time.Now().Before(giveUp) {
 			return nil, fmt.Errorf("session %q in %s, pending for %v: %w", session, s.display, bound, ErrPending)
 		}
+		if !waited && s.opt.Observer != nil {
+			s.opt.Observer.PendingWait()
+		}
+		waited = true
 		if err := sleep(ctx, min(wait, pending)); err != nil {
 			return nil, fmt.Errorf("reading session %q from %s, pending another replica's correction: %w", session, s.display, err)
 		}
@@ -474,6 +520,9 @@ func (s *Store) run(ctx context.Context, op string, script *redis.Script, snap *
 		case 1:
 			return true, nil
 		case 0:
+			if s.opt.Observer != nil {
+				s.opt.Observer.CorrectionTooLate()
+			}
 			return false, fmt.Errorf("%s of session %q in %s: %w", op, snap.session, s.display, ErrCorrectionTooLate)
 		}
 	case []any:
@@ -485,13 +534,15 @@ func (s *Store) run(ctx context.Context, op string, script *redis.Script, snap *
 }
 
 // unsent reports whether a failed call certainly never reached the store: no
-// connection could be had (dialing failed, the pool is closed or exhausted), or the
-// store answered with an error. Any other failure may have come after the store ran the
-// call.
+// connection could be had (dialing failed, the server is too old or its version could
+// not be read, the pool is closed or exhausted), or the store answered with an error.
+// Any other failure may have come after the store ran the call.
 func unsent(err error) bool {
 	var op *net.OpError
 	var answered redis.Error
-	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &answered) ||
+	var old *ServerTooOldError
+	var check *serverCheckError
+	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &answered) || errors.As(err, &old) || errors.As(err, &check) ||
 		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted)
 }
 

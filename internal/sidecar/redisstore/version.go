@@ -1,0 +1,94 @@
+package redisstore
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MinServerVersion is the oldest Redis the commit script runs on: it reads the
+// server's clock (TIME) before it writes, which an older server refuses in a script
+// that does not ask for effects replication.
+const MinServerVersion = "5.0"
+
+// minServerMajor is MinServerVersion's major version, which is all a comparison needs.
+const minServerMajor = 5
+
+// ServerTooOldError is the error of every call to a store whose server reports a
+// version older than MinServerVersion: no connection to it is used.
+type ServerTooOldError struct {
+	// Version is the server's redis_version.
+	Version string
+}
+
+func (e *ServerTooOldError) Error() string {
+	return fmt.Sprintf("the server is Redis %s; the session store needs Redis %s or later (its commit script reads the server's clock before it writes)", e.Version, MinServerVersion)
+}
+
+// serverCheckError is the failure of a new connection's INFO server. It wraps nothing:
+// go-redis unwraps an OnConnect error one level, which would leave a bare read error
+// that says neither what failed nor that no call was sent on the connection (unsent).
+type serverCheckError struct {
+	err error
+}
+
+func (e *serverCheckError) Error() string {
+	return "reading the server's version (INFO server): " + e.err.Error()
+}
+
+// checkServer refuses a new connection to a server older than MinServerVersion (the
+// store's minMajor), by the redis_version of its INFO server, so every call fails with
+// an error that says so rather than with the commit script's refusal; it is the
+// client's OnConnect. A server that refuses INFO (an ACL without it: NOPERM; a server
+// that renamed it: an unknown command) or whose version does not read is let through:
+// nothing says it is too old, and the commit script remains the judge. Any other
+// failure (a server LOADING or BUSY, a lost connection) fails the connection, whose
+// version is then unknown.
+func (s *Store) checkServer(ctx context.Context, cn *redis.Conn) error {
+	info, err := cn.Info(ctx, "server").Result()
+	if refusedCommand(err) {
+		return nil
+	}
+	if err != nil {
+		return &serverCheckError{err: err}
+	}
+	return checkVersion(info, s.minMajor)
+}
+
+// refusedCommand reports whether err is the server's refusal of a command itself: the
+// user may not run it, or the server does not know it.
+func refusedCommand(err error) bool {
+	var answered redis.Error
+	if !errors.As(err, &answered) {
+		return false
+	}
+	msg := answered.Error()
+	return strings.HasPrefix(msg, "NOPERM") || strings.HasPrefix(msg, "ERR unknown command")
+}
+
+// checkVersion reads redis_version from the text of INFO server and refuses one whose
+// major version is below minMajor; a missing or unreadable version is not refused, nor
+// one too large for an int (Atoi then gives the largest).
+func checkVersion(info string, minMajor int) error {
+	version := ""
+	lines := bufio.NewScanner(strings.NewReader(info))
+	for lines.Scan() {
+		if v, ok := strings.CutPrefix(lines.Text(), "redis_version:"); ok {
+			version = strings.TrimSpace(v)
+			break
+		}
+	}
+	major, _, _ := strings.Cut(version, ".")
+	if major == "" || strings.Trim(major, "0123456789") != "" {
+		return nil
+	}
+	if n, _ := strconv.Atoi(major); n >= minMajor {
+		return nil
+	}
+	return &ServerTooOldError{Version: version}
+}
