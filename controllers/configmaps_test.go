@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
+	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/resource"
 )
 
@@ -54,6 +56,66 @@ func TestManagerCachesOnlyBundleConfigMaps(t *testing.T) {
 			t.Errorf("ConfigMap %s/%s in the manager's cache has labels %v", cm.Namespace, cm.Name, cm.Labels)
 		}
 	}
+}
+
+// TestManagerCacheHasNoManagedFields: the manager's cache keeps no object's
+// metadata.managedFields (resource.CacheOptions), while the API server's copies keep
+// theirs, another field manager's included after the manager updated the bundle from
+// its cached copy.
+func TestManagerCacheHasNoManagedFields(t *testing.T) {
+	ns := namespace(t)
+	c, p := publishedPack(t, ns)
+	bundleKey := types.NamespacedName{Namespace: ns, Name: resource.BundleName(c.Name)}
+	const other = "someone-else"
+	note := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"example.com/note":"kept"}}}`))
+	if err := k8s.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: bundleKey.Name}}, note, client.FieldOwner(other)); err != nil {
+		t.Fatal(err)
+	}
+	create(t, pack(ns, "second", c.Name, rulesJSON(t, rule("acme.security", "SECOND"))))
+	waitBundle(t, ns, c.Name, "the second pack", func(b *bundle.Bundle) bool { return packNames(b)["second"] > 0 })
+
+	mgrMu.Lock()
+	reader := cached
+	mgrMu.Unlock()
+	for _, o := range []struct {
+		obj client.Object
+		key types.NamespacedName
+	}{
+		{&rulesv1alpha1.Capability{}, client.ObjectKeyFromObject(c)},
+		{&rulesv1alpha1.RulePack{}, client.ObjectKeyFromObject(p)},
+		{&corev1.ConfigMap{}, bundleKey},
+	} {
+		eventually(t, fmt.Sprintf("%T %s in the manager's cache", o.obj, o.key), func() (bool, string) {
+			err := reader.Get(ctx, o.key, o.obj)
+			return err == nil, fmt.Sprint(err)
+		})
+		if mf := o.obj.GetManagedFields(); len(mf) != 0 {
+			t.Errorf("%T %s in the manager's cache has managedFields of %v", o.obj, o.key, managers(mf))
+		}
+		live := o.obj.DeepCopyObject().(client.Object)
+		if err := k8s.Get(ctx, o.key, live); err != nil {
+			t.Fatal(err)
+		}
+		if len(live.GetManagedFields()) == 0 {
+			t.Errorf("%T %s on the API server has no managedFields", o.obj, o.key)
+		}
+		if _, ok := live.(*corev1.ConfigMap); ok && !slices.ContainsFunc(live.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool { return e.Manager == other }) {
+			t.Errorf("the bundle on the API server lost %s's managedFields entry when the manager updated it: %v", other, managers(live.GetManagedFields()))
+		}
+	}
+}
+
+// managers names the field managers of entries, for a failure.
+func managers(entries []metav1.ManagedFieldsEntry) []string {
+	var names []string
+	for _, e := range entries {
+		name := e.Manager
+		if e.Subresource != "" {
+			name += " (" + e.Subresource + ")"
+		}
+		names = append(names, name)
+	}
+	return names
 }
 
 // TestRecheckForeign: a name whose bundle ConfigMap is foreign is read again while a

@@ -275,15 +275,20 @@ func configManagerGracePeriod(t *testing.T) time.Duration {
 }
 
 // TestManagerCachesBundleConfigMapsOnly: the binary's manager filters its ConfigMap
-// cache to bundles with resource.CacheOptions, as the envtest suites' managers do
-// (testenv.StartManager; controllers TestManagerCachesOnlyBundleConfigMaps proves what
-// that cache holds).
+// cache to bundles, and strips every cached object's managedFields, with
+// resource.CacheOptions, as the envtest suites' managers do (testenv.StartManager;
+// controllers TestManagerCachesOnlyBundleConfigMaps and
+// TestManagerCacheHasNoManagedFields prove what that cache holds).
 func TestManagerCachesBundleConfigMapsOnly(t *testing.T) {
 	o, err := parseFlags([]string{"--webhook-namespace=oar-system"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for obj, by := range managerOptions(o, nil, metricsserver.Options{}, nil).Cache.ByObject {
+	cache := managerOptions(o, nil, metricsserver.Options{}, nil).Cache
+	if cache.DefaultTransform == nil {
+		t.Error("the manager's cache keeps every object's managedFields: it has no DefaultTransform")
+	}
+	for obj, by := range cache.ByObject {
 		if _, ok := obj.(*corev1.ConfigMap); ok && by.Label != nil && by.Label.String() == resource.BundleSelector().String() {
 			return
 		}

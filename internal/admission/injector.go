@@ -107,6 +107,8 @@ func (h *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	} else if w != "" {
 		warnings = append(warnings, w)
 	}
+	// A sidecar's flag value, say, may hold a newline: escaped, not dropped on the way.
+	warnings = headerTexts(warnings)
 	if !r.Changed {
 		return admission.Allowed("").WithWarnings(warnings...)
 	}

@@ -556,6 +556,29 @@ func TestInjectorCopiedPodServesItsLabelsCapability(t *testing.T) {
 	}
 }
 
+// TestInjectorWarningWithAControlCharacter: a warning whose text has a control character
+// — here a sidecar already in the pod whose flag value ends in a newline, as a YAML
+// block scalar leaves it — reaches kubectl with the character escaped; the API server
+// drops a Warning header it cannot carry, so it would otherwise never be seen.
+func TestInjectorWarningWithAControlCharacter(t *testing.T) {
+	needEnv(t)
+	ns := podNamespace(t, nil)
+	mustCreate(t, capabilityObject(ns, "acme-gateway", gatewaySpec()))
+	seen(t, capabilityObject(ns, "acme-gateway", gatewaySpec()))
+	pod := agentPod(ns, "agent", capabilityLabel("acme-gateway"))
+	mustCreate(t, pod)
+
+	c, warnings := warningClient(t)
+	logging := agentPod(ns, "logging", capabilityLabel("acme-gateway"))
+	logging.Spec = *get(t, pod).Spec.DeepCopy()
+	engine := &logging.Spec.InitContainers[0]
+	engine.Args = append(engine.Args, "--decision-log=stdout\n")
+	if err := c.Create(context.Background(), logging); err != nil {
+		t.Fatal(err)
+	}
+	hasWarning(t, warnings.take(), "is left as it is, but it does not run with this cluster's settings", `--decision-log stdout\n where the injector gives off`)
+}
+
 // The API server refuses pod-level requests (spec.resources) below the containers'
 // aggregate requests (KEP-2837). A pod whose containers exactly fill its pod-level
 // resources is stored once injected, its budget grown by the sidecar's share (kubectl

@@ -45,6 +45,36 @@ func TestRelayed(t *testing.T) {
 	}
 }
 
+// TestHeaderText: a warning is answered as a Warning header can carry it, each control
+// character and each byte that is not UTF-8 escaped, so the API server relays it rather
+// than dropping it, and a text a header can carry is answered as it is.
+func TestHeaderText(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`spec.rules[0].when: "a\b" é ✓`, `spec.rules[0].when: "a\b" é ✓`},
+		{"line one\nline two", `line one\nline two`},
+		{"tab\tcarriage\rbell\a", `tab\tcarriage\rbell\a`},
+		{"escape \x1b[31mred\x1b[0m", `escape \x1b[31mred\x1b[0m`},
+		{"delete \x7f, next line \u0085", `delete \x7f, next line \u0085`},
+		{"not UTF-8 \xff\xfe", `not UTF-8 \xff\xfe`},
+		{"replacement character \uFFFD kept", "replacement character \uFFFD kept"},
+	} {
+		got := headerText(c.in)
+		if got != c.want || !headerSafe(got) {
+			t.Errorf("headerText(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	var w warnings
+	w.add(LoadAdvice, "OAR-SEL-6", "spec.rules[0].selector.tool", "a rule's text\nover two lines")
+	w.add(LoadAdvice, "", "", "another")
+	want := []string{`[OAR-SEL-6] spec.rules[0].selector.tool: a rule's text\nover two lines`, "another"}
+	if got := texts(relayed(w.list())); !slices.Equal(got, want) {
+		t.Errorf("relayed %q, want %q", got, want)
+	}
+	if got := []string(w.response()); !slices.Equal(got, want) {
+		t.Errorf("answered %q, want %q", got, want)
+	}
+}
+
 // TestJudgeListsEveryCause: the refusal lists maxCauses causes and counts the rest, as
 // the webhook does; Causes holds every one, the listed ones first.
 func TestJudgeListsEveryCause(t *testing.T) {

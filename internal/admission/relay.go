@@ -1,6 +1,9 @@
 package admission
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -17,7 +20,8 @@ const (
 )
 
 // relayed returns the warnings kubectl receives for ws: empty and repeated ones dropped,
-// as are those a header cannot carry (invalid UTF-8, control characters); once their
+// as are those a header cannot carry (invalid UTF-8, control characters: the webhook
+// answers none, headerText escapes them); once their
 // text passes relayTotalRunes every warning is cut to relayItemRunes runes, and the
 // warnings that come after the cut ones have filled relayTotalRunes again are dropped.
 // A warning relayed keeps its kind.
@@ -73,4 +77,38 @@ func headerSafe(s string) bool {
 		}
 	}
 	return true
+}
+
+// headerText is s as a Warning header can carry it: each control character written as
+// its Go escape (\n, \t, \x1b, \u0085) and each byte that is not UTF-8 as \xNN. The API
+// server drops a warning it cannot carry whole, so one whose text has a newline (from a
+// flag value or a rule's text) would otherwise never reach kubectl.
+func headerText(s string) string {
+	if headerSafe(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsControl(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// headerTexts is headerText of each of ws.
+func headerTexts(ws []string) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = headerText(w)
+	}
+	return out
 }

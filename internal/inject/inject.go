@@ -245,7 +245,7 @@ func Inject(p Pod, o Options) (Result, error) {
 			res.Warnings = append(res.Warnings, warning)
 			res.Changed = true
 		}
-		if warning := settingsDiffer(&out.InitContainers[i], o); warning != "" {
+		if warning := settingsDiffer(out, i, p.Annotations[SCCAnnotation] != "", o); warning != "" {
 			res.Warnings = append(res.Warnings, warning)
 		}
 	} else {
@@ -308,19 +308,30 @@ func engineUser(s *corev1.PodSpec, scc bool, r RunAsUser) (user, group *int64, e
 		return nil, nil, nil
 	}
 	if scc {
-		for _, c := range slices.Concat(s.Containers, s.InitContainers) {
-			if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
-				uid := *c.SecurityContext.RunAsUser
-				return &uid, nil, nil
-			}
-		}
-		// The SCC admitted the pod's own user and gave its containers none: the
-		// sidecar inherits that user, the one the SCC's validation accepts.
-		if s.SecurityContext != nil && s.SecurityContext.RunAsUser != nil && !root {
-			return nil, nil, nil
+		if user, ok := sccUser(s); ok {
+			return user, nil, nil
 		}
 	}
 	return image(), image(), nil
+}
+
+// sccUser is the user OpenShift's SCC admission gave the pod s, which carries
+// SCCAnnotation: the runAsUser of its first container (app, then init) that has one,
+// else nil, to inherit, when the SCC admitted the pod's own user other than root. ok is
+// false when the SCC gave it none (anyuid and the like).
+func sccUser(s *corev1.PodSpec) (user *int64, ok bool) {
+	for _, c := range slices.Concat(s.Containers, s.InitContainers) {
+		if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+			uid := *c.SecurityContext.RunAsUser
+			return &uid, true
+		}
+	}
+	// The SCC admitted the pod's own user and gave its containers none: the sidecar
+	// inherits that user, the one the SCC's validation accepts.
+	if s.SecurityContext != nil && s.SecurityContext.RunAsUser != nil && *s.SecurityContext.RunAsUser != 0 {
+		return nil, true
+	}
+	return nil, false
 }
 
 // capabilityOf returns the Capability the pod asks for and where it says so.
@@ -397,12 +408,15 @@ var clusterSettings = []struct{ name, absent string }{
 	{"decision-log-sample", "1"},
 }
 
-// settingsDiffer is the warning for an engine sidecar already in the pod (an `oarctl
-// inject` rendering, a hand-written sidecar) whose session store or decision log is not
-// what the injector would give it under o and the pod's annotations. It is left as it is,
-// since its flags may be deliberate, but not silently: a rendering made without the
-// cluster's settings would keep sessions per replica or log nothing.
-func settingsDiffer(engine *corev1.Container, o Options) string {
+// settingsDiffer is the warning for the engine sidecar already in the pod s,
+// s.InitContainers[i] (an `oarctl inject` rendering, a hand-written sidecar), whose
+// session store, decision log or user is not what the injector would give it under o and
+// the pod's annotations; scc tells whether OpenShift's SCC admitted the pod. It is left
+// as it is, since its settings may be deliberate, but not silently: a rendering made
+// without the cluster's settings would keep sessions per replica, log nothing or run as
+// another user.
+func settingsDiffer(s *corev1.PodSpec, i int, scc bool, o Options) string {
+	engine := &s.InitContainers[i]
 	want := container(o).Args
 	value := func(args []string, name, absent string) string {
 		if v, _ := flagValue(args, name); v != "" {
@@ -422,10 +436,48 @@ func settingsDiffer(engine *corev1.Container, o Options) string {
 			differ = append(differ, fmt.Sprintf("--%s %s where the injector gives %s", f.name, h, w))
 		}
 	}
+	if w, ok := decidedUser(s, i, scc, o.RunAsUser); ok {
+		if h, from := sidecarUser(s, engine); h != w {
+			differ = append(differ, fmt.Sprintf("securityContext.runAsUser %d%s where the injector gives %d", h, from, w))
+		}
+	}
 	if len(differ) == 0 {
 		return ""
 	}
 	return fmt.Sprintf("the %s sidecar already in the pod is left as it is, but it does not run with this cluster's settings (given the pod's annotations): it has %s; render it with `oarctl inject` given the manager's --injector-* settings, set the %s* annotations, or remove it and let the injector add it", ContainerName, strings.Join(differ, "; "), annotationPrefix)
+}
+
+// decidedUser is the runAsUser the injector gives the sidecar s.InitContainers[i] under
+// r when the settings decide it: a UID, or under auto the image's user where no SCC
+// gave the pod's other containers or the pod a user. Under none the cluster's policy
+// decides, and under auto on OpenShift the SCC, whose admission has already accepted
+// the sidecar's user (a UID within the namespace's range need not be the app's).
+func decidedUser(s *corev1.PodSpec, i int, scc bool, r RunAsUser) (int64, bool) {
+	switch {
+	case r.UID > 0:
+		return r.UID, true
+	case r.Never:
+		return 0, false
+	}
+	others := *s
+	others.InitContainers = slices.Delete(slices.Clone(s.InitContainers), i, i+1)
+	if _, assigned := sccUser(&others); scc && assigned {
+		return 0, false
+	}
+	return EngineUser, true
+}
+
+// sidecarUser is the user the kubelet runs the sidecar engine of the pod s as, and
+// where it comes from when not from the sidecar: the pod's runAsUser, else the image's
+// USER, EngineUser.
+func sidecarUser(s *corev1.PodSpec, engine *corev1.Container) (uid int64, from string) {
+	if engine.SecurityContext != nil && engine.SecurityContext.RunAsUser != nil {
+		return *engine.SecurityContext.RunAsUser, ""
+	}
+	if s.SecurityContext != nil && s.SecurityContext.RunAsUser != nil {
+		return *s.SecurityContext.RunAsUser, " (the pod's)"
+	}
+	return EngineUser, " (the image's)"
 }
 
 // sameNumber tells 0.1 and 0.10 alike.

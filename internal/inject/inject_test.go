@@ -876,3 +876,114 @@ func TestExistingSidecarPendingTTL(t *testing.T) {
 		})
 	}
 }
+
+// TestExistingSidecarUser: a sidecar already in the pod is warned about when the user it
+// runs as (its runAsUser, else the pod's, else the image's) is not the one the settings
+// decide: a UID, or auto's image user off OpenShift and where no SCC gave a user. Under
+// none the cluster's policy decides, and under auto on OpenShift the SCC, which has
+// admitted the sidecar's user already: neither is warned about.
+func TestExistingSidecarUser(t *testing.T) {
+	const restricted = 1000680000
+	options := func(runAsUser string) Options {
+		o := Defaults()
+		r, err := ParseRunAsUser(runAsUser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.RunAsUser = r
+		return o
+	}
+	// rendered is the pod `oarctl inject --run-as-user` renders, with the sidecar's user
+	// then set to sidecar ("unset" removes it).
+	rendered := func(runAsUser, sidecar string) Pod {
+		p := Pod{Namespace: "acme", Labels: map[string]string{CapabilityLabel: "acme-gateway"}, Annotations: map[string]string{},
+			Spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "registry.example/acme-agent:1.0"}}}}
+		r, err := Inject(p, options(runAsUser))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Spec = r.Spec
+		sc := p.Spec.InitContainers[0].SecurityContext
+		switch sidecar {
+		case "unset":
+			sc.RunAsUser, sc.RunAsGroup = nil, nil
+		case "":
+		default:
+			uid, err := strconv.ParseInt(sidecar, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc.RunAsUser = &uid
+		}
+		return p
+	}
+	podUser := func(p Pod, uid int64) Pod {
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &uid}
+		return p
+	}
+	annotated := func(p Pod, value string) Pod {
+		p.Annotations[AnnotationRunAsUser] = value
+		return p
+	}
+	// admitted is p as OpenShift's SCC admission leaves it: annotated, and every container
+	// without a user given uid (0: none, as anyuid).
+	admitted := func(p Pod, uid int64) Pod {
+		if uid == 0 {
+			p.Annotations[SCCAnnotation] = "anyuid"
+			return p
+		}
+		p.Annotations[SCCAnnotation] = "restricted-v2"
+		for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for i := range cs {
+				if cs[i].SecurityContext == nil {
+					cs[i].SecurityContext = &corev1.SecurityContext{}
+				}
+				if cs[i].SecurityContext.RunAsUser == nil {
+					u := uid
+					cs[i].SecurityContext.RunAsUser = &u
+				}
+			}
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name    string
+		pod     Pod
+		cluster string
+		want    string
+	}{
+		{"auto: rendered with auto", rendered("auto", ""), "auto", ""},
+		{"auto: rendered with another UID", rendered("1001", ""), "auto", "it has securityContext.runAsUser 1001 where the injector gives 65532; render"},
+		{"auto: no user, the image's", rendered("auto", "unset"), "auto", ""},
+		{"auto: no user, the pod's", podUser(rendered("auto", "unset"), 1001), "auto", "it has securityContext.runAsUser 1001 (the pod's) where the injector gives 65532; render"},
+		{"auto: no user in a pod running as root", podUser(rendered("auto", "unset"), 0), "auto", "it has securityContext.runAsUser 0 (the pod's) where the injector gives 65532; render"},
+		{"a UID: rendered with it", rendered("5000", ""), "5000", ""},
+		{"a UID: rendered with auto", rendered("auto", ""), "5000", "it has securityContext.runAsUser 65532 where the injector gives 5000; render"},
+		{"a UID: no user, the image's", rendered("auto", "unset"), "5000", "it has securityContext.runAsUser 65532 (the image's) where the injector gives 5000; render"},
+		{"a UID: no user, the pod's, the same", podUser(rendered("none", ""), 5000), "5000", ""},
+		{"a UID on OpenShift: the SCC's range", admitted(rendered("none", ""), restricted), "5000", "it has securityContext.runAsUser 1000680000 where the injector gives 5000; render"},
+		{"none: any user", rendered("1001", ""), "none", ""},
+		{"none: no user", podUser(rendered("none", ""), 1001), "none", ""},
+		{"the pod's none over the manager's auto", annotated(rendered("1001", ""), "none"), "auto", ""},
+		{"the pod's UID over the manager's auto", annotated(rendered("1000680005", ""), "1000680005"), "auto", ""},
+		{"the pod's auto over the manager's UID", annotated(rendered("auto", ""), "auto"), "5000", ""},
+		{"auto on OpenShift: rendered with none, the SCC's UID", admitted(rendered("none", ""), restricted), "auto", ""},
+		{"auto on OpenShift: rendered with a UID in the range", admitted(rendered("1000680005", ""), restricted), "auto", ""},
+		{"auto on OpenShift: the pod's own user admitted", admitted(podUser(rendered("none", ""), restricted+7), 0), "auto", ""},
+		{"auto on OpenShift, anyuid: rendered with auto", admitted(rendered("auto", ""), 0), "auto", ""},
+		{"auto on OpenShift, anyuid: another UID", admitted(rendered("1001", ""), 0), "auto", "it has securityContext.runAsUser 1001 where the injector gives 65532; render"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Inject(c.pod, options(c.cluster))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Changed {
+				t.Error("the sidecar already in the pod was changed")
+			}
+			if c.want == "" && len(r.Warnings) != 0 || c.want != "" && (len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], c.want)) {
+				t.Errorf("warnings %q; want %q", r.Warnings, c.want)
+			}
+		})
+	}
+}

@@ -24,8 +24,17 @@ func BundleSelector() labels.Selector {
 // without those labels — someone else's, or a bundle whose labels were removed — is
 // then not in the cache: whoever must tell it from an absent one reads past the cache
 // when the cache has none.
+//
+// No cached object keeps its metadata.managedFields, which nothing in the manager
+// reads and which can outweigh the rest of a small object. An update sent from a cached
+// copy, without them, leaves the API server's as they were (it keeps the live
+// object's when a request has none); server-side apply (the chart's CRDs) goes through
+// a client of its own, not the manager's cache.
 func CacheOptions() cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {Label: BundleSelector()},
-	}}
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Label: BundleSelector()},
+		},
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
 }
