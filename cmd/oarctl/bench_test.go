@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -264,7 +265,7 @@ on_fire: [increment_counter, publish_event]
 	}
 	var events, runtimes int
 	var kept []*int
-	res := measure(p, occs, 5, false, func() *engine.Runtime {
+	res := measure(p, occs, 5, measureOptions{}, func() *engine.Runtime {
 		runtimes++
 		// Allocations of a pass's runtime, which are not the evaluations'.
 		for range 1000 {
@@ -281,5 +282,66 @@ on_fire: [increment_counter, publish_event]
 	}
 	if res.AllocsPerEval > 100 {
 		t.Errorf("%.1f allocations per evaluation: the 1,000 of each pass's runtime are counted as the evaluation's", res.AllocsPerEval)
+	}
+}
+
+// TestFastestByOccurrence: each occurrence's fastest evaluation counts once, whichever
+// pass it came in, and the last, partial pass counts for the occurrences it reached.
+func TestFastestByOccurrence(t *testing.T) {
+	ns := func(ds ...int) []time.Duration {
+		out := make([]time.Duration, len(ds))
+		for i, d := range ds {
+			out[i] = time.Duration(d)
+		}
+		return out
+	}
+	// Occurrences 0, 1, 2: fastest 5 (second pass), 20 (first), 1 (second); the third
+	// pass reaches occurrence 0 only, at 7.
+	got := fastestByOccurrence(3, ns(10, 20, 30, 5, 25, 1, 7))
+	if want := (bestLatency{Passes: 2, P50: 5, P99: 20}); *got != want {
+		t.Errorf("got %+v, want %+v", *got, want)
+	}
+	got = fastestByOccurrence(2, ns(9, 8, 3, 9, 9, 2))
+	if want := (bestLatency{Passes: 3, P50: 2, P99: 3}); *got != want {
+		t.Errorf("got %+v, want %+v", *got, want)
+	}
+}
+
+// TestBenchBest: --best reports the fastest evaluations in both outputs, and refuses an
+// -n that leaves an occurrence evaluated once.
+func TestBenchBest(t *testing.T) {
+	data, err := os.ReadFile("testdata/bench/occurrences.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	occs := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) != "" {
+			occs++
+		}
+	}
+	n := fmt.Sprint(2*occs + 1)
+
+	stdout, stderr, code := oarctl(t, benchArgs("testdata/bench/occurrences.jsonl", "-n", n, "--best", "--json")...)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit code %d, stderr:\n%s", code, stderr)
+	}
+	var r benchResult
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("stdout is not the result: %v\n%s", err, stdout)
+	}
+	if b := r.Best; b == nil || b.Passes != 2 || b.P50 <= 0 || b.P99 < b.P50 || b.P50 > r.P99 {
+		t.Errorf("best %+v of %s", b, stdout)
+	}
+
+	stdout, stderr, code = oarctl(t, benchArgs("testdata/bench/occurrences.jsonl", "-n", n, "--best")...)
+	line := regexp.MustCompile(`\n  each occurrence's fastest of 2 or more evaluations: p50 [0-9]+ ns, p99 [0-9]+ ns\n$`)
+	if code != exitOK || stderr != "" || !line.MatchString(stdout) {
+		t.Errorf("exit code %d, stderr %q, stdout %q does not match %s", code, stderr, stdout, line)
+	}
+
+	_, stderr, code = oarctl(t, benchArgs("testdata/bench/occurrences.jsonl", "-n", fmt.Sprint(2*occs-1), "--best")...)
+	if code != exitUsage || !strings.Contains(stderr, fmt.Sprintf("-n must be at least %d", 2*occs)) {
+		t.Errorf("exit code %d, stderr %q: want a usage error naming the least -n", code, stderr)
 	}
 }
