@@ -197,7 +197,10 @@ func fileLines(msg string) []int {
 	return lines
 }
 
-// streamLines returns the lines the YAML parser names in its error reading data as one
+// parserLineOf matches a line a YAML parser error names.
+var parserLineOf = regexp.MustCompile(`line ([0-9]+): `)
+
+// streamLines returns the lines the YAML parser names in its error reading in as one
 // stream, strictly (a member given twice is an error), or nil when it names none.
 func streamLines(in string) []int {
 	dec := yamlv2.NewDecoder(strings.NewReader(in))
@@ -206,7 +209,7 @@ func streamLines(in string) []int {
 		var v any
 		if err := dec.Decode(&v); err != nil {
 			var lines []int
-			for _, m := range regexp.MustCompile(`line ([0-9]+): `).FindAllStringSubmatch(err.Error(), -1) {
+			for _, m := range parserLineOf.FindAllStringSubmatch(err.Error(), -1) {
 				n, _ := strconv.Atoi(m[1])
 				lines = append(lines, n)
 			}
