@@ -138,7 +138,7 @@ func TestValidateRefuses(t *testing.T) {
 		{
 			name: "a member given twice",
 			args: []string{"--capability", sampleCapability, "testdata/validate/dupkey.yaml"},
-			want: []string{`testdata/validate/dupkey.yaml: YAML: yaml: unmarshal errors: line 3: key "id" already set in map: a document with a member given twice has no single JSON reading [OAR-DOC-1]`},
+			want: []string{`testdata/validate/dupkey.yaml: YAML: yaml: unmarshal errors: line 3 of the file: key "id" already set in map: a document with a member given twice has no single JSON reading [OAR-DOC-1]`},
 		},
 		{
 			// Each is refused with what it most likely meant, not skipped.
@@ -173,7 +173,7 @@ func TestValidateRefuses(t *testing.T) {
 		{
 			name: "a YAML syntax error",
 			args: []string{"testdata/validate/syntax.yaml"},
-			want: []string{`testdata/validate/syntax.yaml: YAML document 2: yaml: line 2: did not find expected ',' or ']' [OAR-DOC-1]`},
+			want: []string{`testdata/validate/syntax.yaml: YAML document 2: yaml: line 4 of the file: did not find expected ',' or ']' [OAR-DOC-1]`},
 		},
 		{
 			name: "a document its marker line would drop",
@@ -219,6 +219,45 @@ func TestValidateRefuses(t *testing.T) {
 				t.Errorf("stdout should be empty on failure, got %q", stdout)
 			}
 			containsInOrder(t, lines(stderr), tt.want)
+		})
+	}
+}
+
+// TestValidateNamesLinesOfTheFile ([OAR-DOC-1]): a YAML syntax error in a stream, as
+// helm template or kustomize build writes one to standard input, names the line of the
+// stream, not of the document after its "---", whatever the line breaks, and in a List
+// as in any other document.
+func TestValidateNamesLinesOfTheFile(t *testing.T) {
+	const rendered = "---\n# Source: agent/templates/service.yaml\napiVersion: v1\nkind: Service\nmetadata: {name: agent}\n" +
+		"---\n# Source: agent/templates/capability.yaml\napiVersion: rules.oar.dev/v1alpha1\nkind: Capability\nmetadata: {name: acme}\nspec: {}\n" +
+		"---\n# Source: agent/templates/rulepack.yaml\napiVersion: rules.oar.dev/v1alpha1\nkind: RulePack\nmetadata:\n  name: acme-tools\n" +
+		"spec:\n  capabilityRef: {name: acme}\n  rules:\n  - oar: \"1.0\"\n    id: X\n     kind: policy\n"
+	for _, tt := range []struct{ name, stdin, want string }{
+		{
+			name:  "helm template output",
+			stdin: rendered,
+			want:  `-: YAML document 3: yaml: line 23 of the file: mapping values are not allowed in this context [OAR-DOC-1]`,
+		},
+		{
+			name:  "CRLF line endings",
+			stdin: strings.ReplaceAll(rendered, "\n", "\r\n"),
+			want:  `-: YAML document 3: yaml: line 23 of the file: mapping values are not allowed in this context [OAR-DOC-1]`,
+		},
+		{
+			name:  "an item of a List",
+			stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n\n# kubectl get -o yaml\napiVersion: v1\nkind: List\nitems:\n- apiVersion: rules.oar.dev/v1alpha1\n  kind: Capability\n  metadata: {name: acme\n  spec: {}\n",
+			want:  `-: YAML document 2: yaml: line 12 of the file: did not find expected ',' or '}' [OAR-DOC-1]`,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			withStdinText(t, tt.stdin)
+			stdout, stderr, code := oarctl(t, "validate", "-")
+			if code != exitFail || stdout != "" {
+				t.Errorf("exit code %d, stdout %q; want %d and nothing", code, stdout, exitFail)
+			}
+			if got := lines(stderr); !slices.Equal(got, []string{tt.want}) {
+				t.Errorf("stderr %q, want %q", got, tt.want)
+			}
 		})
 	}
 }

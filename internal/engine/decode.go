@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -300,7 +302,8 @@ func (e *DuplicateKeyError) Error() string {
 // A file it does not read is refused under the clause it breaks, cited at the end of
 // the error: a dropped member breaks [OAR-DOC-31], and anything else, a file that is
 // not UTF-8, not JSON or YAML, holds no document or holds more than its JSON reading
-// keeps, breaks [OAR-DOC-1].
+// keeps, breaks [OAR-DOC-1]. An offset or a line it names is counted in the file, from
+// its start, never in the document the split made.
 func DecodeDocuments(data []byte) ([]any, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
@@ -309,7 +312,8 @@ func DecodeDocuments(data []byte) ([]any, error) {
 	if trimmed[0] == '{' || trimmed[0] == '[' {
 		if !utf8.Valid(trimmed) {
 			// A file that is no UTF-8 text has no JSON reading, as a YAML one has none.
-			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %s", notUTF8(trimmed)))
+			// The white space trimmed is UTF-8, so the offset is counted in the file.
+			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %s", notUTF8(data)))
 		}
 		v, err := DecodeJSON(trimmed)
 		if err == nil {
@@ -343,10 +347,11 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		}
 		v, err := DecodeYAML(doc)
 		if err != nil {
+			what := "YAML"
 			if len(docs) > 1 {
-				return nil, refuseFile("OAR-DOC-1", fmt.Errorf("YAML document %d: %w", i+1, err))
+				what = fmt.Sprintf("YAML document %d", i+1)
 			}
-			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("YAML: %w", err))
+			return nil, refuseFile("OAR-DOC-1", inFile(what, err, lineBreaks(data[:starts[i]])))
 		}
 		if v == nil {
 			continue
@@ -378,6 +383,41 @@ func (e *fileError) Error() string {
 func (e *fileError) Unwrap() error { return e.err }
 
 func refuseFile(clause string, err error) error { return &fileError{clause: clause, err: err} }
+
+// parserLine matches a line number in a YAML parser error: at the start of its message
+// ("yaml: line 3: ...") or of each entry of a list ("yaml: unmarshal errors:\n  line 3:
+// ...").
+var parserLine = regexp.MustCompile(`(^yaml: |\n  )line ([0-9]+): `)
+
+// inFile is the error err of a YAML document, which what names, with its lines counted
+// in the file: the parser counts them from the start of the document it reads, which
+// follows the before lines of the file split from it. Each line err names becomes
+// "line N of the file"; when it names none (an error on the document's first line, an
+// unknown anchor), what says on which line of the file the document begins. The numbers
+// are otherwise the parser's, as kubectl prints them for a file of one document.
+func inFile(what string, err error, before int) error {
+	named := false
+	msg := parserLine.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		sub := parserLine.FindStringSubmatch(m)
+		n, _ := strconv.Atoi(sub[2]) // digits the parser printed from an int
+		named = true
+		return fmt.Sprintf("%sline %d of the file: ", sub[1], before+n)
+	})
+	if !named && before > 0 {
+		what += fmt.Sprintf(" (from line %d of the file)", before+1)
+	}
+	return fmt.Errorf("%s: %s", what, msg)
+}
+
+// lineBreaks counts the line breaks in b as the YAML parser counts them: a line feed, a
+// carriage return alone or before a line feed, NEL, LS and PS.
+func lineBreaks(b []byte) int {
+	n := bytes.Count(b, []byte("\n")) + bytes.Count(b, []byte("\r")) - bytes.Count(b, []byte("\r\n"))
+	for _, brk := range []string{"\u0085", "\u2028", "\u2029"} {
+		n += bytes.Count(b, []byte(brk))
+	}
+	return n
+}
 
 // DecodeYAML converts one YAML document to JSON, refusing duplicate keys, and decodes
 // it like DecodeJSON.

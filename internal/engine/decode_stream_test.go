@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	yamlv2 "go.yaml.in/yaml/v2"
 )
 
 // TestDecodeDocumentsReadsExactlyOneStream: a file is one JSON document or one YAML
@@ -98,8 +102,8 @@ func TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop(t *testing.T) {
 // TestDecodeDocumentsCitesTheClauseAFileBreaks: every file DecodeDocuments refuses is
 // refused under the clause it breaks, cited once at the end: a file that is not JSON or
 // YAML, holds no document, or holds more than its JSON reading keeps breaks
-// [OAR-DOC-1], bytes that are not UTF-8 in JSON or YAML included; a member the split
-// would drop, [OAR-DOC-31].
+// [OAR-DOC-1], bytes that are not UTF-8 in JSON or YAML included (an offset counts the
+// white space before a JSON document); a member the split would drop, [OAR-DOC-31].
 func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 	for in, want := range map[string]struct{ clause, text string }{
 		"":                              {"OAR-DOC-1", "no document found: the file holds only white space"},
@@ -107,7 +111,7 @@ func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 		"[]":                            {"OAR-DOC-1", "no document found: the JSON array is empty"},
 		"# a comment\n---\n# another\n": {"OAR-DOC-1", "no document found: the YAML stream holds only"},
 		"--- []\n---\n~\n":              {"OAR-DOC-1", "no document found: the YAML stream holds only"},
-		`{"a":`:                         {"OAR-DOC-1", "YAML: yaml: line 1: did not find expected node content"},
+		`{"a":`:                         {"OAR-DOC-1", "YAML: yaml: line 1 of the file: did not find expected node content"},
 		`{"a":1,"a":2}`:                 {"OAR-DOC-1", `JSON: duplicate key "a"`},
 		"a: [1\n":                       {"OAR-DOC-1", "YAML: "},
 		"a: 1\n---\nb: [\n":             {"OAR-DOC-1", "YAML document 2: "},
@@ -115,6 +119,7 @@ func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 		`{"a":1} }{`:                    {"OAR-DOC-1", "unexpected data at offset 8"},
 		"a: 1\n--- {b: 2}\n":            {"OAR-DOC-31", "unexpected document at offset 5"},
 		"{\"a\":\"\xff\"}":              {"OAR-DOC-1", "JSON: byte 0xff at offset 6 is not UTF-8"},
+		"\n  {\"a\":\"\xff\"}":          {"OAR-DOC-1", "JSON: byte 0xff at offset 9 is not UTF-8"},
 		"a: \"\xff\"\n":                 {"OAR-DOC-1", "YAML: yaml: invalid leading UTF-8 octet"},
 		"0: 0\n---#0: 0\n0: 0":          {"OAR-DOC-1", `unexpected "---#" at offset 5`},
 		"---# lead\na: 1\n":             {"OAR-DOC-1", `unexpected "---#" at offset 0`},
@@ -127,6 +132,88 @@ func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, want.text) || !strings.HasSuffix(msg, " ["+want.clause+"]") || strings.Count(msg, "[OAR-") != 1 {
 			t.Errorf("%q: %q; want %q… citing [%s] once, at the end", in, msg, want.text, want.clause)
+		}
+	}
+}
+
+// TestDecodeDocumentsNamesLinesOfTheFile ([OAR-DOC-1]): the YAML parser counts lines
+// from the start of the document it reads, but a stream is split at its "---" lines
+// first, so a refusal names each line the parser names as a line of the file, counted
+// as the parser counts lines (a carriage return alone, NEL, LS and PS end a line too):
+// the line the parser names reading the whole stream. A document whose error names no
+// line is named by the line it begins on. JSON read as YAML is one document from the
+// start of the file.
+func TestDecodeDocumentsNamesLinesOfTheFile(t *testing.T) {
+	for _, c := range []struct{ name, in, want string }{
+		{"the third document", "a: 1\n---\nb: 2\n---\nc: 3\n  d: 4\n",
+			"YAML document 3: yaml: line 6 of the file: mapping values are not allowed in this context"},
+		{"comments and blank lines before documents", "# header\n\n---\n# one\na: 1\n---\n\n# two\nb: [1,\n",
+			"YAML document 2: yaml: line 9 of the file: did not find expected node content"},
+		{"CRLF line endings", "a: 1\r\n---\r\nb: 2\r\n---\r\nc: 3\r\n  d: 4\r\n",
+			"YAML document 3: yaml: line 6 of the file: mapping values are not allowed in this context"},
+		{"a carriage return alone ends a line", "a: 1\rb: 2\n---\nc: 3\n  d: 4\n",
+			"YAML document 2: yaml: line 5 of the file: mapping values are not allowed in this context"},
+		{"LS and NEL end a line", "a: \"x\u2028y\u0085z\"\n---\nc: 3\n  d: 4\n",
+			"YAML document 2: yaml: line 6 of the file: mapping values are not allowed in this context"},
+		{"a leading ---", "---\na: 1\n  b: 2\n",
+			"YAML: yaml: line 3 of the file: mapping values are not allowed in this context"},
+		{"a leading --- with a comment", "# lead\n--- # first\na: {b\n",
+			"YAML: yaml: line 3 of the file: did not find expected ',' or '}'"},
+		{"members given twice", "a: 1\n---\nb: 1\nb: 2\nc: 1\nc: 2\n",
+			"YAML document 2: yaml: unmarshal errors:\n  line 4 of the file: key \"b\" already set in map\n  line 6 of the file: key \"c\" already set in map: a document with a member given twice"},
+		{"an error on the document's first line", "a: 1\n---\n# c\n---\nb: c: d\n",
+			"YAML document 2 (from line 5 of the file): yaml: mapping values are not allowed in this context"},
+		{"an error naming no line", "a: 1\n---\n\nb: *x\n",
+			"YAML document 2 (from line 3 of the file): yaml: unknown anchor 'x' referenced"},
+		{"one document, after a ---", "---\nb: *x\n",
+			"YAML (from line 2 of the file): yaml: unknown anchor 'x' referenced"},
+		{"the first document, on the first line", "b: c: d\n---\na: 1\n",
+			"YAML document 1: yaml: mapping values are not allowed in this context"},
+		{"a List", "a: 1\n---\nb: 2\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n   data: {}\n",
+			"YAML document 3: yaml: line 10 of the file: mapping values are not allowed in this context"},
+		{"JSON read as YAML", "\n\n{\"a\": [1,\n  \"b\": 2}\n",
+			"YAML: yaml: line 3 of the file: did not find expected ',' or ']'"},
+	} {
+		_, err := DecodeDocuments([]byte(c.in))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || !strings.HasSuffix(err.Error(), " [OAR-DOC-1]") {
+			t.Errorf("%s: %q: %v; want %q… [OAR-DOC-1]", c.name, c.in, err, c.want)
+			continue
+		}
+		if got, whole := fileLines(err.Error()), streamLines(c.in); whole != nil && !slices.Equal(got, whole) {
+			t.Errorf("%s: %q names lines %v; the parser reading the whole stream names %v", c.name, c.in, got, whole)
+		}
+	}
+}
+
+// lineOfTheFile matches a line a refusal names.
+var lineOfTheFile = regexp.MustCompile(`line ([0-9]+) of the file`)
+
+func fileLines(msg string) []int {
+	var lines []int
+	for _, m := range lineOfTheFile.FindAllStringSubmatch(msg, -1) {
+		n, _ := strconv.Atoi(m[1])
+		lines = append(lines, n)
+	}
+	return lines
+}
+
+// parserLineOf matches a line a YAML parser error names.
+var parserLineOf = regexp.MustCompile(`line ([0-9]+): `)
+
+// streamLines returns the lines the YAML parser names in its error reading in as one
+// stream, strictly (a member given twice is an error), or nil when it names none.
+func streamLines(in string) []int {
+	dec := yamlv2.NewDecoder(strings.NewReader(in))
+	dec.SetStrict(true)
+	for {
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			var lines []int
+			for _, m := range parserLineOf.FindAllStringSubmatch(err.Error(), -1) {
+				n, _ := strconv.Atoi(m[1])
+				lines = append(lines, n)
+			}
+			return lines
 		}
 	}
 }

@@ -141,9 +141,10 @@ func FuzzLoadCapability(f *testing.F) {
 }
 
 // FuzzDecodeDocuments: decoding never panics, a refusal ends in the clause the file
-// breaks, what it returns is plain JSON data that encodes again, and a YAML stream
-// yields as many members as the YAML parser reads from the whole stream: splitting it
-// drops no document ([OAR-DOC-31]).
+// breaks and names lines of the file (two lines before the stream move each line it
+// names by two), what it returns is plain JSON data that encodes again, and a YAML
+// stream yields as many members as the YAML parser reads from the whole stream:
+// splitting it drops no document ([OAR-DOC-31]).
 func FuzzDecodeDocuments(f *testing.F) {
 	f.Add([]byte(`{"a":1}`))
 	f.Add([]byte(`[{"a":1},{"b":[1,2,{"c":null}]}]`))
@@ -151,11 +152,25 @@ func FuzzDecodeDocuments(f *testing.F) {
 	f.Add([]byte("a: 1\na: 2\n"))
 	f.Add([]byte(`{"a":1,"a":2}`))
 	f.Add([]byte("--- {a: 1}\n--- [x, y]\n---\n- {c: 3}\n"))
+	f.Add([]byte("a: 1\r\n---\r\n# c\rb: \"\u2028\"\n---\nc: 3\n  d: 4\n"))
+	f.Add([]byte("a: 1\n---\nb: 1\nb: 2\n---\nc: d: e\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		docs, err := DecodeDocuments(data)
 		if err != nil {
 			if !citedAtEnd.MatchString(err.Error()) {
 				t.Fatalf("refusal citing no clause at its end: %v", err)
+			}
+			if lines := fileLines(err.Error()); len(lines) > 0 {
+				_, moved := DecodeDocuments(append([]byte("#\n---\n"), data...))
+				if moved == nil {
+					t.Fatal("refused, but read after a comment and a \"---\"")
+				}
+				for i := range lines {
+					lines[i] += 2
+				}
+				if !slices.Equal(fileLines(moved.Error()), lines) {
+					t.Fatalf("%v; after a comment and a \"---\": %v", err, moved)
+				}
 			}
 			return
 		}
