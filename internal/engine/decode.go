@@ -358,10 +358,61 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		}
 		out = append(out, members(v)...)
 	}
+	// The checks above name the usual ways a split and the parser part; any other (a
+	// comment on a marker line hiding a line break the split does not see) is refused
+	// here, so the file never loses or gains a member silently either way.
+	if n, ok := streamMembers(data); ok && n != len(out) {
+		return nil, refuseFile("OAR-DOC-31", fmt.Errorf("the YAML parser reads %s from the stream where its split at lines holding only \"---\" (as kubectl splits it) reads %d, so the file has no single reading%s; end every line with a line feed and put each \"---\" alone on its line", memberCount(n), len(out), firstOtherLineBreak(data)))
+	}
 	if len(out) == 0 {
 		return nil, refuseFile("OAR-DOC-1", errors.New("no document found: the YAML stream holds only comments, empty documents and empty sequences; a document is a JSON object, or YAML that maps to one"))
 	}
 	return out, nil
+}
+
+// streamMembers counts the members the YAML parser reads from the whole stream data, as
+// DecodeDocuments counts them: a sequence document's items, no empty document; ok is
+// false when the parser refuses the stream, which DecodeDocuments then judges document
+// by document, as kubectl does.
+func streamMembers(data []byte) (n int, ok bool) {
+	dec := yamlv2.NewDecoder(bytes.NewReader(data))
+	for {
+		var v any
+		switch err := dec.Decode(&v); {
+		case err == io.EOF:
+			return n, true
+		case err != nil:
+			return 0, false
+		}
+		if items, isList := v.([]any); isList {
+			n += len(items)
+		} else if v != nil {
+			n++
+		}
+	}
+}
+
+func memberCount(n int) string {
+	if n == 1 {
+		return "1 member"
+	}
+	return fmt.Sprintf("%d members", n)
+}
+
+// firstOtherLineBreak says where data first breaks a line as the YAML parser does and
+// kubectl's split does not: a carriage return alone, NEL, U+2028 or U+2029; "" when it
+// never does.
+func firstOtherLineBreak(data []byte) string {
+	for i := 0; i < len(data); i++ {
+		switch {
+		case data[i] == '\r' && (i+1 == len(data) || data[i+1] != '\n'):
+			return fmt.Sprintf(" (a carriage return not followed by a line feed at offset %d ends a line for the parser only)", i)
+		case bytes.HasPrefix(data[i:], []byte("\u0085")), bytes.HasPrefix(data[i:], []byte("\u2028")), bytes.HasPrefix(data[i:], []byte("\u2029")):
+			r, _ := utf8.DecodeRune(data[i:])
+			return fmt.Sprintf(" (%U at offset %d ends a line for the parser only)", r, i)
+		}
+	}
+	return ""
 }
 
 // fileError is a file DecodeDocuments refuses, under the clause the file breaks.

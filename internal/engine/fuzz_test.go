@@ -3,12 +3,9 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"regexp"
 	"slices"
 	"testing"
-
-	yamlv2 "go.yaml.in/yaml/v2"
 
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
@@ -182,29 +179,8 @@ func FuzzDecodeDocuments(f *testing.F) {
 		if trimmed := bytes.TrimSpace(data); trimmed[0] == '{' || trimmed[0] == '[' {
 			return
 		}
-		if n, ok := parserMembers(data); ok && n != len(docs) {
+		if n, ok := streamMembers(data); ok && n != len(docs) {
 			t.Fatalf("%d members; the YAML parser reads %d from the stream", len(docs), n)
 		}
 	})
-}
-
-// parserMembers counts the members the YAML parser reads from a whole stream, as
-// DecodeDocuments counts them: a sequence document's items, no null document; ok is
-// false when the parser refuses the stream.
-func parserMembers(data []byte) (n int, ok bool) {
-	dec := yamlv2.NewDecoder(bytes.NewReader(data))
-	for {
-		var v any
-		switch err := dec.Decode(&v); {
-		case err == io.EOF:
-			return n, true
-		case err != nil:
-			return 0, false
-		}
-		if items, isList := v.([]any); isList {
-			n += len(items)
-		} else if v != nil {
-			n++
-		}
-	}
 }
