@@ -42,7 +42,7 @@ func TestMarkerWaitHoldsNoOtherSession(t *testing.T) {
 	// Another replica's commit that may need a correction holds session a, long enough
 	// for the other call on a busy machine; a call waiting behind the marker would be
 	// answered once it expired, after session a's.
-	writer := sharedStore(t, url, redisstore.Options{Prefix: prefix, PendingTTL: 10 * time.Second})
+	writer := sharedStore(t, url, redisstore.Options{Prefix: prefix, PendingTTL: 10 * time.Second, Timeout: 20 * time.Second})
 	snap, err := writer.Load(context.Background(), "a")
 	if err != nil {
 		t.Fatal(err)

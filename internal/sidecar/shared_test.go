@@ -545,7 +545,7 @@ func TestRefusedEventDecidesLikeMemory(t *testing.T) {
 
 // correctInTime are store options under which a correction never comes after its
 // commit's pending time, however busy the machine running the tests.
-var correctInTime = redisstore.Options{PendingTTL: time.Minute}
+var correctInTime = redisstore.Options{PendingTTL: time.Minute, Timeout: 2 * time.Minute}
 
 // refusingWriter refuses the writes whose numbers (from 1) it holds and takes the
 // others, counting the lines it took.

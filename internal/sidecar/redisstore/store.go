@@ -160,11 +160,12 @@ type Options struct {
 	// writes the session; zero keeps keys forever.
 	IdleTTL time.Duration
 	// Timeout bounds each call to the store, so an outage costs milliseconds, and the
-	// time a Load waits for pending sessions (never less than PendingTTL and a margin).
+	// time a Load waits for pending sessions (never less than PendingTTL and a margin);
+	// DefaultTimeout when zero.
 	Timeout time.Duration
 	// PendingTTL is how long a commit that may need a correction holds the session
-	// pending, for other replicas' loads and for its correction
-	// (DefaultPendingTTL when not positive).
+	// pending, for other replicas' loads and for its correction (DefaultPendingTTL when
+	// zero): whole milliseconds, below Timeout (CheckPendingTTL).
 	PendingTTL time.Duration
 	// MaxCounters is the most counters one session holds.
 	MaxCounters int
@@ -205,19 +206,27 @@ var (
 )
 
 // New checks the options and returns a store; it does not connect (the pool dials on
-// first use and again after any failure). Each new connection first reads the server's
-// version, and one older than MinServerVersion is not used: every call then fails with
-// a ServerTooOldError. New does not apply CheckPendingTTL: only the flags refuse a
-// PendingTTL not below Timeout, and tests hold sessions pending longer on purpose.
+// first use and again after any failure). It refuses a negative Timeout, and a
+// PendingTTL that CheckPendingTTL refuses with the Timeout, as the sidecar's flags do:
+// a store built otherwise would hold sessions as no sidecar can. Each new
+// connection first reads the server's version, and one older than MinServerVersion is
+// not used: every call then fails with a ServerTooOldError.
 func New(opt Options) (*Store, error) {
 	if opt.Prefix == "" {
 		opt.Prefix = DefaultPrefix
 	}
-	if opt.Timeout <= 0 {
+	if opt.Timeout < 0 {
+		return nil, fmt.Errorf("session store Timeout %v is negative", opt.Timeout)
+	}
+	if opt.Timeout == 0 {
 		opt.Timeout = DefaultTimeout
 	}
-	if opt.PendingTTL <= 0 {
-		opt.PendingTTL = DefaultPendingTTL
+	pendingTTL := "PendingTTL"
+	if opt.PendingTTL == 0 {
+		opt.PendingTTL, pendingTTL = DefaultPendingTTL, "PendingTTL (the default)"
+	}
+	if err := CheckPendingTTL(opt.PendingTTL, opt.Timeout, "Timeout"); err != nil {
+		return nil, fmt.Errorf("session store %s %w", pendingTTL, err)
 	}
 	if opt.MinServerMajor <= 0 {
 		opt.MinServerMajor = minServerMajor
@@ -335,7 +344,7 @@ func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 // pendingBound is how long a Load waits for a session held pending before it is
 // contention: Timeout, but never less than one marker lasts (PendingTTL, which the
 // replicas share) and a margin for the reads, so waiting out a single marker is never
-// contention however short Timeout is.
+// contention however little Timeout exceeds PendingTTL.
 func (s *Store) pendingBound() time.Duration {
 	return max(s.opt.Timeout, s.opt.PendingTTL+pendingMargin)
 }
@@ -463,7 +472,7 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 		args[3], args[4] = "1", encodeWindow(snap.window)
 	}
 	if snap.correctable {
-		args[5] = max(1, s.opt.PendingTTL.Milliseconds())
+		args[5] = s.opt.PendingTTL.Milliseconds()
 	}
 	if snap.correctsWrite() {
 		args[7] = "1"
