@@ -308,6 +308,16 @@ func TestServerTooOld(t *testing.T) {
 	}
 }
 
+// TestUnreadableVersionIsUnusable: a server whose version does not read is refused as
+// one too old is, so the answer's failures and /readyz say the store is unusable,
+// naming the version.
+func TestUnreadableVersionIsUnusable(t *testing.T) {
+	err := fmt.Errorf("reading session %q: %w", "s1", &redisstore.UnreadableVersionError{Version: "99999999999999999999.0.0"})
+	if got := storeFailure(err).Error(); !strings.HasPrefix(got, "the session store is unusable: ") || !strings.Contains(got, `redis_version "99999999999999999999.0.0", which does not read as a version`) {
+		t.Errorf("the failure of a call to a server whose version does not read: %s", got)
+	}
+}
+
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

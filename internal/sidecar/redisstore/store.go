@@ -209,8 +209,9 @@ var (
 // first use and again after any failure). It refuses a negative Timeout, and a
 // PendingTTL that CheckPendingTTL refuses with the Timeout, as the sidecar's flags do:
 // a store built otherwise would hold sessions as no sidecar can. Each new
-// connection first reads the server's version, and one older than MinServerVersion is
-// not used: every call then fails with a ServerTooOldError.
+// connection first reads the server's version, and one older than MinServerVersion, or
+// one that does not read, is not used: every call then fails with an error matching
+// ErrServerUnusable.
 func New(opt Options) (*Store, error) {
 	if opt.Prefix == "" {
 		opt.Prefix = DefaultPrefix
@@ -543,15 +544,14 @@ func (s *Store) run(ctx context.Context, op string, script *redis.Script, snap *
 }
 
 // unsent reports whether a failed call certainly never reached the store: no
-// connection could be had (dialing failed, the server is too old or its version could
+// connection could be had (dialing failed, the server's version refuses it or could
 // not be read, the pool is closed or exhausted), or the store answered with an error.
 // Any other failure may have come after the store ran the call.
 func unsent(err error) bool {
 	var op *net.OpError
 	var answered redis.Error
-	var old *ServerTooOldError
 	var check *serverCheckError
-	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &answered) || errors.As(err, &old) || errors.As(err, &check) ||
+	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &answered) || errors.Is(err, ErrServerUnusable) || errors.As(err, &check) ||
 		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted)
 }
 

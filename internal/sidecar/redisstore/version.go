@@ -19,6 +19,11 @@ const MinServerVersion = "5.0"
 // minServerMajor is MinServerVersion's major version, which is all a comparison needs.
 const minServerMajor = 5
 
+// ErrServerUnusable is matched (errors.Is) by the error of every call to a store whose
+// server's version refuses it: a ServerTooOldError or an UnreadableVersionError. No
+// connection to such a server is used.
+var ErrServerUnusable = errors.New("the session store's server is unusable")
+
 // ServerTooOldError is the error of every call to a store whose server reports a
 // version older than MinServerVersion: no connection to it is used.
 type ServerTooOldError struct {
@@ -29,6 +34,24 @@ type ServerTooOldError struct {
 func (e *ServerTooOldError) Error() string {
 	return fmt.Sprintf("the server is Redis %s; the session store needs Redis %s or later (its commit script reads the server's clock before it writes)", e.Version, MinServerVersion)
 }
+
+// Is makes the error match ErrServerUnusable.
+func (e *ServerTooOldError) Is(target error) bool { return target == ErrServerUnusable }
+
+// UnreadableVersionError is the error of every call to a store whose server reports a
+// redis_version whose major version is not a number an int holds: nothing says it is
+// MinServerVersion or later, so no connection to it is used.
+type UnreadableVersionError struct {
+	// Version is the server's redis_version.
+	Version string
+}
+
+func (e *UnreadableVersionError) Error() string {
+	return fmt.Sprintf("the server reports redis_version %q, which does not read as a version; the session store needs Redis %s or later (its commit script reads the server's clock before it writes)", e.Version, MinServerVersion)
+}
+
+// Is makes the error match ErrServerUnusable.
+func (e *UnreadableVersionError) Is(target error) bool { return target == ErrServerUnusable }
 
 // serverCheckError is the failure of a new connection's INFO server. It wraps nothing:
 // go-redis unwraps an OnConnect error one level, which would leave a bare read error
@@ -45,10 +68,10 @@ func (e *serverCheckError) Error() string {
 // store's minMajor), by the redis_version of its INFO server, so every call fails with
 // an error that says so rather than with the commit script's refusal; it is the
 // client's OnConnect. A server that refuses INFO (an ACL without it: NOPERM; a server
-// that renamed it: an unknown command) or whose version does not read is let through:
-// nothing says it is too old, and the commit script remains the judge. Any other
-// failure (a server LOADING or BUSY, a lost connection) fails the connection, whose
-// version is then unknown.
+// that renamed it: an unknown command) or whose INFO has no redis_version is let
+// through: nothing says it is too old, and the commit script remains the judge. Any
+// other failure (a server LOADING or BUSY, a lost connection) fails the connection,
+// whose version is then unknown.
 func (s *Store) checkServer(ctx context.Context, cn *redis.Conn) error {
 	info, err := cn.Info(ctx, "server").Result()
 	if refusedCommand(err) {
@@ -72,23 +95,27 @@ func refusedCommand(err error) bool {
 }
 
 // checkVersion reads redis_version from the text of INFO server and refuses one whose
-// major version is below minMajor; a missing or unreadable version is not refused, nor
-// one too large for an int (Atoi then gives the largest).
+// major version is below minMajor (ServerTooOldError), or is not decimal digits that
+// an int holds (UnreadableVersionError): a version read only in part, or clamped to
+// the largest int, would pass unseen. What follows the major version is not read. A
+// missing redis_version is not refused.
 func checkVersion(info string, minMajor int) error {
-	version := ""
 	lines := bufio.NewScanner(strings.NewReader(info))
 	for lines.Scan() {
-		if v, ok := strings.CutPrefix(lines.Text(), "redis_version:"); ok {
-			version = strings.TrimSpace(v)
-			break
+		v, ok := strings.CutPrefix(lines.Text(), "redis_version:")
+		if !ok {
+			continue
 		}
-	}
-	major, _, _ := strings.Cut(version, ".")
-	if major == "" || strings.Trim(major, "0123456789") != "" {
+		version := strings.TrimSpace(v)
+		major, _, _ := strings.Cut(version, ".")
+		n, err := strconv.Atoi(major)
+		if err != nil || strings.Trim(major, "0123456789") != "" {
+			return &UnreadableVersionError{Version: version}
+		}
+		if n < minMajor {
+			return &ServerTooOldError{Version: version}
+		}
 		return nil
 	}
-	if n, _ := strconv.Atoi(major); n >= minMajor {
-		return nil
-	}
-	return &ServerTooOldError{Version: version}
+	return nil
 }

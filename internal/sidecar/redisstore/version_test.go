@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -14,38 +15,62 @@ import (
 )
 
 // TestCheckVersion: a server whose INFO server reports a major version below 5 is
-// refused, naming the version found and the one needed; 5.0 and later pass, and so does
-// a server whose version is missing or does not read (nothing says it is too old).
+// refused, naming the version found and the one needed; 5.0 and later pass. A version
+// whose major version is not decimal digits that an int holds is refused too, naming
+// it (one too large for an int once passed as the largest); a server whose INFO has no
+// redis_version passes (nothing says it is too old).
 func TestCheckVersion(t *testing.T) {
+	const (
+		passes = iota
+		tooOld
+		unreadable
+	)
 	for _, tc := range []struct {
 		version string
-		refused bool
+		want    int
 	}{
-		{"4.0.14", true},
-		{"3.2.12", true},
-		{"2.8.24", true},
-		{"4.9.999", true},
-		{"5.0.0", false},
-		{"5.0.14", false},
-		{"6.2.6", false},
-		{"7.2.4", false},
-		{"255.255.255", false},
-		{"10.0.0", false},
-		{"-4.0.0", false},
-		{"+4.0.0", false},
-		{"garbage", false},
-		{"", false},
-		{".4", false},
-		{"4x.0", false},
+		{"4.0.14", tooOld},
+		{"3.2.12", tooOld},
+		{"2.8.24", tooOld},
+		{"4.9.999", tooOld},
+		{"04.0.0", tooOld},
+		{"5.0.0", passes},
+		{"5.0.14", passes},
+		{"6.2.6", passes},
+		{"7.2.4", passes},
+		{"255.255.255", passes},
+		{"10.0.0", passes},
+		{"5", passes},
+		{"7.2.4-rc1", passes},
+		{"99999999999999999999.0.0", unreadable},
+		{"9223372036854775808", unreadable},
+		{"-4.0.0", unreadable},
+		{"+4.0.0", unreadable},
+		{"+5.0.0", unreadable},
+		{"garbage", unreadable},
+		{"", unreadable},
+		{".4", unreadable},
+		{"4x.0", unreadable},
+		{"5x.0", unreadable},
+		{" 7.2.4", passes},
 	} {
 		t.Run(tc.version, func(t *testing.T) {
 			info := "# Server\r\nredis_git_sha1:00000000\r\nredis_version:" + tc.version + "\r\nredis_mode:standalone\r\n"
 			err := checkVersion(info, minServerMajor)
 			var old *ServerTooOldError
-			if refused := errors.As(err, &old); refused != tc.refused || !tc.refused && err != nil {
-				t.Fatalf("version %q: %v; want refused %v", tc.version, err, tc.refused)
+			var bad *UnreadableVersionError
+			switch {
+			case tc.want == passes && err != nil,
+				tc.want == tooOld && !errors.As(err, &old),
+				tc.want == unreadable && !errors.As(err, &bad),
+				err != nil && !errors.Is(err, ErrServerUnusable):
+				t.Fatalf("version %q: %v; want %v", tc.version, err, []string{"it passed", "refused as too old", "refused as unreadable"}[tc.want])
 			}
-			if tc.refused && (old.Version != tc.version || !strings.Contains(err.Error(), "Redis "+tc.version+"; the session store needs Redis 5.0 or later")) {
+			version := strings.TrimSpace(tc.version)
+			if old != nil && (old.Version != version || !strings.Contains(err.Error(), "Redis "+version+"; the session store needs Redis 5.0 or later")) {
+				t.Errorf("version %q: the error %q does not name the version found and the one needed", tc.version, err)
+			}
+			if bad != nil && (bad.Version != version || !strings.Contains(err.Error(), fmt.Sprintf("redis_version %q, which does not read as a version; the session store needs Redis 5.0 or later", version))) {
 				t.Errorf("version %q: the error %q does not name the version found and the one needed", tc.version, err)
 			}
 		})
