@@ -289,15 +289,22 @@ func TestStoreOutage(t *testing.T) {
 
 // TestServerTooOld: a store whose server is older than the store needs is unusable:
 // the fail_closed rule needing state blocks, its failure says the store is unusable and
-// why, with nothing committed nor said to be maybe applied (no call was sent); /readyz
-// stays ready and says the same.
+// why, with nothing committed nor said to be maybe applied (no call was sent), at the
+// first call and at the next, which fails without a round trip; the metrics count both
+// failures and the one round trip; /readyz stays ready and says the same.
 func TestServerTooOld(t *testing.T) {
 	r := replicas(t, 1, redistest.Shared(t).URL, outageRules, redisstore.Options{MinServerMajor: 256})[0]
-	d := r.evaluate(t, occ("tool.pre_invoke", "s1", `"tool_call": {"name": "shell", "arguments": {}}`))
-	if d.Decision.Decision != "block" || len(d.Failures) != 1 || d.Failures[0].Rule != "acme.ops/COUNT_SHELL" ||
-		!strings.Contains(d.Failures[0].Error, "the session store is unusable: ") || !strings.Contains(d.Failures[0].Error, "the session store needs Redis 5.0 or later") ||
-		strings.Contains(d.Failures[0].Error, "may or may not") || len(d.Counters) != 0 {
-		t.Errorf("a rule needing state with a server too old: %+v", d.Decision)
+	for i := range 2 {
+		d := r.evaluate(t, occ("tool.pre_invoke", "s1", `"tool_call": {"name": "shell", "arguments": {}}`))
+		if d.Decision.Decision != "block" || len(d.Failures) != 1 || d.Failures[0].Rule != "acme.ops/COUNT_SHELL" ||
+			!strings.Contains(d.Failures[0].Error, "the session store is unusable: ") || !strings.Contains(d.Failures[0].Error, "the session store needs Redis 5.0 or later") ||
+			strings.Contains(d.Failures[0].Error, "may or may not") || len(d.Counters) != 0 {
+			t.Errorf("call %d of a rule needing state with a server too old: %+v", i, d.Decision)
+		}
+	}
+	load := map[string]string{"op": "load"}
+	if failed, trips := r.metric(t, "oar_engine_session_store_failures_total", load), r.metric(t, "oar_engine_session_store_duration_seconds", load); failed != 2 || trips != 1 {
+		t.Errorf("the metrics count %v failed loads and %v round trips; want 2, the second call failing without one", failed, trips)
 	}
 	var p Probe
 	rr := r.do(t, http.MethodGet, "/readyz", "")

@@ -63,6 +63,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -144,6 +145,10 @@ type Observer interface {
 	// CorrectionTooLate records a Correction refused because the corrected commit's
 	// marker had expired (ErrCorrectionTooLate): its changes stood.
 	CorrectionTooLate()
+	// FailedFast records a call that failed at once, without a round trip: a new
+	// connection found the server's version refused (ErrServerUnusable) within the last
+	// second, and it is not read again until then.
+	FailedFast(op string, err error)
 }
 
 // Options configure a Store.
@@ -193,6 +198,9 @@ type Store struct {
 	// minMajor is the oldest major version of Redis a connection is used with
 	// (Options.MinServerMajor).
 	minMajor int
+	// refused is the server's version as a new connection last refused it; nil once
+	// one passed (refusedServer).
+	refused atomic.Pointer[refusal]
 }
 
 var (
@@ -211,7 +219,7 @@ var (
 // a store built otherwise would hold sessions as no sidecar can. Each new
 // connection first reads the server's version, and one older than MinServerVersion, or
 // one that does not read, is not used: every call then fails with an error matching
-// ErrServerUnusable.
+// ErrServerUnusable, without dialing for a second after a connection found it so.
 func New(opt Options) (*Store, error) {
 	if opt.Prefix == "" {
 		opt.Prefix = DefaultPrefix
@@ -297,7 +305,9 @@ func (s *Store) String() string { return s.display }
 // Close closes the pool.
 func (s *Store) Close() error { return s.client.Close() }
 
-// Ping checks that the store answers.
+// Ping checks that the store answers. Unlike other calls, it dials even while the
+// server's version is refused (refusedServer), so /readyz says what the server is now;
+// a connection that passes ends the refusal.
 func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
@@ -353,6 +363,10 @@ func (s *Store) pendingBound() time.Duration {
 // read reads a session's state in one round trip, and how long another replica's
 // pending marker still holds it (zero or less: it does not).
 func (s *Store) read(ctx context.Context, session string) (*state, time.Duration, error) {
+	if err := s.refusedServer(); err != nil {
+		s.failedFast("load", err)
+		return nil, 0, fmt.Errorf("reading session %q from %s: %w", session, s.display, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
 	start := time.Now()
@@ -515,6 +529,11 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 // is the session's fields as another writer left them, which the cache takes for the
 // next attempt.
 func (s *Store) run(ctx context.Context, op string, script *redis.Script, snap *Snapshot, args ...any) (bool, error) {
+	if err := s.refusedServer(); err != nil {
+		s.failedFast(op, err)
+		s.cache.drop(snap.session)
+		return false, fmt.Errorf("%s of session %q in %s: %w", op, snap.session, s.display, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
 	start := time.Now()
@@ -588,6 +607,12 @@ func (s *Store) conflict(session string, list []any) {
 func (s *Store) observe(op string, start time.Time, err error) {
 	if s.opt.Observer != nil {
 		s.opt.Observer.RoundTrip(op, time.Since(start), err)
+	}
+}
+
+func (s *Store) failedFast(op string, err error) {
+	if s.opt.Observer != nil {
+		s.opt.Observer.FailedFast(op, err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -64,6 +65,43 @@ func (e *serverCheckError) Error() string {
 	return "reading the server's version (INFO server): " + e.err.Error()
 }
 
+// serverRecheck is how long a store remembers its server's version refused: its calls
+// fail at once with that refusal, dialing nothing, and the first call after it dials
+// and reads the version again. A second bounds what a server refused costs, one
+// call's connections a second from each replica whatever the rate of calls (each call
+// would dial otherwise), and how long a server upgraded in place stays refused.
+// Timeout does not fit: it is sized for one call (milliseconds), and a check that
+// often would still be hundreds of connections a second.
+const serverRecheck = time.Second
+
+// refusal is the server's version refused by a new connection, and when a call next
+// reads it again.
+type refusal struct {
+	err     error
+	recheck time.Time
+}
+
+// refusedServer is the refusal of the server's version a call fails with, without a
+// round trip, or nil when the call may go ahead: no connection was refused since one
+// passed, or the refusal is due to be checked again. The first call past serverRecheck
+// checks it (its new connection reads the version), and the others fail meanwhile, for
+// another serverRecheck at most: a connection that passes ends the refusal.
+func (s *Store) refusedServer() error {
+	for {
+		r := s.refused.Load()
+		if r == nil {
+			return nil
+		}
+		now := time.Now()
+		if now.Before(r.recheck) {
+			return r.err
+		}
+		if s.refused.CompareAndSwap(r, &refusal{err: r.err, recheck: now.Add(serverRecheck)}) {
+			return nil
+		}
+	}
+}
+
 // checkServer refuses a new connection to a server older than MinServerVersion (the
 // store's minMajor), by the redis_version of its INFO server, so every call fails with
 // an error that says so rather than with the commit script's refusal; it is the
@@ -71,16 +109,23 @@ func (e *serverCheckError) Error() string {
 // that renamed it: an unknown command) or whose INFO has no redis_version is let
 // through: nothing says it is too old, and the commit script remains the judge. Any
 // other failure (a server LOADING or BUSY, a lost connection) fails the connection,
-// whose version is then unknown.
+// whose version is then unknown. A refusal is remembered for serverRecheck, and a
+// connection let through ends it.
 func (s *Store) checkServer(ctx context.Context, cn *redis.Conn) error {
 	info, err := cn.Info(ctx, "server").Result()
 	if refusedCommand(err) {
+		s.refused.Store(nil)
 		return nil
 	}
 	if err != nil {
 		return &serverCheckError{err: err}
 	}
-	return checkVersion(info, s.minMajor)
+	if err := checkVersion(info, s.minMajor); err != nil {
+		s.refused.Store(&refusal{err: err, recheck: time.Now().Add(serverRecheck)})
+		return err
+	}
+	s.refused.Store(nil)
+	return nil
 }
 
 // refusedCommand reports whether err is the server's refusal of a command itself: the
