@@ -95,8 +95,9 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 // store's state but never fails on it: every replica shares the store, so an outage
 // would take all of them out of the Service at once, turning "rules needing session
 // state follow their on_error" (what the rules' authors chose) into "nothing is
-// decided at all", and a blip would flap every replica together. A server too old for
-// the store (redisstore.ServerTooOldError) is reported the same way, as unusable.
+// decided at all", and a blip would flap every replica together. A server whose
+// version refuses it (redisstore.ErrServerUnusable: too old, or unreadable) is
+// reported the same way, as unusable.
 func (s *Sidecar) readyz(w http.ResponseWriter, r *http.Request) {
 	store := ""
 	if st := s.opt.SharedSessions; st != nil {

@@ -72,7 +72,7 @@ func TestReadDuringACorrectionSeesTheCorrectedSession(t *testing.T) {
 	url, prefix := redistest.Shared(t).URL, redistest.Prefix(t)
 	b := sealed(t, testCapability, testRules+sawShell)
 	// Long enough that A's correction lands in time on a busy machine.
-	opt := redisstore.Options{Prefix: prefix, PendingTTL: 10 * time.Second, Timeout: 10 * time.Second}
+	opt := redisstore.Options{Prefix: prefix, PendingTTL: 10 * time.Second, Timeout: 20 * time.Second}
 	storeA, storeB := sharedStore(t, url, opt), sharedStore(t, url, opt)
 	a := serve(t, b, Options{Events: failingWriter{}, SharedSessions: storeA})
 	other := serve(t, b, Options{SharedSessions: storeB})
@@ -175,7 +175,7 @@ effect: warn
 // ([OAR-FIRE-9], [OAR-OPS-4]).
 func TestCorrectionOfACommitThatChangedNothing(t *testing.T) {
 	b := sealed(t, testCapability, announceOverCount)
-	store := sharedStore(t, redistest.Shared(t).URL, redisstore.Options{PendingTTL: 10 * time.Second, Timeout: 10 * time.Second})
+	store := sharedStore(t, redistest.Shared(t).URL, redisstore.Options{PendingTTL: 10 * time.Second, Timeout: 20 * time.Second})
 	modes := map[string]*testSidecar{
 		"memory": serve(t, b, Options{Events: failingWriter{}}),
 		"redis":  serve(t, b, Options{Events: failingWriter{}, SharedSessions: store}),

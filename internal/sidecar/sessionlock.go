@@ -13,6 +13,13 @@ import (
 // that taking one rarely waits for another session's.
 const sessionLockStripes = 256
 
+// maxFreeLocks is how many unused locks a stripe keeps for its next sessions, and how
+// many sessions it may have held at once for its table to be kept once it empties:
+// enough for a stripe's share of a few thousand sessions evaluated at once to take and
+// release locks without allocating, few enough that what a burst beyond that leaves
+// behind goes to the GC (a map does not shrink as its entries are deleted).
+const maxFreeLocks = 8
+
 // sessionLocks serialise the evaluations of one session. An agent making parallel tool
 // calls sends one session's occurrences concurrently; evaluated at once, two could read
 // a counter before either applies its increment, and a rule that blocks the Nth call
@@ -22,15 +29,17 @@ const sessionLockStripes = 256
 // order they arrive in. Each session being evaluated has a lock of its own, so one that
 // waits (for the shared store, or another replica's pending marker) holds back no other
 // session; the table holds only those sessions, split into stripes whose mutexes are
-// held just to find or drop an entry.
+// held just to find or drop an entry, and a few unused locks per stripe to reuse.
 type sessionLocks [sessionLockStripes]lockStripe
 
 type lockStripe struct {
 	mu   sync.Mutex
 	held map[string]*sessionLock
-	// free holds the locks no session uses any more, for the next session to take
-	// instead of allocating one; a lock whose users fell to zero under mu is
-	// referenced by nobody.
+	// peak is the most sessions held has held at once.
+	peak int
+	// free holds up to maxFreeLocks locks no session uses any more, for the next
+	// session to take instead of allocating one; a lock whose users fell to zero under
+	// mu is referenced by nobody but free.
 	free []*sessionLock
 }
 
@@ -67,6 +76,7 @@ func (l *sessionLocks) lock(session string) *sessionLock {
 		}
 		sl.session = session
 		st.held[session] = sl
+		st.peak = max(st.peak, len(st.held))
 	}
 	sl.users++
 	st.mu.Unlock()
@@ -82,7 +92,12 @@ func (l *sessionLocks) unlock(sl *sessionLock) {
 	if sl.users--; sl.users == 0 {
 		delete(st.held, sl.session)
 		sl.session = ""
-		st.free = append(st.free, sl)
+		if len(st.free) < maxFreeLocks {
+			st.free = append(st.free, sl)
+		}
+		if len(st.held) == 0 && st.peak > maxFreeLocks {
+			st.held, st.peak = nil, 0
+		}
 	}
 	st.mu.Unlock()
 }

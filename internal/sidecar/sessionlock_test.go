@@ -42,7 +42,7 @@ func TestMarkerWaitHoldsNoOtherSession(t *testing.T) {
 	// Another replica's commit that may need a correction holds session a, long enough
 	// for the other call on a busy machine; a call waiting behind the marker would be
 	// answered once it expired, after session a's.
-	writer := sharedStore(t, url, redisstore.Options{Prefix: prefix, PendingTTL: 10 * time.Second})
+	writer := sharedStore(t, url, redisstore.Options{Prefix: prefix, PendingTTL: 10 * time.Second, Timeout: 20 * time.Second})
 	snap, err := writer.Load(context.Background(), "a")
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +144,39 @@ func TestSessionLockAllocatesNothing(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("taking and releasing a session's lock allocates %v times", n)
+	}
+}
+
+// TestSessionLockBurstIsReleased: a burst of sessions evaluated at once in one stripe
+// leaves it no more than maxFreeLocks unused locks, nor a table sized for the burst,
+// once they are released; taking and releasing locks then allocates nothing again.
+func TestSessionLockBurstIsReleased(t *testing.T) {
+	var l sessionLocks
+	const burst = 20 * maxFreeLocks
+	var sessions []string
+	for i := 0; len(sessions) < burst; i++ {
+		if s := fmt.Sprint("s", i); stripeOf(s) == stripeOf("s0") {
+			sessions = append(sessions, s)
+		}
+	}
+	held := make([]*sessionLock, len(sessions))
+	for i, s := range sessions {
+		held[i] = l.lock(s)
+	}
+	for _, sl := range held {
+		l.unlock(sl)
+	}
+	st := &l[stripeOf("s0")]
+	if len(st.free) > maxFreeLocks || cap(st.free) > maxFreeLocks || st.held != nil {
+		t.Errorf("after a burst of %d sessions the stripe keeps %d unused locks (room for %d), and its table: %v; want at most %d, and not",
+			burst, len(st.free), cap(st.free), st.held != nil, maxFreeLocks)
+	}
+	if n := testing.AllocsPerRun(1000, func() {
+		for _, s := range sessions[:3] {
+			l.unlock(l.lock(s))
+		}
+	}); n != 0 {
+		t.Errorf("after the burst, taking and releasing a session's lock allocates %v times", n)
 	}
 }
 

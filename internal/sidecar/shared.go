@@ -86,14 +86,14 @@ func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf 
 }
 
 // storeFailure is the failure of a call to the session store, as the occurrence's
-// failures report it: a server too old for the store is unusable, as /readyz says;
-// any other failure leaves it unreachable.
+// failures report it: a server whose version refuses it (too old, or unreadable) is
+// unusable, as /readyz says; any other failure leaves it unreachable.
 func storeFailure(err error) error {
 	return fmt.Errorf("the session store is %s: %w", storeState(err), err)
 }
 
 func storeState(err error) string {
-	if old := (*redisstore.ServerTooOldError)(nil); errors.As(err, &old) {
+	if errors.Is(err, redisstore.ErrServerUnusable) {
 		return "unusable"
 	}
 	return "unreachable"

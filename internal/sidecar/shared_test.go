@@ -289,15 +289,22 @@ func TestStoreOutage(t *testing.T) {
 
 // TestServerTooOld: a store whose server is older than the store needs is unusable:
 // the fail_closed rule needing state blocks, its failure says the store is unusable and
-// why, with nothing committed nor said to be maybe applied (no call was sent); /readyz
-// stays ready and says the same.
+// why, with nothing committed nor said to be maybe applied (no call was sent), at the
+// first call and at the next, which fails without a round trip; the metrics count both
+// failures and the one round trip; /readyz stays ready and says the same.
 func TestServerTooOld(t *testing.T) {
 	r := replicas(t, 1, redistest.Shared(t).URL, outageRules, redisstore.Options{MinServerMajor: 256})[0]
-	d := r.evaluate(t, occ("tool.pre_invoke", "s1", `"tool_call": {"name": "shell", "arguments": {}}`))
-	if d.Decision.Decision != "block" || len(d.Failures) != 1 || d.Failures[0].Rule != "acme.ops/COUNT_SHELL" ||
-		!strings.Contains(d.Failures[0].Error, "the session store is unusable: ") || !strings.Contains(d.Failures[0].Error, "the session store needs Redis 5.0 or later") ||
-		strings.Contains(d.Failures[0].Error, "may or may not") || len(d.Counters) != 0 {
-		t.Errorf("a rule needing state with a server too old: %+v", d.Decision)
+	for i := range 2 {
+		d := r.evaluate(t, occ("tool.pre_invoke", "s1", `"tool_call": {"name": "shell", "arguments": {}}`))
+		if d.Decision.Decision != "block" || len(d.Failures) != 1 || d.Failures[0].Rule != "acme.ops/COUNT_SHELL" ||
+			!strings.Contains(d.Failures[0].Error, "the session store is unusable: ") || !strings.Contains(d.Failures[0].Error, "the session store needs Redis 5.0 or later") ||
+			strings.Contains(d.Failures[0].Error, "may or may not") || len(d.Counters) != 0 {
+			t.Errorf("call %d of a rule needing state with a server too old: %+v", i, d.Decision)
+		}
+	}
+	load := map[string]string{"op": "load"}
+	if failed, trips := r.metric(t, "oar_engine_session_store_failures_total", load), r.metric(t, "oar_engine_session_store_duration_seconds", load); failed != 2 || trips != 1 {
+		t.Errorf("the metrics count %v failed loads and %v round trips; want 2, the second call failing without one", failed, trips)
 	}
 	var p Probe
 	rr := r.do(t, http.MethodGet, "/readyz", "")
@@ -305,6 +312,16 @@ func TestServerTooOld(t *testing.T) {
 	if rr.status != http.StatusOK || !strings.Contains(p.SessionStore, ": unusable (rules needing session state follow their on_error): ") ||
 		!strings.Contains(p.SessionStore, "the session store needs Redis 5.0 or later") {
 		t.Errorf("/readyz with a server too old: %d %+v; ready, reporting the store unusable", rr.status, p)
+	}
+}
+
+// TestUnreadableVersionIsUnusable: a server whose version does not read is refused as
+// one too old is, so the answer's failures and /readyz say the store is unusable,
+// naming the version.
+func TestUnreadableVersionIsUnusable(t *testing.T) {
+	err := fmt.Errorf("reading session %q: %w", "s1", &redisstore.UnreadableVersionError{Version: "99999999999999999999.0.0"})
+	if got := storeFailure(err).Error(); !strings.HasPrefix(got, "the session store is unusable: ") || !strings.Contains(got, `redis_version "99999999999999999999.0.0", which does not read as a version`) {
+		t.Errorf("the failure of a call to a server whose version does not read: %s", got)
 	}
 }
 
@@ -545,7 +562,7 @@ func TestRefusedEventDecidesLikeMemory(t *testing.T) {
 
 // correctInTime are store options under which a correction never comes after its
 // commit's pending time, however busy the machine running the tests.
-var correctInTime = redisstore.Options{PendingTTL: time.Minute}
+var correctInTime = redisstore.Options{PendingTTL: time.Minute, Timeout: 2 * time.Minute}
 
 // refusingWriter refuses the writes whose numbers (from 1) it holds and takes the
 // others, counting the lines it took.

@@ -156,7 +156,7 @@ func New(src Sources) *Metrics {
 	}, []string{"op"})
 	m.storeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "session_store_failures_total",
-		Help: "Calls to the shared session store that failed (unreachable, timed out), by operation; the occurrence's rules needing session state went to their on_error.",
+		Help: "Calls to the shared session store that failed (unreachable, timed out, its server's version refused), by operation; the occurrence's rules needing session state went to their on_error.",
 	}, []string{"op"})
 	m.storeConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace, Name: "session_store_conflicts_total",
@@ -282,6 +282,12 @@ func (m *Metrics) RoundTrip(op string, took time.Duration, err error) {
 	if err != nil {
 		m.storeFailures.WithLabelValues(op).Inc()
 	}
+}
+
+// FailedFast records a call to the shared session store that failed without a round
+// trip, its server's version refused (redisstore.Observer): a failure, and no latency.
+func (m *Metrics) FailedFast(op string, _ error) {
+	m.storeFailures.WithLabelValues(op).Inc()
 }
 
 // Conflict records a commit another replica's change refused (redisstore.Observer).

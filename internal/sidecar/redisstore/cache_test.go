@@ -11,13 +11,15 @@ import (
 
 // roundTrips counts the store's calls by op, and what else it observes.
 type roundTrips struct {
-	ops                    map[string]int
-	conflicts, waits, late int
+	ops                                  map[string]int
+	failed, conflicts, waits, late, fast int
 }
 
 func (r *roundTrips) RoundTrip(op string, _ time.Duration, err error) {
 	if err == nil {
 		r.ops[op]++
+	} else {
+		r.failed++
 	}
 }
 
@@ -26,6 +28,8 @@ func (r *roundTrips) Conflict() { r.conflicts++ }
 func (r *roundTrips) PendingWait() { r.waits++ }
 
 func (r *roundTrips) CorrectionTooLate() { r.late++ }
+
+func (r *roundTrips) FailedFast(string, error) { r.fast++ }
 
 func cachedStore(t *testing.T, opt Options) (*Store, *roundTrips) {
 	t.Helper()

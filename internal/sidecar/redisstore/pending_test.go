@@ -54,7 +54,7 @@ func loadAsync(s *Store) <-chan *Snapshot {
 // corrected session. A replica whose cached state is stale does not take the pending
 // state from its commit's refusal either: its next load waits too.
 func TestLoadWaitsForTheCorrection(t *testing.T) {
-	opt := Options{PendingTTL: 10 * time.Second, Timeout: 10 * time.Second}
+	opt := Options{PendingTTL: 10 * time.Second, Timeout: 20 * time.Second}
 	writer := newStore(t, opt)
 	opt.CacheSessions = 10
 	reader := newStore(t, opt)
@@ -90,7 +90,7 @@ func TestLoadWaitsForTheCorrection(t *testing.T) {
 // (its caller evaluates one session at a time, so the commit is final or corrected by
 // then), and a commit that cannot need a correction clears the marker.
 func TestOwnMarkerHoldsNoLoad(t *testing.T) {
-	s := newStore(t, Options{PendingTTL: 10 * time.Second})
+	s := newStore(t, Options{PendingTTL: 10 * time.Second, Timeout: 20 * time.Second})
 	pendingCommit(t, s)
 	start := time.Now()
 	again := load(t, s, "s1")
@@ -165,7 +165,7 @@ func TestCorrectionAfterTheMarkerExpiredIsRefused(t *testing.T) {
 // longer than Timeout is an error matching ErrPending, returned once Timeout passed.
 func TestSessionKeptPendingIsContention(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	writer := newStore(t, Options{PendingTTL: time.Minute})
+	writer := newStore(t, Options{PendingTTL: time.Minute, Timeout: 2 * time.Minute})
 	reader := newStore(t, Options{Timeout: timeout})
 	pendingCommit(t, writer)
 	start := time.Now()
@@ -178,11 +178,11 @@ func TestSessionKeptPendingIsContention(t *testing.T) {
 	}
 }
 
-// TestTimeoutShorterThanAMarkerWaitsItOut: a Timeout shorter than PendingTTL does not
-// make every wait for a live marker contention: the load waits out the marker and reads
-// the session as committed.
-func TestTimeoutShorterThanAMarkerWaitsItOut(t *testing.T) {
-	opt := Options{PendingTTL: 300 * time.Millisecond, Timeout: 50 * time.Millisecond}
+// TestTimeoutJustAboveAMarkerWaitsItOut: a Timeout barely longer than PendingTTL does
+// not make a wait for one live marker contention: the load waits out the marker, and
+// the reads after it, and reads the session as committed.
+func TestTimeoutJustAboveAMarkerWaitsItOut(t *testing.T) {
+	opt := Options{PendingTTL: 300 * time.Millisecond, Timeout: 301 * time.Millisecond}
 	writer, reader := newStore(t, opt), newStore(t, opt)
 	pendingCommit(t, writer)
 	snap, err := reader.Load(context.Background(), "s1")

@@ -63,6 +63,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -144,6 +145,10 @@ type Observer interface {
 	// CorrectionTooLate records a Correction refused because the corrected commit's
 	// marker had expired (ErrCorrectionTooLate): its changes stood.
 	CorrectionTooLate()
+	// FailedFast records a call that failed at once, without a round trip: a new
+	// connection found the server's version refused (ErrServerUnusable) within the last
+	// second, and it is not read again until then.
+	FailedFast(op string, err error)
 }
 
 // Options configure a Store.
@@ -160,11 +165,12 @@ type Options struct {
 	// writes the session; zero keeps keys forever.
 	IdleTTL time.Duration
 	// Timeout bounds each call to the store, so an outage costs milliseconds, and the
-	// time a Load waits for pending sessions (never less than PendingTTL and a margin).
+	// time a Load waits for pending sessions (never less than PendingTTL and a margin);
+	// DefaultTimeout when zero.
 	Timeout time.Duration
 	// PendingTTL is how long a commit that may need a correction holds the session
-	// pending, for other replicas' loads and for its correction
-	// (DefaultPendingTTL when not positive).
+	// pending, for other replicas' loads and for its correction (DefaultPendingTTL when
+	// zero): whole milliseconds, below Timeout (CheckPendingTTL).
 	PendingTTL time.Duration
 	// MaxCounters is the most counters one session holds.
 	MaxCounters int
@@ -192,6 +198,9 @@ type Store struct {
 	// minMajor is the oldest major version of Redis a connection is used with
 	// (Options.MinServerMajor).
 	minMajor int
+	// refused is the server's version as a new connection last refused it; nil once
+	// one passed (refusedServer).
+	refused atomic.Pointer[refusal]
 }
 
 var (
@@ -205,19 +214,28 @@ var (
 )
 
 // New checks the options and returns a store; it does not connect (the pool dials on
-// first use and again after any failure). Each new connection first reads the server's
-// version, and one older than MinServerVersion is not used: every call then fails with
-// a ServerTooOldError. New does not apply CheckPendingTTL: only the flags refuse a
-// PendingTTL not below Timeout, and tests hold sessions pending longer on purpose.
+// first use and again after any failure). It refuses a negative Timeout, and a
+// PendingTTL that CheckPendingTTL refuses with the Timeout, as the sidecar's flags do:
+// a store built otherwise would hold sessions as no sidecar can. Each new
+// connection first reads the server's version, and one older than MinServerVersion, or
+// one that does not read, is not used: every call then fails with an error matching
+// ErrServerUnusable, without dialing for a second after a connection found it so.
 func New(opt Options) (*Store, error) {
 	if opt.Prefix == "" {
 		opt.Prefix = DefaultPrefix
 	}
-	if opt.Timeout <= 0 {
+	if opt.Timeout < 0 {
+		return nil, fmt.Errorf("session store Timeout %v is negative", opt.Timeout)
+	}
+	if opt.Timeout == 0 {
 		opt.Timeout = DefaultTimeout
 	}
-	if opt.PendingTTL <= 0 {
-		opt.PendingTTL = DefaultPendingTTL
+	pendingTTL := "PendingTTL"
+	if opt.PendingTTL == 0 {
+		opt.PendingTTL, pendingTTL = DefaultPendingTTL, "PendingTTL (the default)"
+	}
+	if err := CheckPendingTTL(opt.PendingTTL, opt.Timeout, "Timeout"); err != nil {
+		return nil, fmt.Errorf("session store %s %w", pendingTTL, err)
 	}
 	if opt.MinServerMajor <= 0 {
 		opt.MinServerMajor = minServerMajor
@@ -287,7 +305,9 @@ func (s *Store) String() string { return s.display }
 // Close closes the pool.
 func (s *Store) Close() error { return s.client.Close() }
 
-// Ping checks that the store answers.
+// Ping checks that the store answers. Unlike other calls, it dials even while the
+// server's version is refused (refusedServer), so /readyz says what the server is now;
+// a connection that passes ends the refusal.
 func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
@@ -335,7 +355,7 @@ func (s *Store) Load(ctx context.Context, session string) (*Snapshot, error) {
 // pendingBound is how long a Load waits for a session held pending before it is
 // contention: Timeout, but never less than one marker lasts (PendingTTL, which the
 // replicas share) and a margin for the reads, so waiting out a single marker is never
-// contention however short Timeout is.
+// contention however little Timeout exceeds PendingTTL.
 func (s *Store) pendingBound() time.Duration {
 	return max(s.opt.Timeout, s.opt.PendingTTL+pendingMargin)
 }
@@ -343,6 +363,10 @@ func (s *Store) pendingBound() time.Duration {
 // read reads a session's state in one round trip, and how long another replica's
 // pending marker still holds it (zero or less: it does not).
 func (s *Store) read(ctx context.Context, session string) (*state, time.Duration, error) {
+	if err := s.refusedServer(); err != nil {
+		s.failedFast("load", err)
+		return nil, 0, fmt.Errorf("reading session %q from %s: %w", session, s.display, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
 	start := time.Now()
@@ -463,7 +487,7 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 		args[3], args[4] = "1", encodeWindow(snap.window)
 	}
 	if snap.correctable {
-		args[5] = max(1, s.opt.PendingTTL.Milliseconds())
+		args[5] = s.opt.PendingTTL.Milliseconds()
 	}
 	if snap.correctsWrite() {
 		args[7] = "1"
@@ -505,6 +529,11 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 // is the session's fields as another writer left them, which the cache takes for the
 // next attempt.
 func (s *Store) run(ctx context.Context, op string, script *redis.Script, snap *Snapshot, args ...any) (bool, error) {
+	if err := s.refusedServer(); err != nil {
+		s.failedFast(op, err)
+		s.cache.drop(snap.session)
+		return false, fmt.Errorf("%s of session %q in %s: %w", op, snap.session, s.display, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
 	start := time.Now()
@@ -534,15 +563,14 @@ func (s *Store) run(ctx context.Context, op string, script *redis.Script, snap *
 }
 
 // unsent reports whether a failed call certainly never reached the store: no
-// connection could be had (dialing failed, the server is too old or its version could
+// connection could be had (dialing failed, the server's version refuses it or could
 // not be read, the pool is closed or exhausted), or the store answered with an error.
 // Any other failure may have come after the store ran the call.
 func unsent(err error) bool {
 	var op *net.OpError
 	var answered redis.Error
-	var old *ServerTooOldError
 	var check *serverCheckError
-	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &answered) || errors.As(err, &old) || errors.As(err, &check) ||
+	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &answered) || errors.Is(err, ErrServerUnusable) || errors.As(err, &check) ||
 		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted)
 }
 
@@ -579,6 +607,12 @@ func (s *Store) conflict(session string, list []any) {
 func (s *Store) observe(op string, start time.Time, err error) {
 	if s.opt.Observer != nil {
 		s.opt.Observer.RoundTrip(op, time.Since(start), err)
+	}
+}
+
+func (s *Store) failedFast(op string, err error) {
+	if s.opt.Observer != nil {
+		s.opt.Observer.FailedFast(op, err)
 	}
 }
 

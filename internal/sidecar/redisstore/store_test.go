@@ -322,6 +322,11 @@ func TestUnavailableSnapshotFailsEverything(t *testing.T) {
 	}
 }
 
+// TestNewRefusesBadOptions: New refuses what the sidecar's flags refuse, the pending
+// time included: a negative timeout, and a PendingTTL that is no whole number of
+// milliseconds, at least one, below Timeout (CheckPendingTTL), even the default one
+// with a shorter Timeout; zero is the default, and a PendingTTL just below Timeout
+// is a store.
 func TestNewRefusesBadOptions(t *testing.T) {
 	dir := t.TempDir()
 	notPEM := filepath.Join(dir, "ca.pem")
@@ -337,6 +342,13 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{Options{URL: "redis://127.0.0.1", PasswordFile: filepath.Join(dir, "missing")}, "session store password"},
 		{Options{URL: "redis://127.0.0.1", CAFile: notPEM}, "for rediss:// URLs"},
 		{Options{URL: "rediss://127.0.0.1", CAFile: notPEM}, "no PEM certificate"},
+		{Options{URL: "redis://127.0.0.1", Timeout: -time.Second}, "session store Timeout -1s is negative"},
+		{Options{URL: "redis://127.0.0.1", PendingTTL: -5 * time.Millisecond}, "session store PendingTTL -5ms is not a whole number of milliseconds, at least 1ms"},
+		{Options{URL: "redis://127.0.0.1", PendingTTL: 2500 * time.Microsecond}, "session store PendingTTL 2.5ms is not a whole number of milliseconds"},
+		{Options{URL: "redis://127.0.0.1", PendingTTL: 500 * time.Microsecond}, "session store PendingTTL 500µs is not a whole number of milliseconds, at least 1ms"},
+		{Options{URL: "redis://127.0.0.1", PendingTTL: DefaultTimeout}, "session store PendingTTL 250ms is not below Timeout, 250ms"},
+		{Options{URL: "redis://127.0.0.1", PendingTTL: time.Second, Timeout: 20 * time.Millisecond}, "session store PendingTTL 1s is not below Timeout, 20ms"},
+		{Options{URL: "redis://127.0.0.1", Timeout: 4 * time.Millisecond}, "session store PendingTTL (the default) 5ms is not below Timeout, 4ms"},
 	} {
 		_, err := New(tt.opt)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -345,6 +357,18 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "secret") {
 			t.Errorf("the error shows the password: %v", err)
 		}
+	}
+	for _, opt := range []Options{
+		{URL: "redis://127.0.0.1"},
+		{URL: "redis://127.0.0.1", Timeout: time.Second, PendingTTL: 999 * time.Millisecond},
+		{URL: "redis://127.0.0.1", Timeout: 2 * time.Millisecond, PendingTTL: time.Millisecond},
+	} {
+		s, err := New(opt)
+		if err != nil {
+			t.Errorf("%+v: %v", opt, err)
+			continue
+		}
+		_ = s.Close()
 	}
 }
 
@@ -410,7 +434,7 @@ func TestWindowKeepsLoneSurrogates(t *testing.T) {
 // the correction does not hold are removed, and the window is the correction's. It is
 // refused when another writer changed the session after the corrected commit.
 func TestCorrectionReplacesTheCommit(t *testing.T) {
-	s := newStore(t, Options{PendingTTL: time.Minute}) // the correction is never too late
+	s := newStore(t, Options{PendingTTL: time.Minute, Timeout: 2 * time.Minute}) // the correction is never too late
 	first := load(t, s, "s1")
 	_, _ = first.Apply(plain, engine.ActionIncrementCounter)
 	first.Append("s1", "read", 4)

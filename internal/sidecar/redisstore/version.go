@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -19,6 +20,11 @@ const MinServerVersion = "5.0"
 // minServerMajor is MinServerVersion's major version, which is all a comparison needs.
 const minServerMajor = 5
 
+// ErrServerUnusable is matched (errors.Is) by the error of every call to a store whose
+// server's version refuses it: a ServerTooOldError or an UnreadableVersionError. No
+// connection to such a server is used.
+var ErrServerUnusable = errors.New("the session store's server is unusable")
+
 // ServerTooOldError is the error of every call to a store whose server reports a
 // version older than MinServerVersion: no connection to it is used.
 type ServerTooOldError struct {
@@ -29,6 +35,24 @@ type ServerTooOldError struct {
 func (e *ServerTooOldError) Error() string {
 	return fmt.Sprintf("the server is Redis %s; the session store needs Redis %s or later (its commit script reads the server's clock before it writes)", e.Version, MinServerVersion)
 }
+
+// Is makes the error match ErrServerUnusable.
+func (e *ServerTooOldError) Is(target error) bool { return target == ErrServerUnusable }
+
+// UnreadableVersionError is the error of every call to a store whose server reports a
+// redis_version whose major version is not a number an int holds: nothing says it is
+// MinServerVersion or later, so no connection to it is used.
+type UnreadableVersionError struct {
+	// Version is the server's redis_version.
+	Version string
+}
+
+func (e *UnreadableVersionError) Error() string {
+	return fmt.Sprintf("the server reports redis_version %q, which does not read as a version; the session store needs Redis %s or later (its commit script reads the server's clock before it writes)", e.Version, MinServerVersion)
+}
+
+// Is makes the error match ErrServerUnusable.
+func (e *UnreadableVersionError) Is(target error) bool { return target == ErrServerUnusable }
 
 // serverCheckError is the failure of a new connection's INFO server. It wraps nothing:
 // go-redis unwraps an OnConnect error one level, which would leave a bare read error
@@ -41,23 +65,67 @@ func (e *serverCheckError) Error() string {
 	return "reading the server's version (INFO server): " + e.err.Error()
 }
 
+// serverRecheck is how long a store remembers its server's version refused: its calls
+// fail at once with that refusal, dialing nothing, and the first call after it dials
+// and reads the version again. A second bounds what a server refused costs, one
+// call's connections a second from each replica whatever the rate of calls (each call
+// would dial otherwise), and how long a server upgraded in place stays refused.
+// Timeout does not fit: it is sized for one call (milliseconds), and a check that
+// often would still be hundreds of connections a second.
+const serverRecheck = time.Second
+
+// refusal is the server's version refused by a new connection, and when a call next
+// reads it again.
+type refusal struct {
+	err     error
+	recheck time.Time
+}
+
+// refusedServer is the refusal of the server's version a call fails with, without a
+// round trip, or nil when the call may go ahead: no connection was refused since one
+// passed, or the refusal is due to be checked again. The first call past serverRecheck
+// checks it (its new connection reads the version), and the others fail meanwhile, for
+// another serverRecheck at most: a connection that passes ends the refusal.
+func (s *Store) refusedServer() error {
+	for {
+		r := s.refused.Load()
+		if r == nil {
+			return nil
+		}
+		now := time.Now()
+		if now.Before(r.recheck) {
+			return r.err
+		}
+		if s.refused.CompareAndSwap(r, &refusal{err: r.err, recheck: now.Add(serverRecheck)}) {
+			return nil
+		}
+	}
+}
+
 // checkServer refuses a new connection to a server older than MinServerVersion (the
 // store's minMajor), by the redis_version of its INFO server, so every call fails with
 // an error that says so rather than with the commit script's refusal; it is the
 // client's OnConnect. A server that refuses INFO (an ACL without it: NOPERM; a server
-// that renamed it: an unknown command) or whose version does not read is let through:
-// nothing says it is too old, and the commit script remains the judge. Any other
-// failure (a server LOADING or BUSY, a lost connection) fails the connection, whose
-// version is then unknown.
+// that renamed it: an unknown command) or whose INFO has no redis_version is let
+// through: nothing says it is too old, and the commit script remains the judge. Any
+// other failure (a server LOADING or BUSY, a lost connection) fails the connection,
+// whose version is then unknown. A refusal is remembered for serverRecheck, and a
+// connection let through ends it.
 func (s *Store) checkServer(ctx context.Context, cn *redis.Conn) error {
 	info, err := cn.Info(ctx, "server").Result()
 	if refusedCommand(err) {
+		s.refused.Store(nil)
 		return nil
 	}
 	if err != nil {
 		return &serverCheckError{err: err}
 	}
-	return checkVersion(info, s.minMajor)
+	if err := checkVersion(info, s.minMajor); err != nil {
+		s.refused.Store(&refusal{err: err, recheck: time.Now().Add(serverRecheck)})
+		return err
+	}
+	s.refused.Store(nil)
+	return nil
 }
 
 // refusedCommand reports whether err is the server's refusal of a command itself: the
@@ -72,23 +140,27 @@ func refusedCommand(err error) bool {
 }
 
 // checkVersion reads redis_version from the text of INFO server and refuses one whose
-// major version is below minMajor; a missing or unreadable version is not refused, nor
-// one too large for an int (Atoi then gives the largest).
+// major version is below minMajor (ServerTooOldError), or is not decimal digits that
+// an int holds (UnreadableVersionError): a version read only in part, or clamped to
+// the largest int, would pass unseen. What follows the major version is not read. A
+// missing redis_version is not refused.
 func checkVersion(info string, minMajor int) error {
-	version := ""
 	lines := bufio.NewScanner(strings.NewReader(info))
 	for lines.Scan() {
-		if v, ok := strings.CutPrefix(lines.Text(), "redis_version:"); ok {
-			version = strings.TrimSpace(v)
-			break
+		v, ok := strings.CutPrefix(lines.Text(), "redis_version:")
+		if !ok {
+			continue
 		}
-	}
-	major, _, _ := strings.Cut(version, ".")
-	if major == "" || strings.Trim(major, "0123456789") != "" {
+		version := strings.TrimSpace(v)
+		major, _, _ := strings.Cut(version, ".")
+		n, err := strconv.Atoi(major)
+		if err != nil || strings.Trim(major, "0123456789") != "" {
+			return &UnreadableVersionError{Version: version}
+		}
+		if n < minMajor {
+			return &ServerTooOldError{Version: version}
+		}
 		return nil
 	}
-	if n, _ := strconv.Atoi(major); n >= minMajor {
-		return nil
-	}
-	return &ServerTooOldError{Version: version}
+	return nil
 }

@@ -3,49 +3,76 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
 )
 
 // TestCheckVersion: a server whose INFO server reports a major version below 5 is
-// refused, naming the version found and the one needed; 5.0 and later pass, and so does
-// a server whose version is missing or does not read (nothing says it is too old).
+// refused, naming the version found and the one needed; 5.0 and later pass. A version
+// whose major version is not decimal digits that an int holds is refused too, naming
+// it (one too large for an int once passed as the largest); a server whose INFO has no
+// redis_version passes (nothing says it is too old).
 func TestCheckVersion(t *testing.T) {
+	const (
+		passes = iota
+		tooOld
+		unreadable
+	)
 	for _, tc := range []struct {
 		version string
-		refused bool
+		want    int
 	}{
-		{"4.0.14", true},
-		{"3.2.12", true},
-		{"2.8.24", true},
-		{"4.9.999", true},
-		{"5.0.0", false},
-		{"5.0.14", false},
-		{"6.2.6", false},
-		{"7.2.4", false},
-		{"255.255.255", false},
-		{"10.0.0", false},
-		{"-4.0.0", false},
-		{"+4.0.0", false},
-		{"garbage", false},
-		{"", false},
-		{".4", false},
-		{"4x.0", false},
+		{"4.0.14", tooOld},
+		{"3.2.12", tooOld},
+		{"2.8.24", tooOld},
+		{"4.9.999", tooOld},
+		{"04.0.0", tooOld},
+		{"5.0.0", passes},
+		{"5.0.14", passes},
+		{"6.2.6", passes},
+		{"7.2.4", passes},
+		{"255.255.255", passes},
+		{"10.0.0", passes},
+		{"5", passes},
+		{"7.2.4-rc1", passes},
+		{"99999999999999999999.0.0", unreadable},
+		{"9223372036854775808", unreadable},
+		{"-4.0.0", unreadable},
+		{"+4.0.0", unreadable},
+		{"+5.0.0", unreadable},
+		{"garbage", unreadable},
+		{"", unreadable},
+		{".4", unreadable},
+		{"4x.0", unreadable},
+		{"5x.0", unreadable},
+		{" 7.2.4", passes},
 	} {
 		t.Run(tc.version, func(t *testing.T) {
 			info := "# Server\r\nredis_git_sha1:00000000\r\nredis_version:" + tc.version + "\r\nredis_mode:standalone\r\n"
 			err := checkVersion(info, minServerMajor)
 			var old *ServerTooOldError
-			if refused := errors.As(err, &old); refused != tc.refused || !tc.refused && err != nil {
-				t.Fatalf("version %q: %v; want refused %v", tc.version, err, tc.refused)
+			var bad *UnreadableVersionError
+			switch {
+			case tc.want == passes && err != nil,
+				tc.want == tooOld && !errors.As(err, &old),
+				tc.want == unreadable && !errors.As(err, &bad),
+				err != nil && !errors.Is(err, ErrServerUnusable):
+				t.Fatalf("version %q: %v; want %v", tc.version, err, []string{"it passed", "refused as too old", "refused as unreadable"}[tc.want])
 			}
-			if tc.refused && (old.Version != tc.version || !strings.Contains(err.Error(), "Redis "+tc.version+"; the session store needs Redis 5.0 or later")) {
+			version := strings.TrimSpace(tc.version)
+			if old != nil && (old.Version != version || !strings.Contains(err.Error(), "Redis "+version+"; the session store needs Redis 5.0 or later")) {
+				t.Errorf("version %q: the error %q does not name the version found and the one needed", tc.version, err)
+			}
+			if bad != nil && (bad.Version != version || !strings.Contains(err.Error(), fmt.Sprintf("redis_version %q, which does not read as a version; the session store needs Redis 5.0 or later", version))) {
 				t.Errorf("version %q: the error %q does not name the version found and the one needed", tc.version, err)
 			}
 		})
@@ -96,6 +123,98 @@ func TestCommitToTooOldServer(t *testing.T) {
 	var old *ServerTooOldError
 	if ok || !errors.As(err, &old) || errors.Is(err, ErrOutcomeUnknown) {
 		t.Errorf("a commit to a server too old: %v, %v; want a ServerTooOldError, not an unknown outcome", ok, err)
+	}
+}
+
+// connectionsReceived is how many connections the server has accepted.
+func connectionsReceived(t *testing.T, admin *Store) int {
+	t.Helper()
+	info, err := admin.client.Info(context.Background(), "stats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_connections_received:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("INFO stats has no total_connections_received:\n%s", info)
+	return 0
+}
+
+// TestTooOldServerIsRemembered: once a new connection found the server too old, the
+// store's calls fail at once with the same error, dialing nothing, and its observer
+// counts them as failures without a round trip; a server upgraded meanwhile is used
+// once the refusal is due to be checked again, by the first call past it. Ping, which
+// /readyz calls, dials all the same, so it says what the server is now, and one that
+// finds it upgraded ends the refusal at once.
+func TestTooOldServerIsRemembered(t *testing.T) {
+	admin := newStore(t, Options{})
+	seen := &roundTrips{ops: map[string]int{}}
+	strict := newStore(t, Options{Observer: seen})
+	strict.minMajor = 256
+	ctx := context.Background()
+	snap := load(t, admin, "s1")
+	_, _ = snap.Apply(plain, engine.ActionIncrementCounter)
+	_, first := strict.Load(ctx, "s1")
+	if !errors.Is(first, ErrServerUnusable) {
+		t.Fatalf("a load from a server too old: %v", first)
+	}
+	before := connectionsReceived(t, admin)
+	for i := range 10 {
+		if _, err := strict.Load(ctx, "s1"); err == nil || err.Error() != first.Error() {
+			t.Fatalf("load %d after the refusal: %v; want %v", i, err, first)
+		}
+		if ok, err := strict.Commit(ctx, snap); ok || !errors.Is(err, ErrServerUnusable) || errors.Is(err, ErrOutcomeUnknown) {
+			t.Fatalf("commit %d after the refusal: %v %v; want the server's refusal, nothing sent", i, ok, err)
+		}
+	}
+	if n := connectionsReceived(t, admin) - before; n != 0 {
+		t.Errorf("20 calls to a server found too old opened %d connections; want none", n)
+	}
+	if seen.failed != 1 || seen.fast != 20 || len(seen.ops) != 0 {
+		t.Errorf("the observer saw %d failed round trips, %d calls failed at once, and %v; want 1, 20 and none", seen.failed, seen.fast, seen.ops)
+	}
+
+	strict.minMajor = minServerMajor // the server is upgraded
+	before = connectionsReceived(t, admin)
+	if _, err := strict.Load(ctx, "s1"); err == nil || err.Error() != first.Error() {
+		t.Fatalf("a load before the refusal is checked again: %v; want %v", err, first)
+	}
+	if n := connectionsReceived(t, admin) - before; n != 0 {
+		t.Errorf("a load before the refusal is checked again opened %d connections", n)
+	}
+	r := strict.refused.Load()
+	strict.refused.Store(&refusal{err: r.err, recheck: time.Now()}) // the second has passed
+	if strict.refusedServer() != nil || strict.refusedServer() == nil {
+		t.Error("once the refusal is due, not the first call alone checks it again while the others fail")
+	}
+	strict.refused.Store(&refusal{err: r.err, recheck: time.Now()})
+	if _, err := strict.Load(ctx, "s1"); err != nil {
+		t.Fatalf("the first load due to check the refusal again, on a server upgraded: %v", err)
+	}
+	if strict.refused.Load() != nil {
+		t.Error("a connection to the upgraded server left the refusal")
+	}
+
+	strict = newStore(t, Options{})
+	strict.minMajor = 256
+	if _, err := strict.Load(ctx, "s1"); !errors.Is(err, ErrServerUnusable) {
+		t.Fatalf("a load from a server too old: %v", err)
+	}
+	if err := strict.Ping(ctx); !errors.Is(err, ErrServerUnusable) {
+		t.Errorf("a ping of a server too old: %v", err)
+	}
+	strict.minMajor = minServerMajor
+	if err := strict.Ping(ctx); err != nil {
+		t.Errorf("a ping of the server upgraded: %v", err)
+	}
+	if _, err := strict.Load(ctx, "s1"); err != nil {
+		t.Errorf("a load after a ping found the server upgraded: %v", err)
 	}
 }
 
