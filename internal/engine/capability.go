@@ -409,6 +409,11 @@ func checkHostFactName(s string) string {
 	case reservedWords[first]:
 		return fmt.Sprintf("cannot be named by a condition: %q is a reserved word ([OAR-EXPR-24])", first)
 	}
+	for _, segment := range strings.Split(s, ".")[1:] {
+		if reservedWords[segment] {
+			return fmt.Sprintf("cannot be named by a condition: its segment %q is a reserved word, which a condition lexes as itself, never as part of a name ([OAR-EXPR-24])", segment)
+		}
+	}
 	return ""
 }
 

@@ -87,7 +87,9 @@ func (s *scanner) invalidUTF8() (token, int, string) {
 
 // scanIdentifier reads identifier = name { "." name } greedily, or a reserved word.
 // A reserved first name is the reserved word itself; a dot that does not join two
-// names is not part of the language, which has no field selection ([OAR-EXPR-2]).
+// names is not part of the language, which has no field selection ([OAR-EXPR-2]). A
+// reserved word after a dot is lexed as itself too, never as a name, so it ends the
+// identifier's grammar there: acme.in is no identifier ([OAR-EXPR-24]).
 func (s *scanner) scanIdentifier(pos int) (token, int, string) {
 	start := s.off
 	s.scanName()
@@ -99,7 +101,11 @@ func (s *scanner) scanIdentifier(pos int) (token, int, string) {
 			return s.strayDot()
 		}
 		s.advance(1)
+		segment, at := s.off, s.cp
 		s.scanName()
+		if _, reserved := keywords[s.src[segment:s.off]]; reserved {
+			return s.fail("OAR-EXPR-24", at, "reserved word %q at offset %d after the dotted name %s: a reserved word is lexed as itself, never as a name, so no identifier has it as a segment", s.src[segment:s.off], at, s.src[start:segment-1])
+		}
 	}
 	return tokIdent, pos, s.src[start:s.off]
 }
