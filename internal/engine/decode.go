@@ -343,6 +343,9 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		// The parser reads one document of each part and drops the rest: refuse a
 		// second one, which only a marker line carrying more than its marker can begin.
 		if off := droppedDocument(doc); off >= 0 {
+			if bytes.HasPrefix(doc[off:], []byte("...")) {
+				return nil, refuseFile("OAR-DOC-31", fmt.Errorf("unexpected document after the document end marker \"...\" at offset %d, which ends a document for the YAML parser but splits nothing for kubectl: a stream is split at lines holding only \"---\" and one document is read between two of them, so this one would be dropped; put a line holding only \"---\" before it", starts[i]+off))
+			}
 			return nil, refuseFile("OAR-DOC-31", fmt.Errorf("unexpected document at offset %d, on its marker line: a stream is split at lines holding only \"---\" (as kubectl splits it) and one document is read between two of them, so this one would be dropped; put it on the line after a \"---\" alone", starts[i]+off))
 		}
 		v, err := DecodeYAML(doc)
@@ -498,7 +501,9 @@ func members(v any) []any {
 
 // splitYAML splits a stream on "---" separator lines, the way kubectl does, skipping
 // documents that hold only whitespace and comments. It returns each document's bytes,
-// unchanged, and the offset in data where each starts.
+// unchanged, and the offset in data where each starts. A "..." line ends a document
+// for the YAML parser but splits nothing for kubectl, so it does not split here either:
+// a document after one is in the same part, where droppedDocument finds it.
 func splitYAML(data []byte) (docs [][]byte, starts []int) {
 	start, pos := 0, 0
 	flush := func(end int) {
@@ -510,10 +515,10 @@ func splitYAML(data []byte) (docs [][]byte, starts []int) {
 	for _, raw := range bytes.SplitAfter(data, []byte("\n")) {
 		line := strings.TrimRight(string(raw), "\r\n")
 		next := pos + len(raw)
-		separator := strings.TrimRight(line, " \t") == "..."
+		separator := false
 		if strings.HasPrefix(line, "---") {
 			rest := strings.TrimSpace(line[3:])
-			separator = separator || rest == "" || strings.HasPrefix(rest, "#")
+			separator = rest == "" || strings.HasPrefix(rest, "#")
 		}
 		if separator {
 			flush(pos)

@@ -53,9 +53,9 @@ func TestDecodeDocumentsReadsExactlyOneStream(t *testing.T) {
 }
 
 // TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop ([OAR-DOC-31]): a stream is split
-// at lines holding only a document marker, and the YAML parser reads one document of
-// each part, so a document that begins on its "---" line after another document, or
-// follows a "..." line carrying a comment, would be silently dropped, as kubectl drops
+// at lines holding only "---", and the YAML parser reads one document of each part, so
+// a document that begins on its "---" line after another document, or follows a "..."
+// line (which splits nothing for kubectl), would be silently dropped, as kubectl drops
 // it. So is a document after a "---" that follows a carriage return alone, which ends a
 // line for the parser but not for the split. It is refused, naming the offset of its
 // marker line; a first document that begins on its "---" line, a stream that ends with
@@ -73,6 +73,8 @@ func TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop(t *testing.T) {
 		"0\n---\r0":                    2,
 		"a: 1\r---\rb: 2\r":            5,
 		"a: 1\r\n...\rb: 2\r\n":        6,
+		"a: 1\n...\nb: 2\n":            5,
+		"a: 1\n...\n# c\n...\nb: 2\n":  5,
 	} {
 		docs, err := DecodeDocuments([]byte(in))
 		if err == nil || !strings.Contains(err.Error(), "[OAR-DOC-31]") {
@@ -91,6 +93,8 @@ func TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop(t *testing.T) {
 		"a: 1\n---foo: 2\n":             1,
 		"a: 1\r---\r":                   1,
 		"a: 1\r\n---\r\nb: 2\r\n":       2,
+		"a: 1\n...\n":                   1,
+		"a: 1\n...\n---\nb: 2\n...\n":   2,
 	} {
 		docs, err := DecodeDocuments([]byte(in))
 		if err != nil || len(docs) != n {

@@ -3,9 +3,12 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"regexp"
 	"slices"
 	"testing"
+
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
@@ -139,9 +142,10 @@ func FuzzLoadCapability(f *testing.F) {
 
 // FuzzDecodeDocuments: decoding never panics, a refusal ends in the clause the file
 // breaks and names lines of the file (two lines before the stream move each line it
-// names by two), what it returns is plain JSON data that encodes again, and a YAML
-// stream yields as many members as the YAML parser reads from the whole stream:
-// splitting it drops no document ([OAR-DOC-31]).
+// names by two), what it returns is plain JSON data that encodes again, and a file
+// yields as many members as kubectl's decoder reads from it and, when it is a YAML
+// stream, as the YAML parser reads from the whole stream: splitting it drops no document
+// ([OAR-DOC-31]).
 func FuzzDecodeDocuments(f *testing.F) {
 	f.Add([]byte(`{"a":1}`))
 	f.Add([]byte(`[{"a":1},{"b":[1,2,{"c":null}]}]`))
@@ -176,6 +180,9 @@ func FuzzDecodeDocuments(f *testing.F) {
 				t.Fatalf("member %d does not encode as JSON: %v", i, err)
 			}
 		}
+		if n, ok := kubectlMembers(data); ok && n != len(docs) {
+			t.Fatalf("%d members; kubectl's decoder reads %d from the file", len(docs), n)
+		}
 		if trimmed := bytes.TrimSpace(data); trimmed[0] == '{' || trimmed[0] == '[' {
 			return
 		}
@@ -183,4 +190,25 @@ func FuzzDecodeDocuments(f *testing.F) {
 			t.Fatalf("%d members; the YAML parser reads %d from the stream", len(docs), n)
 		}
 	})
+}
+
+// kubectlMembers counts the members kubectl's decoder (apimachinery's
+// YAMLOrJSONDecoder, which kubectl apply reads a file with) reads from data, counting
+// them as DecodeDocuments does: a sequence's items, no empty document; ok is false when
+// it refuses the file.
+func kubectlMembers(data []byte) (n int, ok bool) {
+	dec := k8syaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var v any
+		switch err := dec.Decode(&v); {
+		case err == io.EOF:
+			return n, true
+		case err != nil:
+			return 0, false
+		}
+		n += len(members(v))
+		if v == nil {
+			n--
+		}
+	}
 }
