@@ -395,6 +395,7 @@ func streamMembers(data []byte) (n int, ok bool) {
 	}
 }
 
+// memberCount is n members, in words.
 func memberCount(n int) string {
 	if n == 1 {
 		return "1 member"
