@@ -10,6 +10,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/oar-operator/oar-operator/internal/admission"
 	"github.com/oar-operator/oar-operator/internal/inject"
 )
 
@@ -50,7 +51,7 @@ func runInject(args []string, stdout, stderr io.Writer) int {
 	}
 	warnings, err := inject.Manifests(docs, *namespace, o)
 	for _, w := range warnings {
-		fmt.Fprintf(stderr, "Warning: %s\n", w)
+		fmt.Fprintf(stderr, "Warning: %s\n", admission.HeaderText(w))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "oarctl inject: %v\n", err)

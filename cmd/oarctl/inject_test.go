@@ -189,3 +189,32 @@ spec: {containers: [{name: agent, image: registry.example/acme-agent:1.0}]}
 		}
 	}
 }
+
+// TestInjectWarningWithAControlCharacter: a warning is printed as the webhook sends it,
+// each control character escaped (admission.HeaderText): a sidecar already in the pod
+// whose flag value ends in a newline, as a YAML block scalar leaves it, is named with
+// "\n" rather than breaking the line, or acting on a terminal.
+func TestInjectWarningWithAControlCharacter(t *testing.T) {
+	withStdinText(t, `apiVersion: v1
+kind: Pod
+metadata: {name: p, labels: {rules.oar.dev/capability: acme-gateway}}
+spec: {containers: [{name: a, image: a}]}
+`)
+	rendered, stderr, code := oarctl(t, "inject")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// The block scalar goes before the first flag, indented as it is.
+	at := strings.Index(rendered, "- --bundle-dir=")
+	if at < 0 {
+		t.Fatalf("no --bundle-dir flag to put a flag before in:\n%s", rendered)
+	}
+	indent := strings.Repeat(" ", at-strings.LastIndex(rendered[:at], "\n")-1)
+	edited := rendered[:at] + "- |\n" + indent + "  --decision-log=stdout\n" + indent + rendered[at:]
+	withStdinText(t, edited)
+	_, stderr, code = oarctl(t, "inject")
+	want := `Warning: Pod p (document 1): the oar-engine sidecar already in the pod is left as it is, but it does not run with this cluster's settings (given the pod's annotations): it has --decision-log stdout\n where the injector gives off;`
+	if code != exitOK || !strings.HasPrefix(stderr, want) || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("exit %d, stderr %q; want one line beginning %q", code, stderr, want)
+	}
+}

@@ -58,9 +58,9 @@ func TestHeaderText(t *testing.T) {
 		{"not UTF-8 \xff\xfe", `not UTF-8 \xff\xfe`},
 		{"replacement character \uFFFD kept", "replacement character \uFFFD kept"},
 	} {
-		got := headerText(c.in)
+		got := HeaderText(c.in)
 		if got != c.want || !headerSafe(got) {
-			t.Errorf("headerText(%q) = %q, want %q", c.in, got, c.want)
+			t.Errorf("HeaderText(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 	var w warnings

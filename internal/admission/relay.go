@@ -21,7 +21,7 @@ const (
 
 // relayed returns the warnings kubectl receives for ws: empty and repeated ones dropped,
 // as are those a header cannot carry (invalid UTF-8, control characters: the webhook
-// answers none, headerText escapes them); once their
+// answers none, HeaderText escapes them); once their
 // text passes relayTotalRunes every warning is cut to relayItemRunes runes, and the
 // warnings that come after the cut ones have filled relayTotalRunes again are dropped.
 // A warning relayed keeps its kind.
@@ -79,11 +79,12 @@ func headerSafe(s string) bool {
 	return true
 }
 
-// headerText is s as a Warning header can carry it: each control character written as
+// HeaderText is s as a Warning header can carry it: each control character written as
 // its Go escape (\n, \t, \x1b, \u0085) and each byte that is not UTF-8 as \xNN. The API
 // server drops a warning it cannot carry whole, so one whose text has a newline (from a
-// flag value or a rule's text) would otherwise never reach kubectl.
-func headerText(s string) string {
+// flag value or a rule's text) would otherwise never reach kubectl. `oarctl inject`
+// prints its warnings so too: as the cluster would, and nothing a terminal acts on.
+func HeaderText(s string) string {
 	if headerSafe(s) {
 		return s
 	}
@@ -104,11 +105,11 @@ func headerText(s string) string {
 	return b.String()
 }
 
-// headerTexts is headerText of each of ws.
+// headerTexts is HeaderText of each of ws.
 func headerTexts(ws []string) []string {
 	out := make([]string, len(ws))
 	for i, w := range ws {
-		out[i] = headerText(w)
+		out[i] = HeaderText(w)
 	}
 	return out
 }

@@ -121,7 +121,7 @@ func (w *warnings) add(kind WarningKind, clause, where, format string, args ...a
 	if clause != "" {
 		line = "[" + clause + "] " + line
 	}
-	*w = append(*w, Warning{Text: headerText(line), Kind: kind})
+	*w = append(*w, Warning{Text: HeaderText(line), Kind: kind})
 }
 
 // list returns at most maxWarnings warnings and one counting the rest, of the first
