@@ -127,7 +127,9 @@ func TestReplaySidecarLogWithUnknownOutcome(t *testing.T) {
 	if err := rc.Do(ctx, "CLIENT", "PAUSE", 60_000, "WRITE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	a.call(t, "web_fetch")
+	if d := a.call(t, "web_fetch"); d.Decision != "none" {
+		t.Fatalf("line 3, a web fetch whose commit Redis holds: %+v", d)
+	}
 	if err := rc.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
 		t.Fatal(err)
 	}
