@@ -374,14 +374,19 @@ func DecodeDocuments(data []byte) ([]any, error) {
 }
 
 // streamMembers counts the members the YAML parser reads from the whole stream data, as
-// DecodeDocuments counts them: a sequence document's items, no empty document; ok is
-// false when the parser refuses the stream, which DecodeDocuments then judges document
-// by document, as kubectl does.
+// DecodeDocuments counts them; ok is false when the parser refuses the stream, which
+// DecodeDocuments then judges document by document, as kubectl does.
 func streamMembers(data []byte) (n int, ok bool) {
-	dec := yamlv2.NewDecoder(bytes.NewReader(data))
+	return countMembers(yamlv2.NewDecoder(bytes.NewReader(data)).Decode)
+}
+
+// countMembers counts the members of the documents decode reads, one per call until
+// io.EOF, as DecodeDocuments counts them: a sequence's items, no empty document; ok is
+// false when decode fails.
+func countMembers(decode func(v any) error) (n int, ok bool) {
 	for {
 		var v any
-		switch err := dec.Decode(&v); {
+		switch err := decode(&v); {
 		case err == io.EOF:
 			return n, true
 		case err != nil:

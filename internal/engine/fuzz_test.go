@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"regexp"
 	"slices"
 	"testing"
@@ -197,18 +196,5 @@ func FuzzDecodeDocuments(f *testing.F) {
 // them as DecodeDocuments does: a sequence's items, no empty document; ok is false when
 // it refuses the file.
 func kubectlMembers(data []byte) (n int, ok bool) {
-	dec := k8syaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var v any
-		switch err := dec.Decode(&v); {
-		case err == io.EOF:
-			return n, true
-		case err != nil:
-			return 0, false
-		}
-		n += len(members(v))
-		if v == nil {
-			n--
-		}
-	}
+	return countMembers(k8syaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode)
 }
