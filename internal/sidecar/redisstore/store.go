@@ -284,6 +284,12 @@ func New(opt Options) (*Store, error) {
 	ro.ContextTimeoutEnabled = true
 	ro.MaxRetries = -1
 	ro.DialerRetries = 1
+	// Load's pipeline runs on the one pool: go-redis's dedicated pipeline pool hands a
+	// pipeline whose new connection failed (dialing, or checkServer's refusal) to the
+	// main pool, which dials again, so a refused or unreachable server would cost a
+	// load two connections and their timeouts. A load is three small commands; the
+	// pipeline pool's larger buffers buy it nothing.
+	ro.PipelinePoolSize = -1
 	ro.DisableIdentity = true
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	s := &Store{opt: opt, display: u.Redacted(), cache: newSessionCache(opt.CacheSessions), writer: newVersion(), minMajor: opt.MinServerMajor}

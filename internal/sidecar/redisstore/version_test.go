@@ -276,3 +276,28 @@ func TestInfoRefusedByACL(t *testing.T) {
 		t.Errorf("a load as a user refused INFO: %v", err)
 	}
 }
+
+// TestRefusedServerDialedOnce: a call to a server found too old opens one connection,
+// whatever the call: a load's pipeline does not dial again after its connection is
+// refused (go-redis's pipeline pool would hand it to the main pool, which dials anew).
+func TestRefusedServerDialedOnce(t *testing.T) {
+	admin := newStore(t, Options{})
+	ctx := context.Background()
+	snap := load(t, admin, "s1")
+	_, _ = snap.Apply(plain, engine.ActionIncrementCounter)
+	for name, call := range map[string]func(*Store) error{
+		"load":   func(s *Store) error { _, err := s.Load(ctx, "s1"); return err },
+		"commit": func(s *Store) error { _, err := s.Commit(ctx, snap); return err },
+		"ping":   func(s *Store) error { return s.Ping(ctx) },
+	} {
+		strict := newStore(t, Options{})
+		strict.minMajor = 256
+		before := connectionsReceived(t, admin)
+		if err := call(strict); !errors.Is(err, ErrServerUnusable) {
+			t.Fatalf("a %s from a server too old: %v", name, err)
+		}
+		if n := connectionsReceived(t, admin) - before; n != 1 {
+			t.Errorf("a %s from a server too old opened %d connections; want 1", name, n)
+		}
+	}
+}
