@@ -284,6 +284,12 @@ func New(opt Options) (*Store, error) {
 	ro.ContextTimeoutEnabled = true
 	ro.MaxRetries = -1
 	ro.DialerRetries = 1
+	// Load's pipeline runs on the one pool: go-redis's dedicated pipeline pool hands a
+	// pipeline whose new connection failed (dialing, or checkServer's refusal) to the
+	// main pool, which dials again, so a refused or unreachable server would cost a
+	// load two connections and their timeouts. A load is three small commands; the
+	// pipeline pool's larger buffers buy it nothing.
+	ro.PipelinePoolSize = -1
 	ro.DisableIdentity = true
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	s := &Store{opt: opt, display: u.Redacted(), cache: newSessionCache(opt.CacheSessions), writer: newVersion(), minMajor: opt.MinServerMajor}
@@ -307,8 +313,12 @@ func (s *Store) Close() error { return s.client.Close() }
 
 // Ping checks that the store answers. Unlike other calls, it dials even while the
 // server's version is refused (refusedServer), so /readyz says what the server is now;
-// a connection that passes ends the refusal.
+// unless its new connection refuses the server again, it ends the refusal
+// (endRecheck): a connection that passes, or a failure of another kind (unreachable,
+// LOADING), is what the calls after it then find.
 func (s *Store) Ping(ctx context.Context) error {
+	refused := s.refused.Load()
+	defer s.endRecheck(refused)
 	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
 	return s.client.Ping(ctx).Err()
@@ -363,10 +373,12 @@ func (s *Store) pendingBound() time.Duration {
 // read reads a session's state in one round trip, and how long another replica's
 // pending marker still holds it (zero or less: it does not).
 func (s *Store) read(ctx context.Context, session string) (*state, time.Duration, error) {
-	if err := s.refusedServer(); err != nil {
+	recheck, err := s.refusedServer()
+	if err != nil {
 		s.failedFast("load", err)
 		return nil, 0, fmt.Errorf("reading session %q from %s: %w", session, s.display, err)
 	}
+	defer s.endRecheck(recheck)
 	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
 	start := time.Now()
@@ -382,7 +394,7 @@ func (s *Store) read(ctx context.Context, session string) (*state, time.Duration
 	if s.opt.IdleTTL > 0 {
 		pipe.PExpire(ctx, s.key(session), s.opt.IdleTTL)
 	}
-	_, err := pipe.Exec(ctx)
+	_, err = pipe.Exec(ctx)
 	s.observe("load", start, err)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading session %q from %s: %w", session, s.display, err)
@@ -529,11 +541,13 @@ func (s *Store) Commit(ctx context.Context, snap *Snapshot) (bool, error) {
 // is the session's fields as another writer left them, which the cache takes for the
 // next attempt.
 func (s *Store) run(ctx context.Context, op string, script *redis.Script, snap *Snapshot, args ...any) (bool, error) {
-	if err := s.refusedServer(); err != nil {
+	recheck, err := s.refusedServer()
+	if err != nil {
 		s.failedFast(op, err)
 		s.cache.drop(snap.session)
 		return false, fmt.Errorf("%s of session %q in %s: %w", op, snap.session, s.display, err)
 	}
+	defer s.endRecheck(recheck)
 	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
 	start := time.Now()

@@ -85,20 +85,34 @@ type refusal struct {
 // round trip, or nil when the call may go ahead: no connection was refused since one
 // passed, or the refusal is due to be checked again. The first call past serverRecheck
 // checks it (its new connection reads the version), and the others fail meanwhile, for
-// another serverRecheck at most: a connection that passes ends the refusal.
-func (s *Store) refusedServer() error {
+// another serverRecheck at most. That call is given the refusal it checks (recheck),
+// which it hands to endRecheck when it is over.
+func (s *Store) refusedServer() (recheck *refusal, err error) {
 	for {
 		r := s.refused.Load()
 		if r == nil {
-			return nil
+			return nil, nil
 		}
 		now := time.Now()
 		if now.Before(r.recheck) {
-			return r.err
+			return nil, r.err
 		}
-		if s.refused.CompareAndSwap(r, &refusal{err: r.err, recheck: now.Add(serverRecheck)}) {
-			return nil
+		next := &refusal{err: r.err, recheck: now.Add(serverRecheck)}
+		if s.refused.CompareAndSwap(r, next) {
+			return next, nil
 		}
+	}
+}
+
+// endRecheck ends r, the refusal a call checked again (refusedServer) or a Ping found,
+// once that call is over, unless a new connection refused the server meanwhile, whose
+// refusal then stands. A connection that passed has ended it already; a call that
+// failed otherwise (the server unreachable, LOADING or BUSY) reported what the server
+// is now, and that is no refusal of its version: the calls after it dial and say so
+// too, rather than repeat the old refusal for another serverRecheck.
+func (s *Store) endRecheck(r *refusal) {
+	if r != nil {
+		s.refused.CompareAndSwap(r, nil)
 	}
 }
 

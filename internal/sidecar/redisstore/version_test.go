@@ -1,6 +1,8 @@
 package redisstore
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -190,7 +192,8 @@ func TestTooOldServerIsRemembered(t *testing.T) {
 	}
 	r := strict.refused.Load()
 	strict.refused.Store(&refusal{err: r.err, recheck: time.Now()}) // the second has passed
-	if strict.refusedServer() != nil || strict.refusedServer() == nil {
+	recheck, err := strict.refusedServer()
+	if _, again := strict.refusedServer(); recheck == nil || err != nil || again == nil {
 		t.Error("once the refusal is due, not the first call alone checks it again while the others fail")
 	}
 	strict.refused.Store(&refusal{err: r.err, recheck: time.Now()})
@@ -275,4 +278,241 @@ func TestInfoRefusedByACL(t *testing.T) {
 	if _, err := s.Load(ctx, "s1"); err != nil {
 		t.Errorf("a load as a user refused INFO: %v", err)
 	}
+}
+
+// TestRefusedServerDialedOnce: a call to a server found too old opens one connection,
+// whatever the call: a load's pipeline does not dial again after its connection is
+// refused (go-redis's pipeline pool would hand it to the main pool, which dials anew).
+func TestRefusedServerDialedOnce(t *testing.T) {
+	admin := newStore(t, Options{})
+	ctx := context.Background()
+	snap := load(t, admin, "s1")
+	_, _ = snap.Apply(plain, engine.ActionIncrementCounter)
+	for name, call := range map[string]func(*Store) error{
+		"load":   func(s *Store) error { _, err := s.Load(ctx, "s1"); return err },
+		"commit": func(s *Store) error { _, err := s.Commit(ctx, snap); return err },
+		"ping":   func(s *Store) error { return s.Ping(ctx) },
+	} {
+		strict := newStore(t, Options{})
+		strict.minMajor = 256
+		before := connectionsReceived(t, admin)
+		if err := call(strict); !errors.Is(err, ErrServerUnusable) {
+			t.Fatalf("a %s from a server too old: %v", name, err)
+		}
+		if n := connectionsReceived(t, admin) - before; n != 1 {
+			t.Errorf("a %s from a server too old opened %d connections; want 1", name, n)
+		}
+	}
+}
+
+// rewritingProxy forwards TCP connections to the real Redis at target line by line,
+// each line the client sends through toServer and each the server answers through
+// toClient (nil: as it is), and returns its URL: the real server, answering
+// differently in one way. A rewrite keeps a line's length, so the protocol's lengths
+// stay true.
+func rewritingProxy(t *testing.T, target string, toServer, toClient func(line []byte) []byte) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = client.Close()
+				continue
+			}
+			go forwardLines(server, client, toServer)
+			go forwardLines(client, server, toClient)
+		}
+	}()
+	return "redis://" + ln.Addr().String()
+}
+
+// forwardLines copies src to dst a line at a time through rewrite, and closes both
+// when either ends.
+func forwardLines(dst, src net.Conn, rewrite func([]byte) []byte) {
+	defer dst.Close()
+	defer src.Close()
+	r := bufio.NewReader(src)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 && rewrite != nil {
+			line = rewrite(line)
+		}
+		if len(line) > 0 {
+			if _, err := dst.Write(line); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// TestServerWithoutVersionIsUsed: a real server whose INFO server has no
+// redis_version line, or that does not know INFO (its command renamed on the way, as a
+// hardened server or a proxy may), is used, its version unread, even by a store that
+// would refuse every real version: nothing shows it is too old, and the commit script
+// itself fails on a server older than 5.
+func TestServerWithoutVersionIsUsed(t *testing.T) {
+	srv := redistest.Shared(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name               string
+		toServer, toClient func([]byte) []byte
+	}{
+		{name: "no redis_version", toClient: func(line []byte) []byte {
+			if v, ok := bytes.CutPrefix(line, []byte("redis_version:")); ok {
+				return append([]byte("redis_vxrsion:"), v...)
+			}
+			return line
+		}},
+		{name: "no INFO", toServer: func(line []byte) []byte {
+			if bytes.EqualFold(line, []byte("info\r\n")) {
+				return []byte("infx\r\n")
+			}
+			return line
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := New(Options{URL: rewritingProxy(t, srv.Addr, tc.toServer, tc.toClient), Prefix: redistest.Prefix(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			s.minMajor = 256
+			snap, err := s.Load(ctx, "s1")
+			if err != nil {
+				t.Fatalf("a load: %v; want the server used", err)
+			}
+			if _, err := snap.Apply(plain, engine.ActionIncrementCounter); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := s.Commit(ctx, snap); !ok || err != nil {
+				t.Fatalf("a commit: %v %v; want it applied", ok, err)
+			}
+			if err := s.Ping(ctx); err != nil {
+				t.Errorf("a ping: %v", err)
+			}
+		})
+	}
+}
+
+// dueAgain makes s's refusal of its server due to be checked again, as if its second
+// had passed.
+func dueAgain(t *testing.T, s *Store) {
+	t.Helper()
+	r := s.refused.Load()
+	if r == nil {
+		t.Fatal("the server is not refused")
+	}
+	s.refused.Store(&refusal{err: r.err, recheck: time.Now()})
+}
+
+// TestRecheckFindsAnotherFailure: when the check of a server refused as too old fails
+// for another reason — the server busy with a script, then stopped — that failure is
+// what the call checking it and every call after it report, dialing, and no refusal
+// is remembered; the server answering again is refused again. A Ping that finds the
+// server unreachable ends the refusal just so.
+func TestRecheckFindsAnotherFailure(t *testing.T) {
+	srv := redistest.StartT(t)
+	ctx := context.Background()
+	admin, err := New(Options{URL: srv.URL, Timeout: 5 * time.Second, PendingTTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	s, err := New(Options{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.minMajor = 256
+	tooOld := func(when string) {
+		t.Helper()
+		if _, err := s.Load(ctx, "s1"); !errors.As(err, new(*ServerTooOldError)) {
+			t.Fatalf("a load %s: %v; want the server refused as too old", when, err)
+		}
+	}
+	tooOld("at first")
+
+	// A script that runs until it is killed: past lua-time-limit, the server answers
+	// other connections' commands with BUSY.
+	if err := admin.client.ConfigSet(ctx, "lua-time-limit", "10").Err(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = admin.client.Eval(context.Background(), "while true do end", nil).Err() }()
+	busy := func(err error) bool { return err != nil && strings.Contains(err.Error(), "BUSY") }
+	waitFor(t, func() bool {
+		c, err := New(Options{URL: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return busy(c.Ping(ctx))
+	})
+	dueAgain(t, s)
+	for i := range 2 {
+		if _, err := s.Load(ctx, "s1"); !busy(err) || errors.Is(err, ErrServerUnusable) {
+			t.Errorf("load %d once the refusal is due, the server busy: %v; want BUSY, no refusal", i, err)
+		}
+	}
+	if s.refused.Load() != nil {
+		t.Error("a server found busy is remembered as refused")
+	}
+	// A store's new connection fails its check on a busy server: SCRIPT KILL is sent
+	// bare, in the protocol's inline form.
+	c, err := net.Dial("tcp", srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("SCRIPT KILL\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := bufio.NewReader(c).ReadString('\n'); err != nil || reply != "+OK\r\n" {
+		t.Fatalf("SCRIPT KILL: %q %v", reply, err)
+	}
+	tooOld("once the script is killed")
+
+	dial := func(err error) bool {
+		var op *net.OpError
+		return errors.As(err, &op) && op.Op == "dial" && !errors.Is(err, ErrServerUnusable)
+	}
+	srv.Stop()
+	dueAgain(t, s)
+	for i := range 2 {
+		if _, err := s.Load(ctx, "s1"); !dial(err) {
+			t.Errorf("load %d once the refusal is due, the server stopped: %v; want a failure to dial, no refusal", i, err)
+		}
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	tooOld("once the server is back")
+	srv.Stop()
+	if err := s.Ping(ctx); !dial(err) {
+		t.Errorf("a ping of the server stopped: %v; want a failure to dial", err)
+	}
+	if _, err := s.Load(ctx, "s1"); !dial(err) {
+		t.Errorf("a load after a ping found the server stopped: %v; want a failure to dial, no refusal", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("timed out")
 }
