@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/sidecar"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
+	"github.com/oar-operator/oar-operator/internal/sidecar/sidecartest"
 	"github.com/oar-operator/oar-operator/internal/sidecar/standalone"
 )
 
@@ -47,22 +47,15 @@ func startReplica(t *testing.T, redisURL, prefix, logPath string, timeout time.D
 		Documents:      &standalone.Files{Capability: sampleCap, Rules: []string{sampleRules}, Configs: []string{sampleConfig}},
 		SharedSessions: store, DecisionLog: decisions, Log: logr.Discard(),
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sc.Run(ctx, ln, nil) }()
-	r := &replica{base: "http://" + ln.Addr().String()}
+	base, stopRun := sidecartest.Serve(t, sc)
+	r := &replica{base: base}
 	stopped := false
 	r.stop = func(t *testing.T) {
 		if stopped {
 			return
 		}
 		stopped = true
-		cancel()
-		err := errors.Join(<-done, decisions.Close(context.Background()), f.Close(), store.Close())
+		err := errors.Join(stopRun(), decisions.Close(context.Background()), f.Close(), store.Close())
 		if err != nil {
 			t.Errorf("stopping the sidecar: %v", err)
 		}

@@ -410,11 +410,11 @@ var clusterSettings = []struct{ name, absent string }{
 
 // settingsDiffer is the warning for the engine sidecar already in the pod s,
 // s.InitContainers[i] (an `oarctl inject` rendering, a hand-written sidecar), whose
-// session store, decision log or user is not what the injector would give it under o and
-// the pod's annotations; scc tells whether OpenShift's SCC admitted the pod. It is left
-// as it is, since its settings may be deliberate, but not silently: a rendering made
-// without the cluster's settings would keep sessions per replica, log nothing or run as
-// another user.
+// session store, decision log, user or group is not what the injector would give it
+// under o and the pod's annotations; scc tells whether OpenShift's SCC admitted the pod.
+// It is left as it is, since its settings may be deliberate, but not silently: a
+// rendering made without the cluster's settings would keep sessions per replica, log
+// nothing or run as another user or group.
 func settingsDiffer(s *corev1.PodSpec, i int, scc bool, o Options) string {
 	engine := &s.InitContainers[i]
 	want := container(o).Args
@@ -436,9 +436,16 @@ func settingsDiffer(s *corev1.PodSpec, i int, scc bool, o Options) string {
 			differ = append(differ, fmt.Sprintf("--%s %s where the injector gives %s", f.name, h, w))
 		}
 	}
-	if w, ok := decidedUser(s, i, scc, o.RunAsUser); ok {
-		if h, from := sidecarUser(s, engine); h != w {
-			differ = append(differ, fmt.Sprintf("securityContext.runAsUser %d%s where the injector gives %d", h, from, w))
+	user, from := sidecarUser(s, engine)
+	if w, ok := decidedUser(s, i, scc, o.RunAsUser); ok && user != w {
+		differ = append(differ, fmt.Sprintf("securityContext.runAsUser %d%s where the injector gives %d", user, from, w))
+	}
+	if w, ok := decidedGroup(s, i, scc, o.RunAsUser); ok {
+		switch h, from, known := sidecarGroup(s, engine, user); {
+		case !known:
+			differ = append(differ, fmt.Sprintf("securityContext.runAsGroup unset (user %d's group in the image's /etc/passwd, else 0) where the injector gives %d", user, w))
+		case h != w:
+			differ = append(differ, fmt.Sprintf("securityContext.runAsGroup %d%s where the injector gives %d", h, from, w))
 		}
 	}
 	if len(differ) == 0 {
@@ -459,12 +466,31 @@ func decidedUser(s *corev1.PodSpec, i int, scc bool, r RunAsUser) (int64, bool) 
 	case r.Never:
 		return 0, false
 	}
-	others := *s
-	others.InitContainers = slices.Delete(slices.Clone(s.InitContainers), i, i+1)
-	if _, assigned := sccUser(&others); scc && assigned {
+	if _, assigned := sccUser(withoutSidecar(s, i)); scc && assigned {
 		return 0, false
 	}
 	return EngineUser, true
+}
+
+// decidedGroup is the runAsGroup the injector gives the sidecar s.InitContainers[i]
+// under r (engineUser's, on the pod without it) when it gives one: the image's group,
+// under auto where decidedUser is the image's user and under the image's UID in a pod
+// running as root. Elsewhere it writes none, so the pod's group or the image's applies
+// to its sidecar as to the one in the pod: nothing for the settings to decide.
+func decidedGroup(s *corev1.PodSpec, i int, scc bool, r RunAsUser) (int64, bool) {
+	_, group, err := engineUser(withoutSidecar(s, i), scc, r)
+	if err != nil || group == nil {
+		return 0, false
+	}
+	return *group, true
+}
+
+// withoutSidecar is the pod s without its sidecar s.InitContainers[i]: the pod the
+// injector would have added it to.
+func withoutSidecar(s *corev1.PodSpec, i int) *corev1.PodSpec {
+	others := *s
+	others.InitContainers = slices.Delete(slices.Clone(s.InitContainers), i, i+1)
+	return &others
 }
 
 // sidecarUser is the user the kubelet runs the sidecar engine of the pod s as, and
@@ -478,6 +504,24 @@ func sidecarUser(s *corev1.PodSpec, engine *corev1.Container) (uid int64, from s
 		return *s.SecurityContext.RunAsUser, " (the pod's)"
 	}
 	return EngineUser, " (the image's)"
+}
+
+// sidecarGroup is the group the sidecar engine of the pod s runs as, given its user
+// (sidecarUser), and where it comes from when not from the sidecar: the pod's
+// runAsGroup, else the image's. The runtime gives a user without a group the primary
+// group the image's /etc/passwd lists for it, else 0; known is false for a user other
+// than the image's own, EngineUser, whose group is EngineUser.
+func sidecarGroup(s *corev1.PodSpec, engine *corev1.Container, user int64) (gid int64, from string, known bool) {
+	if engine.SecurityContext != nil && engine.SecurityContext.RunAsGroup != nil {
+		return *engine.SecurityContext.RunAsGroup, "", true
+	}
+	if s.SecurityContext != nil && s.SecurityContext.RunAsGroup != nil {
+		return *s.SecurityContext.RunAsGroup, " (the pod's)", true
+	}
+	if user != EngineUser {
+		return 0, "", false
+	}
+	return EngineUser, " (the image's)", true
 }
 
 // sameNumber tells 0.1 and 0.10 alike.

@@ -877,12 +877,16 @@ func TestExistingSidecarPendingTTL(t *testing.T) {
 	}
 }
 
-// TestExistingSidecarUser: a sidecar already in the pod is warned about when the user it
-// runs as (its runAsUser, else the pod's, else the image's) is not the one the settings
-// decide: a UID, or auto's image user off OpenShift and where no SCC gave a user. Under
-// none the cluster's policy decides, and under auto on OpenShift the SCC, which has
-// admitted the sidecar's user already: neither is warned about.
-func TestExistingSidecarUser(t *testing.T) {
+// TestExistingSidecarUserAndGroup: a sidecar already in the pod is warned about when the
+// user it runs as (its runAsUser, else the pod's, else the image's) is not the one the
+// settings decide: a UID, or auto's image user off OpenShift and where no SCC gave a
+// user. Under none the cluster's policy decides, and under auto on OpenShift the SCC,
+// which has admitted the sidecar's user already: neither is warned about. Its group
+// (its runAsGroup, else the pod's, else the one the image gives its user) likewise,
+// where the settings decide one: the image's, under auto where they decide the user and
+// under the image's UID in a pod running as root, whose runAsGroup 0 the sidecar
+// would otherwise take.
+func TestExistingSidecarUserAndGroup(t *testing.T) {
 	const restricted = 1000680000
 	options := func(runAsUser string) Options {
 		o := Defaults()
@@ -921,6 +925,17 @@ func TestExistingSidecarUser(t *testing.T) {
 		p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &uid}
 		return p
 	}
+	podGroup := func(p Pod, gid int64) Pod {
+		if p.Spec.SecurityContext == nil {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{}
+		}
+		p.Spec.SecurityContext.RunAsGroup = &gid
+		return p
+	}
+	sidecarGroup := func(p Pod, gid int64) Pod {
+		p.Spec.InitContainers[0].SecurityContext.RunAsGroup = &gid
+		return p
+	}
 	annotated := func(p Pod, value string) Pod {
 		p.Annotations[AnnotationRunAsUser] = value
 		return p
@@ -953,10 +968,10 @@ func TestExistingSidecarUser(t *testing.T) {
 		want    string
 	}{
 		{"auto: rendered with auto", rendered("auto", ""), "auto", ""},
-		{"auto: rendered with another UID", rendered("1001", ""), "auto", "it has securityContext.runAsUser 1001 where the injector gives 65532; render"},
+		{"auto: rendered with another UID", rendered("1001", ""), "auto", "it has securityContext.runAsUser 1001 where the injector gives 65532; securityContext.runAsGroup unset (user 1001's group in the image's /etc/passwd, else 0) where the injector gives 65532; render"},
 		{"auto: no user, the image's", rendered("auto", "unset"), "auto", ""},
-		{"auto: no user, the pod's", podUser(rendered("auto", "unset"), 1001), "auto", "it has securityContext.runAsUser 1001 (the pod's) where the injector gives 65532; render"},
-		{"auto: no user in a pod running as root", podUser(rendered("auto", "unset"), 0), "auto", "it has securityContext.runAsUser 0 (the pod's) where the injector gives 65532; render"},
+		{"auto: no user, the pod's", podUser(rendered("auto", "unset"), 1001), "auto", "it has securityContext.runAsUser 1001 (the pod's) where the injector gives 65532; securityContext.runAsGroup unset (user 1001's group in the image's /etc/passwd, else 0) where the injector gives 65532; render"},
+		{"auto: no user in a pod running as root", podUser(rendered("auto", "unset"), 0), "auto", "it has securityContext.runAsUser 0 (the pod's) where the injector gives 65532; securityContext.runAsGroup unset (user 0's group in the image's /etc/passwd, else 0) where the injector gives 65532; render"},
 		{"a UID: rendered with it", rendered("5000", ""), "5000", ""},
 		{"a UID: rendered with auto", rendered("auto", ""), "5000", "it has securityContext.runAsUser 65532 where the injector gives 5000; render"},
 		{"a UID: no user, the image's", rendered("auto", "unset"), "5000", "it has securityContext.runAsUser 65532 (the image's) where the injector gives 5000; render"},
@@ -971,7 +986,19 @@ func TestExistingSidecarUser(t *testing.T) {
 		{"auto on OpenShift: rendered with a UID in the range", admitted(rendered("1000680005", ""), restricted), "auto", ""},
 		{"auto on OpenShift: the pod's own user admitted", admitted(podUser(rendered("none", ""), restricted+7), 0), "auto", ""},
 		{"auto on OpenShift, anyuid: rendered with auto", admitted(rendered("auto", ""), 0), "auto", ""},
-		{"auto on OpenShift, anyuid: another UID", admitted(rendered("1001", ""), 0), "auto", "it has securityContext.runAsUser 1001 where the injector gives 65532; render"},
+		{"auto on OpenShift, anyuid: another UID", admitted(rendered("1001", ""), 0), "auto", "it has securityContext.runAsUser 1001 where the injector gives 65532; securityContext.runAsGroup unset (user 1001's group in the image's /etc/passwd, else 0) where the injector gives 65532; render"},
+		{"auto: the image's user, no group, in a pod running as root and group 0", podGroup(podUser(rendered("65532", ""), 0), 0), "auto", "it has securityContext.runAsGroup 0 (the pod's) where the injector gives 65532; render"},
+		{"auto: the image's user, no group, in a pod running as root: the image's", podUser(rendered("65532", ""), 0), "auto", ""},
+		{"auto: another group", sidecarGroup(rendered("auto", ""), 1000), "auto", "it has securityContext.runAsGroup 1000 where the injector gives 65532; render"},
+		{"auto: no group, the pod's", podGroup(rendered("65532", ""), 1000), "auto", "it has securityContext.runAsGroup 1000 (the pod's) where the injector gives 65532; render"},
+		{"auto: the sidecar's group over the pod's", podGroup(rendered("auto", ""), 0), "auto", ""},
+		{"the image's UID in a pod running as root and group 0", podGroup(podUser(rendered("65532", ""), 0), 0), "65532", "it has securityContext.runAsGroup 0 (the pod's) where the injector gives 65532; render"},
+		{"the image's UID in a pod running as a user: no group decided", podGroup(podUser(rendered("65532", ""), 1001), 1000), "65532", ""},
+		{"another UID in a pod running as root: no group decided", podGroup(podUser(rendered("5000", ""), 0), 0), "5000", ""},
+		{"none: any group", podGroup(podUser(rendered("1001", ""), 1001), 0), "none", ""},
+		{"none in a pod running as root: no group decided", podGroup(podUser(rendered("1001", ""), 0), 0), "none", ""},
+		{"auto on OpenShift: the SCC's UID, any group", podGroup(admitted(rendered("none", ""), restricted), 1000), "auto", ""},
+		{"auto on OpenShift, anyuid: the image's user, no group, in a pod running as root and group 0", podGroup(podUser(admitted(rendered("65532", ""), 0), 0), 0), "auto", "it has securityContext.runAsGroup 0 (the pod's) where the injector gives 65532; render"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, err := Inject(c.pod, options(c.cluster))

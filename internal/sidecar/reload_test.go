@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/sidecar/kubeletdir"
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
+	"github.com/oar-operator/oar-operator/internal/sidecar/sidecartest"
 )
 
 // gateRules is one rule whose effect differs between the two bundles of the reload
@@ -43,21 +43,8 @@ func startRun(t *testing.T, opt Options) (base string, sc *Sidecar, stop func() 
 	t.Helper()
 	opt.Log = logr.Discard()
 	sc = New(opt)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sc.Run(ctx, ln, nil) }()
-	var once sync.Once
-	var runErr error
-	stop = func() error {
-		once.Do(func() { cancel(); runErr = <-done })
-		return runErr
-	}
-	t.Cleanup(func() { _ = stop() })
-	return "http://" + ln.Addr().String(), sc, stop
+	base, stop = sidecartest.Serve(t, sc)
+	return base, sc, stop
 }
 
 // TestReloadUnderLoad swaps the mounted directory between two bundles, the way the

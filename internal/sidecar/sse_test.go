@@ -19,6 +19,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/oar-operator/oar-operator/internal/sidecar/events"
+	"github.com/oar-operator/oar-operator/internal/sidecar/sidecartest"
 	"github.com/oar-operator/oar-operator/internal/testenv"
 )
 
@@ -114,15 +115,8 @@ func TestStalledSubscriberIsDisconnected(t *testing.T) {
 	if _, err := sc.Source().Install(sealed(t, testCapability, testRules)); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ran := make(chan error, 1)
-	go func() { ran <- sc.Run(ctx, ln, nil) }()
-	addr := ln.Addr().String()
+	base, stop := sidecartest.Serve(t, sc)
+	addr := strings.TrimPrefix(base, "http://")
 
 	// A client with a small receive buffer that asks for the stream and never reads.
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
@@ -156,7 +150,8 @@ func TestStalledSubscriberIsDisconnected(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, 10*time.Millisecond, "the stalled stream to end", func() (bool, string) {
 		return sc.events.Subscribers() == 0, fmt.Sprintf("%d subscribers, %d dropped", sc.events.Subscribers(), sc.events.Dropped())
 	})
-	cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- stop() }()
 	select {
 	case err := <-ran:
 		if err != nil {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -32,6 +31,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/resource"
 	"github.com/oar-operator/oar-operator/internal/sidecar"
 	"github.com/oar-operator/oar-operator/internal/sidecar/kubeletdir"
+	"github.com/oar-operator/oar-operator/internal/sidecar/sidecartest"
 	"github.com/oar-operator/oar-operator/internal/testenv"
 )
 
@@ -155,21 +155,8 @@ func TestSidecarServesPublishedBundle(t *testing.T) {
 // runSidecar serves a sidecar watching dir on a loopback port until the test ends.
 func runSidecar(t *testing.T, dir string) string {
 	t.Helper()
-	sc := sidecar.New(sidecar.Options{BundleDir: dir, ReloadInterval: 20 * time.Millisecond, Log: logr.Discard()})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sc.Run(ctx, ln, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("sidecar: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String()
+	base, _ := sidecartest.Serve(t, sidecar.New(sidecar.Options{BundleDir: dir, ReloadInterval: 20 * time.Millisecond, Log: logr.Discard()}))
+	return base
 }
 
 // answer evaluates a shell call and reports whether the decision and digest are the
