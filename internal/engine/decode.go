@@ -295,15 +295,18 @@ func (e *DuplicateKeyError) Error() string {
 // DecodeDocuments reads a file holding JSON or YAML: one document, a JSON array of
 // documents, or a multi-document YAML stream ([OAR-DOC-1], [OAR-DOC-31]). It returns
 // the members in order. YAML is read the way kubectl reads it (YAML 1.1 through
-// sigs.k8s.io/yaml), so a file gets the verdict here that it gets at admission; a
-// document kubectl's split would silently drop (one beginning on its "---" line after
-// another document) is refused rather than dropped here too ([OAR-DOC-31]).
+// sigs.k8s.io/yaml), so a file gets the verdict here that it gets at admission. A file
+// it reads is one kubectl's decoder reads into the same members: one kubectl refuses is
+// refused (a line beginning with "---" and then more than white space or a comment,
+// which kubectl takes for a separator wherever it is), and so is one holding a document kubectl's split would silently drop (one
+// after a "..." line, or behind a line break the split does not see), rather than
+// dropped here too ([OAR-DOC-31]).
 //
 // A file it does not read is refused under the clause it breaks, cited at the end of
-// the error: a dropped member breaks [OAR-DOC-31], and anything else, a file that is
-// not UTF-8, not JSON or YAML, holds no document or holds more than its JSON reading
-// keeps, breaks [OAR-DOC-1]. An offset or a line it names is counted in the file, from
-// its start, never in the document the split made.
+// the error: a separator kubectl refuses or a dropped member breaks [OAR-DOC-31], and
+// anything else, a file that is not UTF-8, not JSON or YAML, holds no document or holds
+// more than its JSON reading keeps, breaks [OAR-DOC-1]. An offset or a line it names is
+// counted in the file, from its start, never in the document the split made.
 func DecodeDocuments(data []byte) ([]any, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
@@ -328,8 +331,8 @@ func DecodeDocuments(data []byte) ([]any, error) {
 			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w", err))
 		}
 	}
-	if off := markerAgainstComment(data); off >= 0 {
-		return nil, refuseFile("OAR-DOC-1", fmt.Errorf("unexpected \"---#\" at offset %d: kubectl's split takes the line for a separator and a comment, the YAML parser for text of the document (a comment needs a space before its #), so the file has no single reading; write \"--- #\"", off))
+	if err := checkMarkerLines(data); err != nil {
+		return nil, err
 	}
 	docs, starts := splitYAML(data)
 	var out []any
@@ -536,24 +539,51 @@ func splitYAML(data []byte) (docs [][]byte, starts []int) {
 	return docs, starts
 }
 
-// markerAgainstComment returns the offset of the first line that begins "---#", or -1.
-func markerAgainstComment(data []byte) int {
+// checkMarkerLines refuses the first line of data beginning with "---" that kubectl
+// does not read as a separator line, or reads as one where the YAML parser does not.
+// Lines end at a line feed, as kubectl's reader (apimachinery's YAMLReader) ends them:
+// it takes every such line for a document separator, and refuses the whole file when
+// anything but white space (as strings.TrimSpace trims it) or a comment follows the
+// "---", wherever the line is, even inside a scalar ([OAR-DOC-31]). A line beginning
+// "---#" it reads as a separator and a comment, the YAML parser as text of the document,
+// since a comment needs a space before its # ([OAR-DOC-1]).
+func checkMarkerLines(data []byte) error {
 	pos := 0
 	for line := range bytes.Lines(data) {
-		if bytes.HasPrefix(line, []byte("---#")) {
-			return pos
+		rest, ok := bytes.CutPrefix(line, []byte("---"))
+		switch after := bytes.TrimSpace(rest); {
+		case !ok:
+		case len(after) > 0 && after[0] != '#':
+			return refuseFile("OAR-DOC-31", fmt.Errorf("line %d of the file, %s, begins with \"---\" and then more than white space or a comment, which kubectl refuses (\"invalid Yaml document separator\"): it takes every line beginning with \"---\" for a document separator, wherever the line is; put a document on the line after a \"---\" alone, and quote text that would begin a line with \"---\"", lineBreaks(data[:pos])+1, quoteStart(bytes.TrimRight(line, "\r\n"))))
+		case len(rest) > 0 && rest[0] == '#':
+			return refuseFile("OAR-DOC-1", fmt.Errorf("unexpected \"---#\" at offset %d: kubectl's split takes the line for a separator and a comment, the YAML parser for text of the document (a comment needs a space before its #), so the file has no single reading; write \"--- #\"", pos))
 		}
 		pos += len(line)
 	}
-	return -1
+	return nil
+}
+
+// quoteStart quotes b, or its first 40 bytes and an ellipsis when it is longer, for an
+// error that shows where a line goes wrong without repeating all of it.
+func quoteStart(b []byte) string {
+	const most = 40
+	if len(b) <= most {
+		return strconv.Quote(string(b))
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return strconv.Quote(string(b[:cut])) + "…"
 }
 
 // droppedDocument returns, for one part of a split stream, the offset of the first
-// marker line after content that carries more than its marker ("--- {a: 1}", "... #
-// end", or "---" after a carriage return, which ends a line for the parser but not
-// for kubectl's split) when the YAML parser finds a second document in the part,
-// which it would drop; -1 otherwise. The parser is asked only when there is such a
-// line, which a stream whose markers stand alone on their lines never has.
+// marker line after content that carries more than its marker ("... # end", or "---"
+// after a carriage return, which ends a line for the parser but not for kubectl's
+// split; a line feed before "--- {a: 1}" makes a line checkMarkerLines has refused)
+// when the YAML parser finds a second document in the part, which it would drop; -1
+// otherwise. The parser is asked only when there is such a line, which a stream whose
+// markers stand alone on their lines never has.
 func droppedDocument(doc []byte) int {
 	off := markerLineAfterContent(doc)
 	if off < 0 || !holdsMoreThanOneDocument(doc) {
