@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	yamlv2 "go.yaml.in/yaml/v2"
@@ -298,9 +299,11 @@ func (e *DuplicateKeyError) Error() string {
 // sigs.k8s.io/yaml), so a file gets the verdict here that it gets at admission. A file
 // it reads is one kubectl's decoder reads into the same members: one kubectl refuses is
 // refused (a line beginning with "---" and then more than white space or a comment,
-// which kubectl takes for a separator wherever it is), and so is one holding a document kubectl's split would silently drop (one
-// after a "..." line, or behind a line break the split does not see), rather than
-// dropped here too ([OAR-DOC-31]).
+// which kubectl takes for a separator wherever it is; bytes that are not UTF-8 in a
+// comment; a file beginning with "{" too short for kubectl to read it as YAML), and so
+// is one holding a document kubectl's split would silently drop (one after a "..."
+// line, or behind a line break the split does not see), rather than dropped here too
+// ([OAR-DOC-31]).
 //
 // A file it does not read is refused under the clause it breaks, cited at the end of
 // the error: a separator kubectl refuses or a dropped member breaks [OAR-DOC-31], and
@@ -330,6 +333,15 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		if errors.As(err, &dup) || !looksLikeYAMLFlow(trimmed) {
 			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w", err))
 		}
+		if trimmed[0] == '{' && kubectlLooksAhead(data) < 4 {
+			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes from the \"{\" (or from the line feed before it) on, and this one ends sooner, so kubectl refuses it", err))
+		}
+	}
+	if !utf8.Valid(data) {
+		// The YAML parser refuses these bytes in a document it reads, but the split
+		// leaves lines out (a comment on a marker line, a part of comments alone) that
+		// kubectl's reader gives its parser: refuse them wherever they are.
+		return nil, refuseFile("OAR-DOC-1", fmt.Errorf("YAML: %s", notUTF8(data)))
 	}
 	if err := checkMarkerLines(data); err != nil {
 		return nil, err
@@ -493,6 +505,19 @@ func DecodeYAML(doc []byte) (any, error) {
 		return nil, err
 	}
 	return DecodeJSON(js)
+}
+
+// kubectlLooksAhead returns how many bytes of data kubectl's decoder (apimachinery's
+// YAMLOrJSONDecoder) can read at the point where, finding that a file beginning with
+// "{" is not JSON, it skips the white space before the YAML: from the first line feed,
+// when one comes before the "{", else from the "{". It reads 4 bytes there, and refuses
+// the file when fewer are left.
+func kubectlLooksAhead(data []byte) int {
+	from := len(data) - len(bytes.TrimLeftFunc(data, unicode.IsSpace))
+	if lf := bytes.IndexByte(data[:from], '\n'); lf >= 0 {
+		from = lf
+	}
+	return len(data) - from
 }
 
 // looksLikeYAMLFlow reports whether a brace-or-bracket document that is not valid JSON
@@ -723,9 +748,16 @@ func skipSpaceAndComments(doc []byte, i int) int {
 
 func isYAMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
+// hasYAMLContent reports whether b holds more than white space and comments, as the
+// YAML parser reads it: a comment ends at any line break it knows (a carriage return
+// alone, NEL, LS and PS too), so text after one is content, which the parser reads and
+// may refuse, as kubectl's does.
 func hasYAMLContent(b []byte) bool {
-	for _, line := range strings.Split(string(b), "\n") {
-		t := strings.TrimSpace(line)
+	lines := strings.FieldsFunc(string(b), func(r rune) bool {
+		return r == '\n' || r == '\r' || r == '\u0085' || r == '\u2028' || r == '\u2029'
+	})
+	for _, line := range lines {
+		t := strings.Trim(line, " \t")
 		if t != "" && !strings.HasPrefix(t, "#") {
 			return true
 		}

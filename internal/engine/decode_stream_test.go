@@ -45,6 +45,8 @@ func TestDecodeDocumentsReadsExactlyOneStream(t *testing.T) {
 		"{a: it's}":                       1,
 		"---\n{a: 1}\n":                   1,
 		"# lead\n{\"a\": \"x # y\"}\n":    1,
+		"{a}\n":                           1,
+		"\n{a}":                           1,
 	} {
 		docs, err := DecodeDocuments([]byte(in))
 		if err != nil || len(docs) != n {
@@ -86,6 +88,7 @@ func TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop(t *testing.T) {
 		"a: |\n  --- x\n  ... y\n":    1,
 		"a: 1\r---\r":                 1,
 		"a: 1\r\n---\r\nb: 2\r\n":     2,
+		"a: 1\n---\n# c\rb: 2\n":      2,
 		"a: 1\n...\n":                 1,
 		"a: 1\n...\n---\nb: 2\n...\n": 2,
 	} {
@@ -155,9 +158,10 @@ func TestDecodeDocumentsRefusesALineKubectlRefusesAsASeparator(t *testing.T) {
 // TestDecodeDocumentsCitesTheClauseAFileBreaks: every file DecodeDocuments refuses is
 // refused under the clause it breaks, cited once at the end: a file that is not JSON or
 // YAML, holds no document, or holds more than its JSON reading keeps breaks
-// [OAR-DOC-1], bytes that are not UTF-8 in JSON or YAML included (an offset counts the
-// white space before a JSON document); a member the split would drop, or a line
-// kubectl refuses as a separator, [OAR-DOC-31].
+// [OAR-DOC-1], bytes that are not UTF-8 in JSON or YAML included, wherever they are
+// (an offset counts the white space before a JSON document), and so does a file
+// beginning with "{" too short for kubectl to read it as YAML; a member the split would
+// drop, or a line kubectl refuses as a separator, [OAR-DOC-31].
 func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 	for in, want := range map[string]struct{ clause, text string }{
 		"":                              {"OAR-DOC-1", "no document found: the file holds only white space"},
@@ -175,9 +179,15 @@ func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 		"a: 1\n--- {b: 2}\n":            {"OAR-DOC-31", `line 2 of the file, "--- {b: 2}", begins with "---" and then more than white space or a comment, which kubectl refuses`},
 		"{\"a\":\"\xff\"}":              {"OAR-DOC-1", "JSON: byte 0xff at offset 6 is not UTF-8"},
 		"\n  {\"a\":\"\xff\"}":          {"OAR-DOC-1", "JSON: byte 0xff at offset 9 is not UTF-8"},
-		"a: \"\xff\"\n":                 {"OAR-DOC-1", "YAML: yaml: invalid leading UTF-8 octet"},
-		"0: 0\n---#0: 0\n0: 0":          {"OAR-DOC-1", `unexpected "---#" at offset 5`},
-		"---# lead\na: 1\n":             {"OAR-DOC-1", `unexpected "---#" at offset 0`},
+		"a: \"\xff\"\n":                 {"OAR-DOC-1", "YAML: byte 0xff at offset 4 is not UTF-8"},
+		"a: 1\n---\n# \xff\n":           {"OAR-DOC-1", "YAML: byte 0xff at offset 11 is not UTF-8"},
+		"--- #\xff\n0":                  {"OAR-DOC-1", "YAML: byte 0xff at offset 5 is not UTF-8"},
+		"{a}":                           {"OAR-DOC-1", "JSON: invalid character 'a' looking for beginning of object key string; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes"},
+		"  {0}":                         {"OAR-DOC-1", "JSON: invalid character '0' looking for beginning of object key string; kubectl's decoder reads"},
+		// A comment ends at a carriage return alone: what follows is read, as kubectl reads it.
+		"00000\n---\n#00\r\"0": {"OAR-DOC-1", "YAML document 2: yaml: line 4 of the file: found unexpected end of stream"},
+		"0: 0\n---#0: 0\n0: 0": {"OAR-DOC-1", `unexpected "---#" at offset 5`},
+		"---# lead\na: 1\n":    {"OAR-DOC-1", `unexpected "---#" at offset 0`},
 		// A line break the split does not see, behind a comment on a marker line or
 		// around a marker, would drop a document or find none.
 		"0\n---\r#\r0":                 {"OAR-DOC-31", "the YAML parser reads 2 members from the stream where its split at lines holding only \"---\" (as kubectl splits it) reads 1, so the file has no single reading (a carriage return not followed by a line feed at offset 5"},

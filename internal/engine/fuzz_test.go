@@ -147,8 +147,8 @@ func FuzzLoadCapability(f *testing.F) {
 // names by two), what it returns is plain JSON data that encodes again, and a file
 // yields as many members as kubectl's decoder reads from it and, when it is a YAML
 // stream, as the YAML parser reads from the whole stream: splitting it drops no document
-// ([OAR-DOC-31]). A file refused for a line kubectl refuses as a separator, kubectl
-// refuses, and its reader for that reason.
+// ([OAR-DOC-31]). A file kubectl's decoder refuses is refused; one refused for a line
+// kubectl refuses as a separator, kubectl refuses, and its reader for that reason.
 func FuzzDecodeDocuments(f *testing.F) {
 	f.Add([]byte(`{"a":1}`))
 	f.Add([]byte(`[{"a":1},{"b":[1,2,{"c":null}]}]`))
@@ -191,7 +191,10 @@ func FuzzDecodeDocuments(f *testing.F) {
 				t.Fatalf("member %d does not encode as JSON: %v", i, err)
 			}
 		}
-		if n, err := kubectlMembers(data); err == nil && n != len(docs) {
+		switch n, err := kubectlMembers(data); {
+		case err != nil:
+			t.Fatalf("%d members; kubectl's decoder refuses the file: %v", len(docs), err)
+		case n != len(docs):
 			t.Fatalf("%d members; kubectl's decoder reads %d from the file", len(docs), n)
 		}
 		if trimmed := bytes.TrimSpace(data); trimmed[0] == '{' || trimmed[0] == '[' {
