@@ -98,6 +98,25 @@ func notUTF8(data []byte) string {
 	return fmt.Sprintf("byte 0x%02x at offset %d is not UTF-8: a document is UTF-8 text, and this engine refuses bytes that are not rather than replace them", data[off], off)
 }
 
+// notYAMLText says which byte or character of data is the first the YAML parser
+// refuses to read: a byte that is not UTF-8, or a character outside YAML's printable
+// set (a control character other than tab and line breaks, U+FFFE, U+FFFF); "" when
+// there is none.
+func notYAMLText(data []byte) string {
+	if !utf8.Valid(data) {
+		return notUTF8(data)
+	}
+	for off, r := range string(data) {
+		switch {
+		case r == '\t', r == '\n', r == '\r', r == '\u0085':
+		case r >= 0x20 && r <= 0x7e, r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd, r >= 0x10000:
+		default:
+			return fmt.Sprintf("character %U at offset %d is not allowed in YAML: the YAML parser, and so kubectl, refuses it anywhere in a stream, a comment too", r, off)
+		}
+	}
+	return ""
+}
+
 func jsonError(err error) error {
 	if err == io.EOF {
 		return errors.New("unexpected end of JSON input")
@@ -299,11 +318,12 @@ func (e *DuplicateKeyError) Error() string {
 // sigs.k8s.io/yaml), so a file gets the verdict here that it gets at admission. A file
 // it reads is one kubectl's decoder reads into the same members: one kubectl refuses is
 // refused (a line beginning with "---" and then more than white space or a comment,
-// which kubectl takes for a separator wherever it is; bytes that are not UTF-8 in a
-// comment; a file beginning with "{" too short for kubectl to read it as YAML), and so
-// is one holding a document kubectl's split would silently drop (one after a "..."
-// line, or behind a line break the split does not see), rather than dropped here too
-// ([OAR-DOC-31]).
+// which kubectl takes for a separator wherever it is; bytes that are not UTF-8, or a
+// control character, in a comment; a file beginning with "{" too short for kubectl to
+// read it as YAML; a JSON array the YAML parser refuses, since kubectl reads an array
+// as YAML), and so is one holding a document kubectl's split would silently drop (one
+// after a "..." line, or behind a line break the split does not see), rather than
+// dropped here too ([OAR-DOC-31]).
 //
 // A file it does not read is refused under the clause it breaks, cited at the end of
 // the error: a separator kubectl refuses or a dropped member breaks [OAR-DOC-31], and
@@ -322,6 +342,13 @@ func DecodeDocuments(data []byte) ([]any, error) {
 			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %s", notUTF8(data)))
 		}
 		v, err := DecodeJSON(trimmed)
+		if err == nil && trimmed[0] == '[' {
+			// kubectl's decoder reads JSON only from a file beginning with "{": an array
+			// it reads as YAML, which refuses some JSON ("\/", a tab before the "[").
+			if _, yerr := yaml.YAMLToJSON(data); yerr != nil {
+				return nil, refuseFile("OAR-DOC-1", fmt.Errorf("%w; kubectl's decoder reads a file beginning with \"[\" as YAML, not JSON, and refuses this one", inFile("YAML", yerr, 0)))
+			}
+		}
 		if err == nil {
 			if docs := members(v); len(docs) > 0 {
 				return docs, nil
@@ -337,11 +364,11 @@ func DecodeDocuments(data []byte) ([]any, error) {
 			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes from the \"{\" (or from the line feed before it) on, and this one ends sooner, so kubectl refuses it", err))
 		}
 	}
-	if !utf8.Valid(data) {
-		// The YAML parser refuses these bytes in a document it reads, but the split
-		// leaves lines out (a comment on a marker line, a part of comments alone) that
+	if msg := notYAMLText(data); msg != "" {
+		// The YAML parser refuses these in a document it reads, but the split leaves
+		// lines out (a comment on a marker line, a part of comments alone) that
 		// kubectl's reader gives its parser: refuse them wherever they are.
-		return nil, refuseFile("OAR-DOC-1", fmt.Errorf("YAML: %s", notUTF8(data)))
+		return nil, refuseFile("OAR-DOC-1", fmt.Errorf("YAML: %s", msg))
 	}
 	if err := checkMarkerLines(data); err != nil {
 		return nil, err

@@ -46,6 +46,7 @@ func TestDecodeDocumentsReadsExactlyOneStream(t *testing.T) {
 		"---\n{a: 1}\n":                   1,
 		"# lead\n{\"a\": \"x # y\"}\n":    1,
 		"{a}\n":                           1,
+		"[1,\n\t2]":                       2,
 		"\n{a}":                           1,
 	} {
 		docs, err := DecodeDocuments([]byte(in))
@@ -158,10 +159,11 @@ func TestDecodeDocumentsRefusesALineKubectlRefusesAsASeparator(t *testing.T) {
 // TestDecodeDocumentsCitesTheClauseAFileBreaks: every file DecodeDocuments refuses is
 // refused under the clause it breaks, cited once at the end: a file that is not JSON or
 // YAML, holds no document, or holds more than its JSON reading keeps breaks
-// [OAR-DOC-1], bytes that are not UTF-8 in JSON or YAML included, wherever they are
-// (an offset counts the white space before a JSON document), and so does a file
-// beginning with "{" too short for kubectl to read it as YAML; a member the split would
-// drop, or a line kubectl refuses as a separator, [OAR-DOC-31].
+// [OAR-DOC-1], bytes that are not UTF-8 in JSON or YAML, or characters YAML does not
+// allow, included, wherever they are (an offset counts the white space before a JSON
+// document), and so does a file beginning with "{" too short for kubectl to read it as
+// YAML; a member the split would drop, or a line kubectl refuses as a separator,
+// [OAR-DOC-31].
 func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 	for in, want := range map[string]struct{ clause, text string }{
 		"":                              {"OAR-DOC-1", "no document found: the file holds only white space"},
@@ -182,6 +184,12 @@ func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 		"a: \"\xff\"\n":                 {"OAR-DOC-1", "YAML: byte 0xff at offset 4 is not UTF-8"},
 		"a: 1\n---\n# \xff\n":           {"OAR-DOC-1", "YAML: byte 0xff at offset 11 is not UTF-8"},
 		"--- #\xff\n0":                  {"OAR-DOC-1", "YAML: byte 0xff at offset 5 is not UTF-8"},
+		"0\n---\n#\x00":                 {"OAR-DOC-1", "YAML: character U+0000 at offset 7 is not allowed in YAML"},
+		"a: 1 # \x1b[1m\n":              {"OAR-DOC-1", "YAML: character U+001B at offset 7 is not allowed in YAML"},
+		"[\"\\/\"]":                     {"OAR-DOC-1", `YAML: yaml: found unknown escape character; kubectl's decoder reads a file beginning with "[" as YAML, not JSON, and refuses this one`},
+		"[1,\n\"\x7f\"]":                {"OAR-DOC-1", `YAML: yaml: control characters are not allowed; kubectl's decoder reads a file beginning with "[" as YAML`},
+		"\t[1]":                         {"OAR-DOC-1", `YAML: yaml: found character that cannot start any token; kubectl's decoder reads a file beginning with "[" as YAML`},
+		"a: \"\ufffe\"\n":               {"OAR-DOC-1", "YAML: character U+FFFE at offset 4 is not allowed in YAML"},
 		"{a}":                           {"OAR-DOC-1", "JSON: invalid character 'a' looking for beginning of object key string; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes"},
 		"  {0}":                         {"OAR-DOC-1", "JSON: invalid character '0' looking for beginning of object key string; kubectl's decoder reads"},
 		// A comment ends at a carriage return alone: what follows is read, as kubectl reads it.
