@@ -335,6 +335,7 @@ func DecodeDocuments(data []byte) ([]any, error) {
 	if len(trimmed) == 0 {
 		return nil, refuseFile("OAR-DOC-1", errors.New("no document found: the file holds only white space; a document is a JSON object, or YAML that maps to one"))
 	}
+	var notForKubectl error // a refusal to give once the YAML reading finds no other
 	if trimmed[0] == '{' || trimmed[0] == '[' {
 		if !utf8.Valid(trimmed) {
 			// A file that is no UTF-8 text has no JSON reading, as a YAML one has none.
@@ -361,7 +362,7 @@ func DecodeDocuments(data []byte) ([]any, error) {
 			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w", err))
 		}
 		if trimmed[0] == '{' && kubectlLooksAhead(data) < 4 {
-			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes from the \"{\" (or from the line feed before it) on, and this one ends sooner, so kubectl refuses it", err))
+			notForKubectl = refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes from where the YAML begins (the \"{\", or the end of the first JSON value, past white space on its line), and this one ends sooner, so kubectl refuses it", err))
 		}
 	}
 	if msg := notYAMLText(data); msg != "" {
@@ -408,6 +409,9 @@ func DecodeDocuments(data []byte) ([]any, error) {
 	// here, so the file never loses or gains a member silently either way.
 	if n, ok := streamMembers(data); ok && n != len(out) {
 		return nil, refuseFile("OAR-DOC-31", fmt.Errorf("the YAML parser reads %s from the stream where its split at lines holding only \"---\" (as kubectl splits it) reads %d, so the file has no single reading%s; end every line with a line feed and put each \"---\" alone on its line", memberCount(n), len(out), firstOtherLineBreak(data)))
+	}
+	if notForKubectl != nil {
+		return nil, notForKubectl
 	}
 	if len(out) == 0 {
 		return nil, refuseFile("OAR-DOC-1", errors.New("no document found: the YAML stream holds only comments, empty documents and empty sequences; a document is a JSON object, or YAML that maps to one"))
@@ -536,10 +540,16 @@ func DecodeYAML(doc []byte) (any, error) {
 
 // kubectlLooksAhead returns how many bytes of data kubectl's decoder (apimachinery's
 // YAMLOrJSONDecoder) can read at the point where, finding that a file beginning with
-// "{" is not JSON, it skips the white space before the YAML: from the first line feed,
-// when one comes before the "{", else from the "{". It reads 4 bytes there, and refuses
-// the file when fewer are left.
+// "{" is not JSON, it skips the white space before the YAML. It reads the rest as YAML
+// from the start, or, when it has read one JSON value, from the end of that value, and
+// skips white space there up to the first line feed, reading 4 bytes at each step: it
+// refuses the file when fewer are left.
 func kubectlLooksAhead(data []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var first json.RawMessage
+	if dec.Decode(&first) == nil {
+		data = data[dec.InputOffset():]
+	}
 	from := len(data) - len(bytes.TrimLeftFunc(data, unicode.IsSpace))
 	if lf := bytes.IndexByte(data[:from], '\n'); lf >= 0 {
 		from = lf

@@ -46,6 +46,7 @@ func TestDecodeDocumentsReadsExactlyOneStream(t *testing.T) {
 		"---\n{a: 1}\n":                   1,
 		"# lead\n{\"a\": \"x # y\"}\n":    1,
 		"{a}\n":                           1,
+		"{\"a\": 1}\n# c":                 1,
 		"[1,\n\t2]":                       2,
 		"\n{a}":                           1,
 	} {
@@ -192,6 +193,8 @@ func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 		"a: \"\ufffe\"\n":               {"OAR-DOC-1", "YAML: character U+FFFE at offset 4 is not allowed in YAML"},
 		"{a}":                           {"OAR-DOC-1", "JSON: invalid character 'a' looking for beginning of object key string; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes"},
 		"  {0}":                         {"OAR-DOC-1", "JSON: invalid character '0' looking for beginning of object key string; kubectl's decoder reads"},
+		"{}\r#":                         {"OAR-DOC-1", "JSON: unexpected data after the JSON value; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes"},
+		"{\"a\": 1}\n#c":                {"OAR-DOC-1", "JSON: unexpected data after the JSON value; kubectl's decoder reads"},
 		// A comment ends at a carriage return alone: what follows is read, as kubectl reads it.
 		"00000\n---\n#00\r\"0": {"OAR-DOC-1", "YAML document 2: yaml: line 4 of the file: found unexpected end of stream"},
 		"0: 0\n---#0: 0\n0: 0": {"OAR-DOC-1", `unexpected "---#" at offset 5`},
