@@ -343,6 +343,10 @@ func DecodeDocuments(data []byte) ([]any, error) {
 			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %s", notUTF8(data)))
 		}
 		v, err := DecodeJSON(trimmed)
+		if off := notJSONSpace(data, trimmed); err == nil && off >= 0 {
+			r, _ := utf8.DecodeRune(data[off:])
+			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: character %U at offset %d is not white space in JSON (space, tab, line feed and carriage return are), so kubectl's decoder does not read the file as the JSON document it holds", r, off))
+		}
 		if err == nil && trimmed[0] == '[' {
 			// kubectl's decoder reads JSON only from a file beginning with "{": an array
 			// it reads as YAML, which refuses some JSON ("\/", a tab before the "[").
@@ -538,6 +542,22 @@ func DecodeYAML(doc []byte) (any, error) {
 	return DecodeJSON(js)
 }
 
+// notJSONSpace returns the offset in data of the first character around trimmed, the
+// part of data that bytes.TrimSpace leaves, that is not white space in JSON (a form
+// feed, NEL, a no-break space); -1 when there is none.
+func notJSONSpace(data, trimmed []byte) int {
+	other := func(r rune) bool { return r != ' ' && r != '\t' && r != '\n' && r != '\r' }
+	lead := len(data) - len(bytes.TrimLeftFunc(data, unicode.IsSpace))
+	if i := bytes.IndexFunc(data[:lead], other); i >= 0 {
+		return i
+	}
+	tail := lead + len(trimmed)
+	if i := bytes.IndexFunc(data[tail:], other); i >= 0 {
+		return tail + i
+	}
+	return -1
+}
+
 // kubectlLooksAhead returns how many bytes of data kubectl's decoder (apimachinery's
 // YAMLOrJSONDecoder) can read at the point where, finding that a file beginning with
 // "{" is not JSON, it skips the white space before the YAML. It reads the rest as YAML
@@ -571,15 +591,16 @@ func members(v any) []any {
 }
 
 // splitYAML splits a stream on "---" separator lines, the way kubectl does, skipping
-// documents that hold only whitespace and comments. It returns each document's bytes,
+// documents that hold only whitespace and comments, unless the YAML parser refuses
+// them (a tab alone on a line), as kubectl's parser, given every part, does. It returns each document's bytes,
 // unchanged, and the offset in data where each starts. A "..." line ends a document
 // for the YAML parser but splits nothing for kubectl, so it does not split here either:
 // a document after one is in the same part, where droppedDocument finds it.
 func splitYAML(data []byte) (docs [][]byte, starts []int) {
 	start, pos := 0, 0
 	flush := func(end int) {
-		if hasYAMLContent(data[start:end]) {
-			docs = append(docs, data[start:end])
+		if part := data[start:end]; hasYAMLContent(part) || yamlv2.Unmarshal(part, new(any)) != nil {
+			docs = append(docs, part)
 			starts = append(starts, start)
 		}
 	}

@@ -193,10 +193,15 @@ func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 		"a: \"\ufffe\"\n":               {"OAR-DOC-1", "YAML: character U+FFFE at offset 4 is not allowed in YAML"},
 		"{a}":                           {"OAR-DOC-1", "JSON: invalid character 'a' looking for beginning of object key string; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes"},
 		"  {0}":                         {"OAR-DOC-1", "JSON: invalid character '0' looking for beginning of object key string; kubectl's decoder reads"},
+		"{}\f":                          {"OAR-DOC-1", "JSON: character U+000C at offset 2 is not white space in JSON"},
+		"\u00a0[{\"a\": 1}]\n":          {"OAR-DOC-1", "JSON: character U+00A0 at offset 0 is not white space in JSON"},
+		" \t{\"a\": 1}\r\n\u2028":       {"OAR-DOC-1", "JSON: character U+2028 at offset 12 is not white space in JSON"},
 		"{}\r#":                         {"OAR-DOC-1", "JSON: unexpected data after the JSON value; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes"},
 		"{\"a\": 1}\n#c":                {"OAR-DOC-1", "JSON: unexpected data after the JSON value; kubectl's decoder reads"},
 		// A comment ends at a carriage return alone: what follows is read, as kubectl reads it.
 		"00000\n---\n#00\r\"0": {"OAR-DOC-1", "YAML document 2: yaml: line 4 of the file: found unexpected end of stream"},
+		"0\n---\n\t":           {"OAR-DOC-1", "YAML document 2 (from line 3 of the file): yaml: found character that cannot start any token"},
+		"0\n---\n# c\n\t# d\n": {"OAR-DOC-1", "YAML document 2"},
 		"0: 0\n---#0: 0\n0: 0": {"OAR-DOC-1", `unexpected "---#" at offset 5`},
 		"---# lead\na: 1\n":    {"OAR-DOC-1", `unexpected "---#" at offset 0`},
 		// A line break the split does not see, behind a comment on a marker line or
