@@ -742,7 +742,7 @@ func trailingAfterFlow(doc []byte) int {
 		c := doc[i]
 		switch {
 		case c == '#' && isYAMLSpace(doc[i-1]):
-			for i < len(doc) && doc[i] != '\n' {
+			for i < len(doc) && lineBreakLen(doc[i:]) == 0 {
 				i++
 			}
 			continue
@@ -793,8 +793,10 @@ func skipSpaceAndComments(doc []byte, i int) int {
 		switch {
 		case isYAMLSpace(doc[i]):
 			i++
+		case lineBreakLen(doc[i:]) > 0:
+			i += lineBreakLen(doc[i:])
 		case doc[i] == '#' && (i == 0 || isYAMLSpace(doc[i-1])):
-			for i < len(doc) && doc[i] != '\n' {
+			for i < len(doc) && lineBreakLen(doc[i:]) == 0 {
 				i++
 			}
 		default:
@@ -802,6 +804,20 @@ func skipSpaceAndComments(doc []byte, i int) int {
 		}
 	}
 	return i
+}
+
+// lineBreakLen returns the length of the line break b begins with as the YAML parser
+// reads one, which ends a comment (a line feed, a carriage return, NEL, LS or PS), or 0.
+func lineBreakLen(b []byte) int {
+	switch {
+	case b[0] == '\n' || b[0] == '\r':
+		return 1
+	case bytes.HasPrefix(b, []byte("\u0085")):
+		return 2
+	case bytes.HasPrefix(b, []byte("\u2028")), bytes.HasPrefix(b, []byte("\u2029")):
+		return 3
+	}
+	return 0
 }
 
 func isYAMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -26,6 +26,8 @@ func TestDecodeDocumentsReadsExactlyOneStream(t *testing.T) {
 		"a: 1\n---\n{b: 2} # c\n{c: 3}\n": 20,
 		"{\"a\":1}\r\n---\r\n[1]]\r\n":    17,
 		`{"a":1}#c`:                       7,
+		"{} # c\r0\r":                     7,
+		"{} # c\u20280":                   9,
 	}
 	for in, off := range refused {
 		_, err := DecodeDocuments([]byte(in))
