@@ -176,9 +176,14 @@ func TestValidateRefuses(t *testing.T) {
 			want: []string{`testdata/validate/syntax.yaml: YAML document 2: yaml: line 4 of the file: did not find expected ',' or ']' [OAR-DOC-1]`},
 		},
 		{
-			name: "a document its marker line would drop",
+			name: "a document kubectl's split would drop",
 			args: []string{"testdata/validate/dropped.yaml"},
-			want: []string{`testdata/validate/dropped.yaml: unexpected document at offset 31, on its marker line: a stream is split at lines holding only "---" (as kubectl splits it) and one document is read between two of them, so this one would be dropped; put it on the line after a "---" alone [OAR-DOC-31]`},
+			want: []string{`testdata/validate/dropped.yaml: unexpected document after the document end marker "..." at offset 31, which ends a document for the YAML parser but splits nothing for kubectl: a stream is split at lines holding only "---" and one document is read between two of them, so this one would be dropped; put a line holding only "---" before it [OAR-DOC-31]`},
+		},
+		{
+			name: "a line kubectl refuses as a document separator",
+			args: []string{"testdata/validate/separator.yaml"},
+			want: []string{`testdata/validate/separator.yaml: line 3 of the file, "--- {oar_config: \"1.0\"}", begins with "---" and then more than white space or a comment, which kubectl refuses ("invalid Yaml document separator"): it takes every line beginning with "---" for a document separator, wherever the line is; put a document on the line after a "---" alone, and quote text that would begin a line with "---" [OAR-DOC-31]`},
 		},
 		{
 			name: "bytes after the JSON document",

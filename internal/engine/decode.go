@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	yamlv2 "go.yaml.in/yaml/v2"
@@ -95,6 +96,25 @@ func notUTF8(data []byte) string {
 		off += n
 	}
 	return fmt.Sprintf("byte 0x%02x at offset %d is not UTF-8: a document is UTF-8 text, and this engine refuses bytes that are not rather than replace them", data[off], off)
+}
+
+// notYAMLText says which byte or character of data is the first the YAML parser
+// refuses to read: a byte that is not UTF-8, or a character outside YAML's printable
+// set (a control character other than tab and line breaks, U+FFFE, U+FFFF); "" when
+// there is none.
+func notYAMLText(data []byte) string {
+	if !utf8.Valid(data) {
+		return notUTF8(data)
+	}
+	for off, r := range string(data) {
+		switch {
+		case r == '\t', r == '\n', r == '\r', r == '\u0085':
+		case r >= 0x20 && r <= 0x7e, r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd, r >= 0x10000:
+		default:
+			return fmt.Sprintf("character %U at offset %d is not allowed in YAML: the YAML parser, and so kubectl, refuses it anywhere in a stream, a comment too", r, off)
+		}
+	}
+	return ""
 }
 
 func jsonError(err error) error {
@@ -295,20 +315,27 @@ func (e *DuplicateKeyError) Error() string {
 // DecodeDocuments reads a file holding JSON or YAML: one document, a JSON array of
 // documents, or a multi-document YAML stream ([OAR-DOC-1], [OAR-DOC-31]). It returns
 // the members in order. YAML is read the way kubectl reads it (YAML 1.1 through
-// sigs.k8s.io/yaml), so a file gets the verdict here that it gets at admission; a
-// document kubectl's split would silently drop (one beginning on its "---" line after
-// another document) is refused rather than dropped here too ([OAR-DOC-31]).
+// sigs.k8s.io/yaml), so a file gets the verdict here that it gets at admission. A file
+// it reads is one kubectl's decoder reads into the same members: one kubectl refuses is
+// refused (a line beginning with "---" and then more than white space or a comment,
+// which kubectl takes for a separator wherever it is; bytes that are not UTF-8, or a
+// control character, in a comment; a file beginning with "{" too short for kubectl to
+// read it as YAML; a JSON array the YAML parser refuses, since kubectl reads an array
+// as YAML), and so is one holding a document kubectl's split would silently drop (one
+// after a "..." line, or behind a line break the split does not see), rather than
+// dropped here too ([OAR-DOC-31]).
 //
 // A file it does not read is refused under the clause it breaks, cited at the end of
-// the error: a dropped member breaks [OAR-DOC-31], and anything else, a file that is
-// not UTF-8, not JSON or YAML, holds no document or holds more than its JSON reading
-// keeps, breaks [OAR-DOC-1]. An offset or a line it names is counted in the file, from
-// its start, never in the document the split made.
+// the error: a separator kubectl refuses or a dropped member breaks [OAR-DOC-31], and
+// anything else, a file that is not UTF-8, not JSON or YAML, holds no document or holds
+// more than its JSON reading keeps, breaks [OAR-DOC-1]. An offset or a line it names is
+// counted in the file, from its start, never in the document the split made.
 func DecodeDocuments(data []byte) ([]any, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return nil, refuseFile("OAR-DOC-1", errors.New("no document found: the file holds only white space; a document is a JSON object, or YAML that maps to one"))
 	}
+	var notForKubectl error // a refusal to give once the YAML reading finds no other
 	if trimmed[0] == '{' || trimmed[0] == '[' {
 		if !utf8.Valid(trimmed) {
 			// A file that is no UTF-8 text has no JSON reading, as a YAML one has none.
@@ -316,6 +343,17 @@ func DecodeDocuments(data []byte) ([]any, error) {
 			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %s", notUTF8(data)))
 		}
 		v, err := DecodeJSON(trimmed)
+		if off := notJSONSpace(data, trimmed); err == nil && off >= 0 {
+			r, _ := utf8.DecodeRune(data[off:])
+			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: character %U at offset %d is not white space in JSON (space, tab, line feed and carriage return are), so kubectl's decoder does not read the file as the JSON document it holds", r, off))
+		}
+		if err == nil && trimmed[0] == '[' {
+			// kubectl's decoder reads JSON only from a file beginning with "{": an array
+			// it reads as YAML, which refuses some JSON ("\/", a tab before the "[").
+			if _, yerr := yaml.YAMLToJSON(data); yerr != nil {
+				return nil, refuseFile("OAR-DOC-1", fmt.Errorf("%w; kubectl's decoder reads a file beginning with \"[\" as YAML, not JSON, and refuses this one", inFile("YAML", yerr, 0)))
+			}
+		}
 		if err == nil {
 			if docs := members(v); len(docs) > 0 {
 				return docs, nil
@@ -327,9 +365,18 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		if errors.As(err, &dup) || !looksLikeYAMLFlow(trimmed) {
 			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w", err))
 		}
+		if trimmed[0] == '{' && kubectlLooksAhead(data) < 4 {
+			notForKubectl = refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes from where the YAML begins (the \"{\", or the end of the first JSON value, past white space on its line), and this one ends sooner, so kubectl refuses it", err))
+		}
 	}
-	if off := markerAgainstComment(data); off >= 0 {
-		return nil, refuseFile("OAR-DOC-1", fmt.Errorf("unexpected \"---#\" at offset %d: kubectl's split takes the line for a separator and a comment, the YAML parser for text of the document (a comment needs a space before its #), so the file has no single reading; write \"--- #\"", off))
+	if msg := notYAMLText(data); msg != "" {
+		// The YAML parser refuses these in a document it reads, but the split leaves
+		// lines out (a comment on a marker line, a part of comments alone) that
+		// kubectl's reader gives its parser: refuse them wherever they are.
+		return nil, refuseFile("OAR-DOC-1", fmt.Errorf("YAML: %s", msg))
+	}
+	if err := checkMarkerLines(data); err != nil {
+		return nil, err
 	}
 	docs, starts := splitYAML(data)
 	var out []any
@@ -366,6 +413,9 @@ func DecodeDocuments(data []byte) ([]any, error) {
 	// here, so the file never loses or gains a member silently either way.
 	if n, ok := streamMembers(data); ok && n != len(out) {
 		return nil, refuseFile("OAR-DOC-31", fmt.Errorf("the YAML parser reads %s from the stream where its split at lines holding only \"---\" (as kubectl splits it) reads %d, so the file has no single reading%s; end every line with a line feed and put each \"---\" alone on its line", memberCount(n), len(out), firstOtherLineBreak(data)))
+	}
+	if notForKubectl != nil {
+		return nil, notForKubectl
 	}
 	if len(out) == 0 {
 		return nil, refuseFile("OAR-DOC-1", errors.New("no document found: the YAML stream holds only comments, empty documents and empty sequences; a document is a JSON object, or YAML that maps to one"))
@@ -492,6 +542,41 @@ func DecodeYAML(doc []byte) (any, error) {
 	return DecodeJSON(js)
 }
 
+// notJSONSpace returns the offset in data of the first character around trimmed, the
+// part of data that bytes.TrimSpace leaves, that is not white space in JSON (a form
+// feed, NEL, a no-break space); -1 when there is none.
+func notJSONSpace(data, trimmed []byte) int {
+	other := func(r rune) bool { return r != ' ' && r != '\t' && r != '\n' && r != '\r' }
+	lead := len(data) - len(bytes.TrimLeftFunc(data, unicode.IsSpace))
+	if i := bytes.IndexFunc(data[:lead], other); i >= 0 {
+		return i
+	}
+	tail := lead + len(trimmed)
+	if i := bytes.IndexFunc(data[tail:], other); i >= 0 {
+		return tail + i
+	}
+	return -1
+}
+
+// kubectlLooksAhead returns how many bytes of data kubectl's decoder (apimachinery's
+// YAMLOrJSONDecoder) can read at the point where, finding that a file beginning with
+// "{" is not JSON, it skips the white space before the YAML. It reads the rest as YAML
+// from the start, or, when it has read one JSON value, from the end of that value, and
+// skips white space there up to the first line feed, reading 4 bytes at each step: it
+// refuses the file when fewer are left.
+func kubectlLooksAhead(data []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var first json.RawMessage
+	if dec.Decode(&first) == nil {
+		data = data[dec.InputOffset():]
+	}
+	from := len(data) - len(bytes.TrimLeftFunc(data, unicode.IsSpace))
+	if lf := bytes.IndexByte(data[:from], '\n'); lf >= 0 {
+		from = lf
+	}
+	return len(data) - from
+}
+
 // looksLikeYAMLFlow reports whether a brace-or-bracket document that is not valid JSON
 // may still be YAML flow style (unquoted keys or values).
 func looksLikeYAMLFlow(b []byte) bool {
@@ -506,15 +591,16 @@ func members(v any) []any {
 }
 
 // splitYAML splits a stream on "---" separator lines, the way kubectl does, skipping
-// documents that hold only whitespace and comments. It returns each document's bytes,
+// documents that hold only whitespace and comments, unless the YAML parser refuses
+// them (a tab alone on a line), as kubectl's parser, given every part, does. It returns each document's bytes,
 // unchanged, and the offset in data where each starts. A "..." line ends a document
 // for the YAML parser but splits nothing for kubectl, so it does not split here either:
 // a document after one is in the same part, where droppedDocument finds it.
 func splitYAML(data []byte) (docs [][]byte, starts []int) {
 	start, pos := 0, 0
 	flush := func(end int) {
-		if hasYAMLContent(data[start:end]) {
-			docs = append(docs, data[start:end])
+		if part := data[start:end]; hasYAMLContent(part) || yamlv2.Unmarshal(part, new(any)) != nil {
+			docs = append(docs, part)
 			starts = append(starts, start)
 		}
 	}
@@ -536,24 +622,51 @@ func splitYAML(data []byte) (docs [][]byte, starts []int) {
 	return docs, starts
 }
 
-// markerAgainstComment returns the offset of the first line that begins "---#", or -1.
-func markerAgainstComment(data []byte) int {
+// checkMarkerLines refuses the first line of data beginning with "---" that kubectl
+// does not read as a separator line, or reads as one where the YAML parser does not.
+// Lines end at a line feed, as kubectl's reader (apimachinery's YAMLReader) ends them:
+// it takes every such line for a document separator, and refuses the whole file when
+// anything but white space (as strings.TrimSpace trims it) or a comment follows the
+// "---", wherever the line is, even inside a scalar ([OAR-DOC-31]). A line beginning
+// "---#" it reads as a separator and a comment, the YAML parser as text of the document,
+// since a comment needs a space before its # ([OAR-DOC-1]).
+func checkMarkerLines(data []byte) error {
 	pos := 0
 	for line := range bytes.Lines(data) {
-		if bytes.HasPrefix(line, []byte("---#")) {
-			return pos
+		rest, ok := bytes.CutPrefix(line, []byte("---"))
+		switch after := bytes.TrimSpace(rest); {
+		case !ok:
+		case len(after) > 0 && after[0] != '#':
+			return refuseFile("OAR-DOC-31", fmt.Errorf("line %d of the file, %s, begins with \"---\" and then more than white space or a comment, which kubectl refuses (\"invalid Yaml document separator\"): it takes every line beginning with \"---\" for a document separator, wherever the line is; put a document on the line after a \"---\" alone, and quote text that would begin a line with \"---\"", lineBreaks(data[:pos])+1, quoteStart(bytes.TrimRight(line, "\r\n"))))
+		case len(rest) > 0 && rest[0] == '#':
+			return refuseFile("OAR-DOC-1", fmt.Errorf("unexpected \"---#\" at offset %d: kubectl's split takes the line for a separator and a comment, the YAML parser for text of the document (a comment needs a space before its #), so the file has no single reading; write \"--- #\"", pos))
 		}
 		pos += len(line)
 	}
-	return -1
+	return nil
+}
+
+// quoteStart quotes b, or its first 40 bytes and an ellipsis when it is longer, for an
+// error that shows where a line goes wrong without repeating all of it.
+func quoteStart(b []byte) string {
+	const most = 40
+	if len(b) <= most {
+		return strconv.Quote(string(b))
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return strconv.Quote(string(b[:cut])) + "…"
 }
 
 // droppedDocument returns, for one part of a split stream, the offset of the first
-// marker line after content that carries more than its marker ("--- {a: 1}", "... #
-// end", or "---" after a carriage return, which ends a line for the parser but not
-// for kubectl's split) when the YAML parser finds a second document in the part,
-// which it would drop; -1 otherwise. The parser is asked only when there is such a
-// line, which a stream whose markers stand alone on their lines never has.
+// marker line after content that carries more than its marker ("... # end", or "---"
+// after a carriage return, which ends a line for the parser but not for kubectl's
+// split; a line feed before "--- {a: 1}" makes a line checkMarkerLines has refused)
+// when the YAML parser finds a second document in the part, which it would drop; -1
+// otherwise. The parser is asked only when there is such a line, which a stream whose
+// markers stand alone on their lines never has.
 func droppedDocument(doc []byte) int {
 	off := markerLineAfterContent(doc)
 	if off < 0 || !holdsMoreThanOneDocument(doc) {
@@ -629,7 +742,7 @@ func trailingAfterFlow(doc []byte) int {
 		c := doc[i]
 		switch {
 		case c == '#' && isYAMLSpace(doc[i-1]):
-			for i < len(doc) && doc[i] != '\n' {
+			for i < len(doc) && lineBreakLen(doc[i:]) == 0 {
 				i++
 			}
 			continue
@@ -680,8 +793,10 @@ func skipSpaceAndComments(doc []byte, i int) int {
 		switch {
 		case isYAMLSpace(doc[i]):
 			i++
+		case lineBreakLen(doc[i:]) > 0:
+			i += lineBreakLen(doc[i:])
 		case doc[i] == '#' && (i == 0 || isYAMLSpace(doc[i-1])):
-			for i < len(doc) && doc[i] != '\n' {
+			for i < len(doc) && lineBreakLen(doc[i:]) == 0 {
 				i++
 			}
 		default:
@@ -691,11 +806,32 @@ func skipSpaceAndComments(doc []byte, i int) int {
 	return i
 }
 
+// lineBreakLen returns the length of the line break b begins with as the YAML parser
+// reads one, which ends a comment (a line feed, a carriage return, NEL, LS or PS), or 0.
+func lineBreakLen(b []byte) int {
+	switch {
+	case b[0] == '\n' || b[0] == '\r':
+		return 1
+	case bytes.HasPrefix(b, []byte("\u0085")):
+		return 2
+	case bytes.HasPrefix(b, []byte("\u2028")), bytes.HasPrefix(b, []byte("\u2029")):
+		return 3
+	}
+	return 0
+}
+
 func isYAMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
+// hasYAMLContent reports whether b holds more than white space and comments, as the
+// YAML parser reads it: a comment ends at any line break it knows (a carriage return
+// alone, NEL, LS and PS too), so text after one is content, which the parser reads and
+// may refuse, as kubectl's does.
 func hasYAMLContent(b []byte) bool {
-	for _, line := range strings.Split(string(b), "\n") {
-		t := strings.TrimSpace(line)
+	lines := strings.FieldsFunc(string(b), func(r rune) bool {
+		return r == '\n' || r == '\r' || r == '\u0085' || r == '\u2028' || r == '\u2029'
+	})
+	for _, line := range lines {
+		t := strings.Trim(line, " \t")
 		if t != "" && !strings.HasPrefix(t, "#") {
 			return true
 		}

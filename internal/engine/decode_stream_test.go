@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -25,6 +26,8 @@ func TestDecodeDocumentsReadsExactlyOneStream(t *testing.T) {
 		"a: 1\n---\n{b: 2} # c\n{c: 3}\n": 20,
 		"{\"a\":1}\r\n---\r\n[1]]\r\n":    17,
 		`{"a":1}#c`:                       7,
+		"{} # c\r0\r":                     7,
+		"{} # c\u20280":                   9,
 	}
 	for in, off := range refused {
 		_, err := DecodeDocuments([]byte(in))
@@ -42,8 +45,12 @@ func TestDecodeDocumentsReadsExactlyOneStream(t *testing.T) {
 		"[{\"a\":1}, {\"b\":\"}{\"}]\n\n": 2,
 		"a: 1\nb: '}{'\n":                 1,
 		"{a: it's}":                       1,
-		"--- {a: 1}\n":                    1,
+		"---\n{a: 1}\n":                   1,
 		"# lead\n{\"a\": \"x # y\"}\n":    1,
+		"{a}\n":                           1,
+		"{\"a\": 1}\n# c":                 1,
+		"[1,\n\t2]":                       2,
+		"\n{a}":                           1,
 	} {
 		docs, err := DecodeDocuments([]byte(in))
 		if err != nil || len(docs) != n {
@@ -54,27 +61,22 @@ func TestDecodeDocumentsReadsExactlyOneStream(t *testing.T) {
 
 // TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop ([OAR-DOC-31]): a stream is split
 // at lines holding only "---", and the YAML parser reads one document of each part, so
-// a document that begins on its "---" line after another document, or follows a "..."
-// line (which splits nothing for kubectl), would be silently dropped, as kubectl drops
-// it. So is a document after a "---" that follows a carriage return alone, which ends a
-// line for the parser but not for the split. It is refused, naming the offset of its
-// marker line; a first document that begins on its "---" line, a stream that ends with
-// "... # comment", and an empty document after a carriage return still read.
+// a document that follows a "..." line (which splits nothing for kubectl) would be
+// silently dropped, as kubectl drops it. So is a document after a "---" that follows a
+// carriage return alone, which ends a line for the parser but not for the split, on
+// the marker line or after it. It is refused, naming the offset of its marker line; a
+// stream that ends with "... # comment", and an empty document after a carriage
+// return, still read.
 func TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop(t *testing.T) {
 	for in, off := range map[string]int{
-		"a: 1\n--- {b: 2}\n":           5,
-		"--- {a: 1}\n--- {b: 2}\n":     11,
-		"a: 1\n--- b: 2\n":             5,
-		"a: 1\n---\t!!map {b: 2}\n":    5,
-		"a: |\n  x\n--- >\n  text\n":   9,
-		"a: 1\n... # end\nb: 2\n":      5,
-		"a: 1\n... x\n":                5,
-		"x: 0\n---\na: 1\n--- &y {}\n": 14,
-		"0\n---\r0":                    2,
-		"a: 1\r---\rb: 2\r":            5,
-		"a: 1\r\n...\rb: 2\r\n":        6,
-		"a: 1\n...\nb: 2\n":            5,
-		"a: 1\n...\n# c\n...\nb: 2\n":  5,
+		"a: 1\r--- {b: 2}\n":          5,
+		"a: 1\r--- >\n  text\n":       5,
+		"a: 1\n... # end\nb: 2\n":     5,
+		"a: 1\n... x\n":               5,
+		"a: 1\r---\rb: 2\r":           5,
+		"a: 1\r\n...\rb: 2\r\n":       6,
+		"a: 1\n...\nb: 2\n":           5,
+		"a: 1\n...\n# c\n...\nb: 2\n": 5,
 	} {
 		docs, err := DecodeDocuments([]byte(in))
 		if err == nil || !strings.Contains(err.Error(), "[OAR-DOC-31]") {
@@ -86,15 +88,13 @@ func TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop(t *testing.T) {
 		}
 	}
 	for in, n := range map[string]int{
-		"--- {a: 1}\n":                  1,
-		"# lead\n--- {a: 1}\n---\nb: 2": 2,
-		"a: 1\n... # end\n":             1,
-		"a: |\n  --- x\n  ... y\n":      1,
-		"a: 1\n---foo: 2\n":             1,
-		"a: 1\r---\r":                   1,
-		"a: 1\r\n---\r\nb: 2\r\n":       2,
-		"a: 1\n...\n":                   1,
-		"a: 1\n...\n---\nb: 2\n...\n":   2,
+		"a: 1\n... # end\n":           1,
+		"a: |\n  --- x\n  ... y\n":    1,
+		"a: 1\r---\r":                 1,
+		"a: 1\r\n---\r\nb: 2\r\n":     2,
+		"a: 1\n---\n# c\rb: 2\n":      2,
+		"a: 1\n...\n":                 1,
+		"a: 1\n...\n---\nb: 2\n...\n": 2,
 	} {
 		docs, err := DecodeDocuments([]byte(in))
 		if err != nil || len(docs) != n {
@@ -103,30 +103,109 @@ func TestDecodeDocumentsRefusesADocumentTheSplitWouldDrop(t *testing.T) {
 	}
 }
 
+// TestDecodeDocumentsRefusesALineKubectlRefusesAsASeparator ([OAR-DOC-31]): kubectl's
+// reader takes every line beginning with "---" for a document separator, wherever it
+// is, and refuses the file when anything but white space or a comment follows the
+// "---" there. Such a file is refused, naming the line, rather than read as the YAML
+// parser reads it (a first document on its marker line, a key "---foo", text of a
+// scalar); a line kubectl reads as a separator still splits the stream. The table is
+// held to kubectl's reader too.
+func TestDecodeDocumentsRefusesALineKubectlRefusesAsASeparator(t *testing.T) {
+	for in, line := range map[string]int{
+		"--- {a: 1}\n":                   1,
+		"--- |\n  x\n":                   1,
+		"--- !!map\na: 1\n":              1,
+		"--- >-\n":                       1,
+		"# lead\n--- {a: 1}\n---\nb: 2":  2,
+		"a: 1\n---foo: 2\n":              2,
+		"a: 1\n----\nb: 2\n":             2,
+		"a: 1\n--- b: 2\n":               2,
+		"a: 1\n---\t!!map {b: 2}\n":      2,
+		"a: 1\n---\u00a0b\n":             2,
+		"0\n---\r0":                      2,
+		"a: \"x\n---y\"\n":               2,
+		"a: |\n  x\n--- >\n  text\n":     3,
+		"x: 0\n---\na: 1\n--- &y {}\n":   4,
+		"a: 1\r\nb: 2\r\n--- x\r\n":      3,
+		"a: 1\rb: 2\n---x\n":             3,
+		"{\"a\": 1}\n--- {\"b\": 2}\n":   2,
+		"a: 1\n--- # c\n---  \t\n---x\n": 4,
+	} {
+		docs, err := DecodeDocuments([]byte(in))
+		want := fmt.Sprintf("line %d of the file, ", line)
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !kubectlSeparatorRefusal.MatchString(err.Error()) || !strings.HasSuffix(err.Error(), " [OAR-DOC-31]") {
+			t.Errorf("%q: read as %v, %v; want %q… kubectl refuses… [OAR-DOC-31]", in, docs, err, want)
+		}
+		if kerr := kubectlReads([]byte(in)); kerr == nil || !strings.HasPrefix(kerr.Error(), "invalid Yaml document separator: ") {
+			t.Errorf("%q: kubectl's reader: %v; the table wants a separator it refuses", in, kerr)
+		}
+	}
+	for in, n := range map[string]int{
+		"--- # first\na: 1\n":           1,
+		"---\t\na: 1\n---  # c\nb: 2\n": 2,
+		"---\n--- #\na: 1\n":            1,
+		"a: |\n  --- x\n":               1,
+		"a:\n  ---x: 2\n":               1,
+		"\"---x\": 1\n":                 1,
+		"a: 1\r\n---\r\nb: 2\r\n":       2,
+	} {
+		docs, err := DecodeDocuments([]byte(in))
+		if err != nil || len(docs) != n {
+			t.Errorf("%q: want %d documents, got %v, %v", in, n, docs, err)
+		}
+		if kn, kerr := kubectlMembers([]byte(in)); kerr != nil || kn != n {
+			t.Errorf("%q: kubectl's decoder reads %d members, %v; the table wants %d", in, kn, kerr, n)
+		}
+	}
+}
+
 // TestDecodeDocumentsCitesTheClauseAFileBreaks: every file DecodeDocuments refuses is
 // refused under the clause it breaks, cited once at the end: a file that is not JSON or
 // YAML, holds no document, or holds more than its JSON reading keeps breaks
-// [OAR-DOC-1], bytes that are not UTF-8 in JSON or YAML included (an offset counts the
-// white space before a JSON document); a member the split would drop, [OAR-DOC-31].
+// [OAR-DOC-1], bytes that are not UTF-8 in JSON or YAML, or characters YAML does not
+// allow, included, wherever they are (an offset counts the white space before a JSON
+// document), and so does a file beginning with "{" too short for kubectl to read it as
+// YAML; a member the split would drop, or a line kubectl refuses as a separator,
+// [OAR-DOC-31].
 func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 	for in, want := range map[string]struct{ clause, text string }{
 		"":                              {"OAR-DOC-1", "no document found: the file holds only white space"},
 		" \n\t\n":                       {"OAR-DOC-1", "no document found: the file holds only white space"},
 		"[]":                            {"OAR-DOC-1", "no document found: the JSON array is empty"},
 		"# a comment\n---\n# another\n": {"OAR-DOC-1", "no document found: the YAML stream holds only"},
-		"--- []\n---\n~\n":              {"OAR-DOC-1", "no document found: the YAML stream holds only"},
+		"---\n[]\n---\n~\n":             {"OAR-DOC-1", "no document found: the YAML stream holds only"},
 		`{"a":`:                         {"OAR-DOC-1", "YAML: yaml: line 1 of the file: did not find expected node content"},
 		`{"a":1,"a":2}`:                 {"OAR-DOC-1", `JSON: duplicate key "a"`},
 		"a: [1\n":                       {"OAR-DOC-1", "YAML: "},
 		"a: 1\n---\nb: [\n":             {"OAR-DOC-1", "YAML document 2: "},
 		"a: 1\na: 2\n":                  {"OAR-DOC-1", "YAML: "},
 		`{"a":1} }{`:                    {"OAR-DOC-1", "unexpected data at offset 8"},
-		"a: 1\n--- {b: 2}\n":            {"OAR-DOC-31", "unexpected document at offset 5"},
+		"a: 1\r--- {b: 2}\n":            {"OAR-DOC-31", "unexpected document at offset 5"},
+		"a: 1\n--- {b: 2}\n":            {"OAR-DOC-31", `line 2 of the file, "--- {b: 2}", begins with "---" and then more than white space or a comment, which kubectl refuses`},
 		"{\"a\":\"\xff\"}":              {"OAR-DOC-1", "JSON: byte 0xff at offset 6 is not UTF-8"},
 		"\n  {\"a\":\"\xff\"}":          {"OAR-DOC-1", "JSON: byte 0xff at offset 9 is not UTF-8"},
-		"a: \"\xff\"\n":                 {"OAR-DOC-1", "YAML: yaml: invalid leading UTF-8 octet"},
-		"0: 0\n---#0: 0\n0: 0":          {"OAR-DOC-1", `unexpected "---#" at offset 5`},
-		"---# lead\na: 1\n":             {"OAR-DOC-1", `unexpected "---#" at offset 0`},
+		"a: \"\xff\"\n":                 {"OAR-DOC-1", "YAML: byte 0xff at offset 4 is not UTF-8"},
+		"a: 1\n---\n# \xff\n":           {"OAR-DOC-1", "YAML: byte 0xff at offset 11 is not UTF-8"},
+		"--- #\xff\n0":                  {"OAR-DOC-1", "YAML: byte 0xff at offset 5 is not UTF-8"},
+		"0\n---\n#\x00":                 {"OAR-DOC-1", "YAML: character U+0000 at offset 7 is not allowed in YAML"},
+		"a: 1 # \x1b[1m\n":              {"OAR-DOC-1", "YAML: character U+001B at offset 7 is not allowed in YAML"},
+		"[\"\\/\"]":                     {"OAR-DOC-1", `YAML: yaml: found unknown escape character; kubectl's decoder reads a file beginning with "[" as YAML, not JSON, and refuses this one`},
+		"[1,\n\"\x7f\"]":                {"OAR-DOC-1", `YAML: yaml: control characters are not allowed; kubectl's decoder reads a file beginning with "[" as YAML`},
+		"\t[1]":                         {"OAR-DOC-1", `YAML: yaml: found character that cannot start any token; kubectl's decoder reads a file beginning with "[" as YAML`},
+		"a: \"\ufffe\"\n":               {"OAR-DOC-1", "YAML: character U+FFFE at offset 4 is not allowed in YAML"},
+		"{a}":                           {"OAR-DOC-1", "JSON: invalid character 'a' looking for beginning of object key string; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes"},
+		"  {0}":                         {"OAR-DOC-1", "JSON: invalid character '0' looking for beginning of object key string; kubectl's decoder reads"},
+		"{}\f":                          {"OAR-DOC-1", "JSON: character U+000C at offset 2 is not white space in JSON"},
+		"\u00a0[{\"a\": 1}]\n":          {"OAR-DOC-1", "JSON: character U+00A0 at offset 0 is not white space in JSON"},
+		" \t{\"a\": 1}\r\n\u2028":       {"OAR-DOC-1", "JSON: character U+2028 at offset 12 is not white space in JSON"},
+		"{}\r#":                         {"OAR-DOC-1", "JSON: unexpected data after the JSON value; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes"},
+		"{\"a\": 1}\n#c":                {"OAR-DOC-1", "JSON: unexpected data after the JSON value; kubectl's decoder reads"},
+		// A comment ends at a carriage return alone: what follows is read, as kubectl reads it.
+		"00000\n---\n#00\r\"0": {"OAR-DOC-1", "YAML document 2: yaml: line 4 of the file: found unexpected end of stream"},
+		"0\n---\n\t":           {"OAR-DOC-1", "YAML document 2 (from line 3 of the file): yaml: found character that cannot start any token"},
+		"0\n---\n# c\n\t# d\n": {"OAR-DOC-1", "YAML document 2"},
+		"0: 0\n---#0: 0\n0: 0": {"OAR-DOC-1", `unexpected "---#" at offset 5`},
+		"---# lead\na: 1\n":    {"OAR-DOC-1", `unexpected "---#" at offset 0`},
 		// A line break the split does not see, behind a comment on a marker line or
 		// around a marker, would drop a document or find none.
 		"0\n---\r#\r0":                 {"OAR-DOC-31", "the YAML parser reads 2 members from the stream where its split at lines holding only \"---\" (as kubectl splits it) reads 1, so the file has no single reading (a carriage return not followed by a line feed at offset 5"},

@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -144,7 +147,8 @@ func FuzzLoadCapability(f *testing.F) {
 // names by two), what it returns is plain JSON data that encodes again, and a file
 // yields as many members as kubectl's decoder reads from it and, when it is a YAML
 // stream, as the YAML parser reads from the whole stream: splitting it drops no document
-// ([OAR-DOC-31]).
+// ([OAR-DOC-31]). A file kubectl's decoder refuses is refused; one refused for a line
+// kubectl refuses as a separator, kubectl refuses, and its reader for that reason.
 func FuzzDecodeDocuments(f *testing.F) {
 	f.Add([]byte(`{"a":1}`))
 	f.Add([]byte(`[{"a":1},{"b":[1,2,{"c":null}]}]`))
@@ -165,6 +169,14 @@ func FuzzDecodeDocuments(f *testing.F) {
 				if moved == nil {
 					t.Fatal("refused, but read after a comment and a \"---\"")
 				}
+				if kubectlSeparatorRefusal.MatchString(err.Error()) {
+					if _, kerr := kubectlMembers(data); kerr == nil {
+						t.Fatalf("%v; kubectl's decoder reads the file", err)
+					}
+					if kerr := kubectlReads(data); kerr == nil || !strings.HasPrefix(kerr.Error(), "invalid Yaml document separator: ") {
+						t.Fatalf("%v; kubectl's reader, reading the file to its end: %v", err, kerr)
+					}
+				}
 				for i := range lines {
 					lines[i] += 2
 				}
@@ -179,7 +191,10 @@ func FuzzDecodeDocuments(f *testing.F) {
 				t.Fatalf("member %d does not encode as JSON: %v", i, err)
 			}
 		}
-		if n, ok := kubectlMembers(data); ok && n != len(docs) {
+		switch n, err := kubectlMembers(data); {
+		case err != nil:
+			t.Fatalf("%d members; kubectl's decoder refuses the file: %v", len(docs), err)
+		case n != len(docs):
 			t.Fatalf("%d members; kubectl's decoder reads %d from the file", len(docs), n)
 		}
 		if trimmed := bytes.TrimSpace(data); trimmed[0] == '{' || trimmed[0] == '[' {
@@ -193,8 +208,33 @@ func FuzzDecodeDocuments(f *testing.F) {
 
 // kubectlMembers counts the members kubectl's decoder (apimachinery's
 // YAMLOrJSONDecoder, which kubectl apply reads a file with) reads from data, counting
-// them as DecodeDocuments does: a sequence's items, no empty document; ok is false when
-// it refuses the file.
-func kubectlMembers(data []byte) (n int, ok bool) {
-	return countMembers(k8syaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode)
+// them as DecodeDocuments does: a sequence's items, no empty document; it returns the
+// decoder's error when it refuses the file.
+func kubectlMembers(data []byte) (n int, err error) {
+	dec := k8syaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	n, _ = countMembers(func(v any) error {
+		err = dec.Decode(v)
+		return err
+	})
+	if err == io.EOF {
+		err = nil
+	}
+	return n, err
+}
+
+// kubectlSeparatorRefusal matches DecodeDocuments refusing a line kubectl's reader
+// refuses as a document separator.
+var kubectlSeparatorRefusal = regexp.MustCompile(`^line [0-9]+ of the file, .*, begins with "---" and then more than white space or a comment, which kubectl refuses \("invalid Yaml document separator"\)`)
+
+// kubectlReads reads data to its end through the reader kubectl's decoder splits a YAML
+// stream with, whatever the documents hold, and returns its error.
+func kubectlReads(data []byte) error {
+	r := k8syaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		if _, err := r.Read(); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
 }
