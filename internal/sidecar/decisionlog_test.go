@@ -258,7 +258,7 @@ func TestLogOfAnUnknownCorrectionOutcome(t *testing.T) {
 	b := sealed(t, testCapability, testRules)
 	srv := redistest.Shared(t)
 	p := newReplyDropper(t, srv.Addr)
-	store := sharedStore(t, "redis://"+p.ln.Addr().String(), redisstore.Options{PendingTTL: 299 * time.Millisecond, Timeout: 300 * time.Millisecond})
+	store := sharedStore(t, "redis://"+p.addr, redisstore.Options{PendingTTL: 299 * time.Millisecond, Timeout: 300 * time.Millisecond})
 	r := serve(t, b, Options{Events: &failsOnce{}, DecisionLog: dl, SharedSessions: store})
 	store.SetObserver(&afterFirstCommit{Observer: r.Metrics(), do: func() { p.drop.Store(1 << 40) }})
 	first := r.evaluate(t, shellCall("s1"))

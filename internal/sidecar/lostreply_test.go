@@ -19,33 +19,17 @@ import (
 // replyDropper forwards TCP connections to a Redis server and swallows the next drop
 // chunks the server sends back, so a call runs in Redis while its answer is lost.
 type replyDropper struct {
-	ln   net.Listener
+	addr string
 	drop atomic.Int64
 }
 
 func newReplyDropper(t *testing.T, target string) *replyDropper {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &replyDropper{ln: ln}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = client.Close()
-				continue
-			}
-			go func() { _, _ = io.Copy(server, client); _ = server.Close() }()
-			go p.answer(client, server)
-		}
-	}()
+	p := &replyDropper{}
+	p.addr = redistest.Proxy(t, target, func(client, server net.Conn) {
+		go func() { _, _ = io.Copy(server, client); _ = server.Close() }()
+		go p.answer(client, server)
+	})
 	return p
 }
 
@@ -74,7 +58,7 @@ func lostReplyRun(t *testing.T, b *bundle.Bundle, opt Options) (*testSidecar, *r
 	srv := redistest.Shared(t)
 	p := newReplyDropper(t, srv.Addr)
 	prefix := redistest.Prefix(t)
-	opt.SharedSessions = sharedStore(t, "redis://"+p.ln.Addr().String(), redisstore.Options{Prefix: prefix, Timeout: 300 * time.Millisecond})
+	opt.SharedSessions = sharedStore(t, "redis://"+p.addr, redisstore.Options{Prefix: prefix, Timeout: 300 * time.Millisecond})
 	r := serve(t, b, opt)
 	if d := r.evaluate(t, shellCall("s1")); d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 {
 		t.Fatalf("first call %+v", d.Decision)

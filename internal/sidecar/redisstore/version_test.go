@@ -312,27 +312,10 @@ func TestRefusedServerDialedOnce(t *testing.T) {
 // stay true.
 func rewritingProxy(t *testing.T, target string, toServer, toClient func(line []byte) []byte) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = client.Close()
-				continue
-			}
-			go forwardLines(server, client, toServer)
-			go forwardLines(client, server, toClient)
-		}
-	}()
-	return "redis://" + ln.Addr().String()
+	return "redis://" + redistest.Proxy(t, target, func(client, server net.Conn) {
+		go forwardLines(server, client, toServer)
+		go forwardLines(client, server, toClient)
+	})
 }
 
 // forwardLines copies src to dst a line at a time through rewrite, and closes both

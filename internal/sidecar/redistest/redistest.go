@@ -229,3 +229,31 @@ func (s *Server) CPU() (time.Duration, error) {
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
+
+// Proxy listens on a loopback port until the test ends and connects each client to
+// the server at target, handing both connections to relay, which owns them: a test
+// makes a real server answer differently in one way (a reply rewritten or lost) with
+// the server itself behind it. It returns the proxy's host:port.
+func Proxy(t testing.TB, target string, relay func(client, server net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = client.Close()
+				continue
+			}
+			relay(client, server)
+		}
+	}()
+	return ln.Addr().String()
+}
