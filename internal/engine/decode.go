@@ -629,7 +629,10 @@ func splitYAML(data []byte) (docs [][]byte, starts []int) {
 // anything but white space (as strings.TrimSpace trims it) or a comment follows the
 // "---", wherever the line is, even inside a scalar ([OAR-DOC-31]). A line beginning
 // "---#" it reads as a separator and a comment, the YAML parser as text of the document,
-// since a comment needs a space before its # ([OAR-DOC-1]).
+// since a comment needs a space before its # ([OAR-DOC-1]). A separator line whose
+// comment holds a line break the YAML parser sees and kubectl's reader does not (a
+// carriage return alone, NEL, LS, PS) hides text from one of them: kubectl drops the
+// line after a document and hands it whole to the parser before one ([OAR-DOC-31]).
 func checkMarkerLines(data []byte) error {
 	pos := 0
 	for line := range bytes.Lines(data) {
@@ -638,12 +641,29 @@ func checkMarkerLines(data []byte) error {
 		case !ok:
 		case len(after) > 0 && after[0] != '#':
 			return refuseFile("OAR-DOC-31", fmt.Errorf("line %d of the file, %s, begins with \"---\" and then more than white space or a comment, which kubectl refuses (\"invalid Yaml document separator\"): it takes every line beginning with \"---\" for a document separator, wherever the line is; put a document on the line after a \"---\" alone, and quote text that would begin a line with \"---\"", lineBreaks(data[:pos])+1, quoteStart(bytes.TrimRight(line, "\r\n"))))
+		case hiddenLineBreak(rest) >= 0:
+			off := pos + len(line) - len(rest) + hiddenLineBreak(rest)
+			r, _ := utf8.DecodeRune(data[off:])
+			return refuseFile("OAR-DOC-31", fmt.Errorf("line %d of the file, %s, is a document separator for kubectl, which hands the YAML parser the line whole or drops it, but %U at offset %d ends its comment for the parser, which reads what follows as text, so the file has no single reading; end every line with a line feed", lineBreaks(data[:pos])+1, quoteStart(bytes.TrimRight(line, "\r\n")), r, off))
 		case len(rest) > 0 && rest[0] == '#':
 			return refuseFile("OAR-DOC-1", fmt.Errorf("unexpected \"---#\" at offset %d: kubectl's split takes the line for a separator and a comment, the YAML parser for text of the document (a comment needs a space before its #), so the file has no single reading; write \"--- #\"", pos))
 		}
 		pos += len(line)
 	}
 	return nil
+}
+
+// hiddenLineBreak returns the offset in rest, the part of a separator line after its
+// "---", of the first line break the YAML parser sees and kubectl's reader does not (a
+// carriage return not ending the line, NEL, LS, PS), or -1.
+func hiddenLineBreak(rest []byte) int {
+	body := bytes.TrimSuffix(bytes.TrimSuffix(rest, []byte("\n")), []byte("\r"))
+	for i := range body {
+		if lineBreakLen(body[i:]) > 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // quoteStart quotes b, or its first 40 bytes and an ellipsis when it is longer, for an
