@@ -336,6 +336,12 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		return nil, refuseFile("OAR-DOC-1", errors.New("no document found: the file holds only white space; a document is a JSON object, or YAML that maps to one"))
 	}
 	var notForKubectl error // a refusal to give once the YAML reading finds no other
+	if trimmed[0] == '[' {
+		// kubectl reads an array as YAML, line by line.
+		if err := lastLineDropped(data); err != nil {
+			return nil, err
+		}
+	}
 	if trimmed[0] == '{' || trimmed[0] == '[' {
 		if !utf8.Valid(trimmed) {
 			// A file that is no UTF-8 text has no JSON reading, as a YAML one has none.
@@ -368,6 +374,9 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		if trimmed[0] == '{' && kubectlLooksAhead(data) < 4 {
 			notForKubectl = refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes from where the YAML begins (the \"{\", or the end of the first JSON value, past white space on its line), and this one ends sooner, so kubectl refuses it", err))
 		}
+	}
+	if err := lastLineDropped(data); err != nil {
+		return nil, err
 	}
 	if msg := notYAMLText(data); msg != "" {
 		// The YAML parser refuses these in a document it reads, but the split leaves
@@ -620,6 +629,24 @@ func splitYAML(data []byte) (docs [][]byte, starts []int) {
 	}
 	flush(len(data))
 	return docs, starts
+}
+
+// kubectlReadBuffer is the size of the buffered reader kubectl's YAML reader reads
+// lines through (bufio's default).
+const kubectlReadBuffer = 4096
+
+// lastLineDropped refuses data whose last line, with no line feed after it, is a
+// positive multiple of kubectlReadBuffer bytes long and holds more than white space and
+// comments. kubectl's YAML reader gets such a line together with the end of the file
+// and drops it: the document it ends loses that line, or, when it is the document's
+// only line, the document is lost ([OAR-DOC-31]).
+func lastLineDropped(data []byte) error {
+	start := bytes.LastIndexByte(data, '\n') + 1
+	last := data[start:]
+	if len(last) == 0 || len(last)%kubectlReadBuffer != 0 || !hasYAMLContent(last) {
+		return nil
+	}
+	return refuseFile("OAR-DOC-31", fmt.Errorf("line %d of the file, the last, is %d bytes with no line feed after it, a multiple of %d: kubectl's reader, reading lines through a buffer of %d bytes, drops such a line at the end of a file, so kubectl would read the file without it; end the file with a line feed", lineBreaks(data[:start])+1, len(last), kubectlReadBuffer, kubectlReadBuffer))
 }
 
 // checkMarkerLines refuses the first line of data beginning with "---" that kubectl

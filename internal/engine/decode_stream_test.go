@@ -308,3 +308,37 @@ func streamLines(in string) []int {
 		}
 	}
 }
+
+// TestDecodeDocumentsRefusesALastLineKubectlDrops ([OAR-DOC-31]): kubectl's YAML reader
+// reads lines through a 4,096-byte buffer and drops a last line with no line feed after
+// it whose length is a multiple of that, losing a member or a document's last key. Such
+// a file is refused, naming the line; with a line feed, or one byte shorter, it reads as
+// kubectl reads it.
+func TestDecodeDocumentsRefusesALastLineKubectlDrops(t *testing.T) {
+	lastLine := func(n int) string { return "b: " + strings.Repeat("x", n-3) }
+	for _, tc := range []struct {
+		in      string
+		refused bool
+	}{
+		{"a: 1\n" + lastLine(4096), true},
+		{lastLine(4096), true},
+		{"a: 1\n---\n" + lastLine(8192), true},
+		{"[" + strings.Repeat("1,", 2046) + "11]", true},
+		{"a: 1\n" + lastLine(4096) + "\n", false},
+		{"a: 1\n" + lastLine(4095), false},
+		{"a: 1\n#" + strings.Repeat("x", 4095), false},
+	} {
+		docs, err := DecodeDocuments([]byte(tc.in))
+		kubectl, kerr := kubectlMembers([]byte(tc.in))
+		switch {
+		case tc.refused && err == nil:
+			t.Errorf("%d bytes: read %d members; want a refusal (kubectl's decoder reads %d, %v)", len(tc.in), len(docs), kubectl, kerr)
+		case tc.refused && (!strings.Contains(err.Error(), "the last, is ") || !strings.HasSuffix(err.Error(), "[OAR-DOC-31]")):
+			t.Errorf("%d bytes: %v; want the last line named, citing [OAR-DOC-31]", len(tc.in), err)
+		case !tc.refused && err != nil:
+			t.Errorf("%d bytes: %v; want it read", len(tc.in), err)
+		case !tc.refused && (kerr != nil || kubectl != len(docs)):
+			t.Errorf("%d bytes: %d members; kubectl's decoder reads %d (%v)", len(tc.in), len(docs), kubectl, kerr)
+		}
+	}
+}
