@@ -349,9 +349,12 @@ func DecodeDocuments(data []byte) ([]any, error) {
 			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %s", notUTF8(data)))
 		}
 		v, err := DecodeJSON(trimmed)
-		if off := notJSONSpace(data, trimmed); err == nil && off >= 0 {
+		// Before a "{", such a character sends kubectl's decoder, which takes the file
+		// for JSON, to a syntax error it does not read past, JSON or not.
+		off := notJSONSpace(data, trimmed)
+		if leading := off >= 0 && off < len(data)-len(bytes.TrimLeftFunc(data, unicode.IsSpace)); off >= 0 && (err == nil || trimmed[0] == '{' && leading) {
 			r, _ := utf8.DecodeRune(data[off:])
-			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: character %U at offset %d is not white space in JSON (space, tab, line feed and carriage return are), so kubectl's decoder does not read the file as the JSON document it holds", r, off))
+			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: character %U at offset %d is not white space in JSON (space, tab, line feed and carriage return are), so kubectl's decoder does not read the file as the document it holds", r, off))
 		}
 		if err == nil && trimmed[0] == '[' {
 			// kubectl's decoder reads JSON only from a file beginning with "{": an array

@@ -197,6 +197,7 @@ func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 		"  {0}":                         {"OAR-DOC-1", "JSON: invalid character '0' looking for beginning of object key string; kubectl's decoder reads"},
 		"{}\f":                          {"OAR-DOC-1", "JSON: character U+000C at offset 2 is not white space in JSON"},
 		"\u00a0[{\"a\": 1}]\n":          {"OAR-DOC-1", "JSON: character U+00A0 at offset 0 is not white space in JSON"},
+		"\u00a0{a: 1}\n":                {"OAR-DOC-1", "JSON: character U+00A0 at offset 0 is not white space in JSON"},
 		" \t{\"a\": 1}\r\n\u2028":       {"OAR-DOC-1", "JSON: character U+2028 at offset 12 is not white space in JSON"},
 		"{}\r#":                         {"OAR-DOC-1", "JSON: unexpected data after the JSON value; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes"},
 		"{\"a\": 1}\n#c":                {"OAR-DOC-1", "JSON: unexpected data after the JSON value; kubectl's decoder reads"},
