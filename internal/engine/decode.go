@@ -662,7 +662,9 @@ func lastLineDropped(data []byte) error {
 // since a comment needs a space before its # ([OAR-DOC-1]). A separator line whose
 // comment holds a line break the YAML parser sees and kubectl's reader does not (a
 // carriage return alone, NEL, LS, PS) hides text from one of them: kubectl drops the
-// line after a document and hands it whole to the parser before one ([OAR-DOC-31]).
+// line after a document and hands it whole to the parser before one ([OAR-DOC-31]); so
+// does one whose "---" is followed by white space the parser reads as text (a no-break
+// space, a form feed).
 func checkMarkerLines(data []byte) error {
 	pos := 0
 	for line := range bytes.Lines(data) {
@@ -675,6 +677,10 @@ func checkMarkerLines(data []byte) error {
 			off := pos + len(line) - len(rest) + hiddenLineBreak(rest)
 			r, _ := utf8.DecodeRune(data[off:])
 			return refuseFile("OAR-DOC-31", fmt.Errorf("line %d of the file, %s, is a document separator for kubectl, which hands the YAML parser the line whole or drops it, but %U at offset %d ends its comment for the parser, which reads what follows as text, so the file has no single reading; end every line with a line feed", lineBreaks(data[:pos])+1, quoteStart(bytes.TrimRight(line, "\r\n")), r, off))
+		case otherBlank(rest) >= 0:
+			off := pos + len(line) - len(rest) + otherBlank(rest)
+			r, _ := utf8.DecodeRune(data[off:])
+			return refuseFile("OAR-DOC-31", fmt.Errorf("line %d of the file, %s, is a document separator for kubectl, which trims %U at offset %d as white space, but not for the YAML parser, for which it is text, so the file has no single reading; follow \"---\" with spaces or tabs only", lineBreaks(data[:pos])+1, quoteStart(bytes.TrimRight(line, "\r\n")), r, off))
 		case len(rest) > 0 && rest[0] == '#':
 			return refuseFile("OAR-DOC-1", fmt.Errorf("unexpected \"---#\" at offset %d: kubectl's split takes the line for a separator and a comment, the YAML parser for text of the document (a comment needs a space before its #), so the file has no single reading; write \"--- #\"", pos))
 		}
@@ -690,6 +696,24 @@ func hiddenLineBreak(rest []byte) int {
 	body := bytes.TrimSuffix(bytes.TrimSuffix(rest, []byte("\n")), []byte("\r"))
 	for i := range body {
 		if lineBreakLen(body[i:]) > 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// otherBlank returns the offset in rest, the part of a separator line after its "---",
+// of the first character before any comment that is neither a space nor a tab (white
+// space to strings.TrimSpace, as the only kind checkMarkerLines lets through there, but
+// text to the YAML parser: a no-break space, a form feed), or -1.
+func otherBlank(rest []byte) int {
+	body := bytes.TrimSuffix(bytes.TrimSuffix(rest, []byte("\n")), []byte("\r"))
+	for i, c := range body {
+		switch c {
+		case ' ', '\t':
+		case '#':
+			return -1
+		default:
 			return i
 		}
 	}

@@ -209,12 +209,14 @@ func TestDecodeDocumentsCitesTheClauseAFileBreaks(t *testing.T) {
 		"---# lead\na: 1\n":    {"OAR-DOC-1", `unexpected "---#" at offset 0`},
 		// A line break the split does not see, behind a comment on a marker line or
 		// around a marker, would drop a document or find none.
-		"0\n---\r#\r0":                 {"OAR-DOC-31", "line 2 of the file, \"---\\r#\\r0\", is a document separator for kubectl, which hands the YAML parser the line whole or drops it, but U+000D at offset 5 ends its comment"},
-		"--- # c\rb: 2\n":              {"OAR-DOC-31", "line 1 of the file, \"--- # c\\rb: 2\", is a document separator for kubectl, which hands the YAML parser the line whole or drops it, but U+000D at offset 7 ends its comment"},
-		"a: 1\u2028---\u2028b: 2\n":    {"OAR-DOC-31", "the YAML parser reads 2 members from the stream where its split at lines holding only \"---\" (as kubectl splits it) reads 1, so the file has no single reading (U+2028 at offset 4"},
-		"a: 1\n--- #c\u0085b: 2\n":     {"OAR-DOC-31", "line 2 of the file, \"--- #c\\u0085b: 2\", is a document separator for kubectl, which hands the YAML parser the line whole or drops it, but U+0085 at offset 11 ends its comment"},
-		"a: 1\n--- #c\u2029- b\n- c\n": {"OAR-DOC-31", "line 2 of the file, \"--- #c\\u2029- b\", is a document separator for kubectl, which hands the YAML parser the line whole or drops it, but U+2029 at offset 11 ends its comment"},
-		"0\n---\n--- #\r0 #\r0":        {"OAR-DOC-31", "line 3 of the file, \"--- #\\r0 #\\r0\", is a document separator for kubectl, which hands the YAML parser the line whole or drops it, but U+000D at offset 11 ends its comment"},
+		"0\n---\r#\r0":                  {"OAR-DOC-31", "line 2 of the file, \"---\\r#\\r0\", is a document separator for kubectl, which hands the YAML parser the line whole or drops it, but U+000D at offset 5 ends its comment"},
+		"--- # c\rb: 2\n":               {"OAR-DOC-31", "line 1 of the file, \"--- # c\\rb: 2\", is a document separator for kubectl, which hands the YAML parser the line whole or drops it, but U+000D at offset 7 ends its comment"},
+		"a: 1\u2028---\u2028b: 2\n":     {"OAR-DOC-31", "the YAML parser reads 2 members from the stream where its split at lines holding only \"---\" (as kubectl splits it) reads 1, so the file has no single reading (U+2028 at offset 4"},
+		"a: 1\n--- #c\u0085b: 2\n":      {"OAR-DOC-31", "line 2 of the file, \"--- #c\\u0085b: 2\", is a document separator for kubectl, which hands the YAML parser the line whole or drops it, but U+0085 at offset 11 ends its comment"},
+		"a: 1\n--- #c\u2029- b\n- c\n":  {"OAR-DOC-31", "line 2 of the file, \"--- #c\\u2029- b\", is a document separator for kubectl, which hands the YAML parser the line whole or drops it, but U+2029 at offset 11 ends its comment"},
+		"0\u00a0\n---\u00a0\n---\u00a0": {"OAR-DOC-31", "line 2 of the file, \"---\\u00a0\", is a document separator for kubectl, which trims U+00A0 at offset 7 as white space, but not for the YAML parser"},
+		"a: 1\n---\u3000# c\nb: 2\n":    {"OAR-DOC-31", "line 2 of the file, \"---\\u3000# c\", is a document separator for kubectl, which trims U+3000 at offset 8 as white space"},
+		"0\n---\n--- #\r0 #\r0":         {"OAR-DOC-31", "line 3 of the file, \"--- #\\r0 #\\r0\", is a document separator for kubectl, which hands the YAML parser the line whole or drops it, but U+000D at offset 11 ends its comment"},
 	} {
 		_, err := DecodeDocuments([]byte(in))
 		if err == nil {
