@@ -336,8 +336,9 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		return nil, refuseFile("OAR-DOC-1", errors.New("no document found: the file holds only white space; a document is a JSON object, or YAML that maps to one"))
 	}
 	var notForKubectl error // a refusal to give once the YAML reading finds no other
-	if trimmed[0] == '[' {
-		// kubectl reads an array as YAML, line by line.
+	if trimmed[0] != '{' {
+		// kubectl reads every file not beginning with "{" as YAML, line by line, an
+		// array too.
 		if err := lastLineDropped(data); err != nil {
 			return nil, err
 		}
@@ -351,8 +352,7 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		v, err := DecodeJSON(trimmed)
 		// Before a "{", such a character sends kubectl's decoder, which takes the file
 		// for JSON, to a syntax error it does not read past, JSON or not.
-		off := notJSONSpace(data, trimmed)
-		if leading := off >= 0 && off < len(data)-len(bytes.TrimLeftFunc(data, unicode.IsSpace)); off >= 0 && (err == nil || trimmed[0] == '{' && leading) {
+		if off, leading := notJSONSpace(data, trimmed); off >= 0 && (err == nil || trimmed[0] == '{' && leading) {
 			r, _ := utf8.DecodeRune(data[off:])
 			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: character %U at offset %d is not white space in JSON (space, tab, line feed and carriage return are), so kubectl's decoder does not read the file as the document it holds", r, off))
 		}
@@ -374,12 +374,15 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		if errors.As(err, &dup) || !looksLikeYAMLFlow(trimmed) {
 			return nil, refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w", err))
 		}
-		if trimmed[0] == '{' && kubectlLooksAhead(data) < 4 {
-			notForKubectl = refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes from where the YAML begins (the \"{\", or the end of the first JSON value, past white space on its line), and this one ends sooner, so kubectl refuses it", err))
+		if trimmed[0] == '{' {
+			if kubectlLooksAhead(data) < 4 {
+				notForKubectl = refuseFile("OAR-DOC-1", fmt.Errorf("JSON: %w; kubectl's decoder reads a file beginning with \"{\" that is not JSON as YAML only after reading 4 bytes from where the YAML begins (the \"{\", or the end of the first JSON value, past white space on its line), and this one ends sooner, so kubectl refuses it", err))
+			}
+			// Read as YAML by kubectl too, line by line.
+			if err := lastLineDropped(data); err != nil {
+				return nil, err
+			}
 		}
-	}
-	if err := lastLineDropped(data); err != nil {
-		return nil, err
 	}
 	if msg := notYAMLText(data); msg != "" {
 		// The YAML parser refuses these in a document it reads, but the split leaves
@@ -556,18 +559,19 @@ func DecodeYAML(doc []byte) (any, error) {
 
 // notJSONSpace returns the offset in data of the first character around trimmed, the
 // part of data that bytes.TrimSpace leaves, that is not white space in JSON (a form
-// feed, NEL, a no-break space); -1 when there is none.
-func notJSONSpace(data, trimmed []byte) int {
+// feed, NEL, a no-break space), and whether it comes before trimmed; -1 when there is
+// none.
+func notJSONSpace(data, trimmed []byte) (off int, leading bool) {
 	other := func(r rune) bool { return r != ' ' && r != '\t' && r != '\n' && r != '\r' }
 	lead := len(data) - len(bytes.TrimLeftFunc(data, unicode.IsSpace))
 	if i := bytes.IndexFunc(data[:lead], other); i >= 0 {
-		return i
+		return i, true
 	}
 	tail := lead + len(trimmed)
 	if i := bytes.IndexFunc(data[tail:], other); i >= 0 {
-		return tail + i
+		return tail + i, false
 	}
-	return -1
+	return -1, false
 }
 
 // kubectlLooksAhead returns how many bytes of data kubectl's decoder (apimachinery's
@@ -668,32 +672,46 @@ func lastLineDropped(data []byte) error {
 func checkMarkerLines(data []byte) error {
 	pos := 0
 	for line := range bytes.Lines(data) {
-		rest, ok := bytes.CutPrefix(line, []byte("---"))
-		switch after := bytes.TrimSpace(rest); {
-		case !ok:
-		case len(after) > 0 && after[0] != '#':
-			return refuseFile("OAR-DOC-31", fmt.Errorf("line %d of the file, %s, begins with \"---\" and then more than white space or a comment, which kubectl refuses (\"invalid Yaml document separator\"): it takes every line beginning with \"---\" for a document separator, wherever the line is; put a document on the line after a \"---\" alone, and quote text that would begin a line with \"---\"", lineBreaks(data[:pos])+1, quoteStart(bytes.TrimRight(line, "\r\n"))))
-		case hiddenLineBreak(rest) >= 0:
-			off := pos + len(line) - len(rest) + hiddenLineBreak(rest)
-			r, _ := utf8.DecodeRune(data[off:])
-			return refuseFile("OAR-DOC-31", fmt.Errorf("line %d of the file, %s, is a document separator for kubectl, which hands the YAML parser the line whole or drops it, but %U at offset %d ends its comment for the parser, which reads what follows as text, so the file has no single reading; end every line with a line feed", lineBreaks(data[:pos])+1, quoteStart(bytes.TrimRight(line, "\r\n")), r, off))
-		case otherBlank(rest) >= 0:
-			off := pos + len(line) - len(rest) + otherBlank(rest)
-			r, _ := utf8.DecodeRune(data[off:])
-			return refuseFile("OAR-DOC-31", fmt.Errorf("line %d of the file, %s, is a document separator for kubectl, which trims %U at offset %d as white space, but not for the YAML parser, for which it is text, so the file has no single reading; follow \"---\" with spaces or tabs only", lineBreaks(data[:pos])+1, quoteStart(bytes.TrimRight(line, "\r\n")), r, off))
-		case len(rest) > 0 && rest[0] == '#':
-			return refuseFile("OAR-DOC-1", fmt.Errorf("unexpected \"---#\" at offset %d: kubectl's split takes the line for a separator and a comment, the YAML parser for text of the document (a comment needs a space before its #), so the file has no single reading; write \"--- #\"", pos))
+		if rest, ok := bytes.CutPrefix(line, []byte("---")); ok {
+			if err := checkMarkerLine(data, pos, line, rest); err != nil {
+				return err
+			}
 		}
 		pos += len(line)
 	}
 	return nil
 }
 
-// hiddenLineBreak returns the offset in rest, the part of a separator line after its
-// "---", of the first line break the YAML parser sees and kubectl's reader does not (a
-// carriage return not ending the line, NEL, LS, PS), or -1.
-func hiddenLineBreak(rest []byte) int {
+// checkMarkerLine is checkMarkerLines for one line beginning "---", at offset pos of
+// data, whose rest follows the "---".
+func checkMarkerLine(data []byte, pos int, line, rest []byte) error {
 	body := bytes.TrimSuffix(bytes.TrimSuffix(rest, []byte("\n")), []byte("\r"))
+	at := func(i int) (rune, int) { // the character at offset i of body, and its offset in data
+		r, _ := utf8.DecodeRune(body[i:])
+		return r, pos + len("---") + i
+	}
+	lineNo, shown := lineBreaks(data[:pos])+1, quoteStart(bytes.TrimRight(line, "\r\n"))
+	if after := bytes.TrimSpace(body); len(after) > 0 && after[0] != '#' {
+		return refuseFile("OAR-DOC-31", fmt.Errorf("line %d of the file, %s, begins with \"---\" and then more than white space or a comment, which kubectl refuses (\"invalid Yaml document separator\"): it takes every line beginning with \"---\" for a document separator, wherever the line is; put a document on the line after a \"---\" alone, and quote text that would begin a line with \"---\"", lineNo, shown))
+	}
+	if i := hiddenLineBreak(body); i >= 0 {
+		r, off := at(i)
+		return refuseFile("OAR-DOC-31", fmt.Errorf("line %d of the file, %s, is a document separator for kubectl, which hands the YAML parser the line whole or drops it, but %U at offset %d ends its comment for the parser, which reads what follows as text, so the file has no single reading; end every line with a line feed", lineNo, shown, r, off))
+	}
+	if i := otherBlank(body); i >= 0 {
+		r, off := at(i)
+		return refuseFile("OAR-DOC-31", fmt.Errorf("line %d of the file, %s, is a document separator for kubectl, which trims %U at offset %d as white space, but not for the YAML parser, for which it is text, so the file has no single reading; follow \"---\" with spaces or tabs only", lineNo, shown, r, off))
+	}
+	if len(body) > 0 && body[0] == '#' {
+		return refuseFile("OAR-DOC-1", fmt.Errorf("unexpected \"---#\" at offset %d: kubectl's split takes the line for a separator and a comment, the YAML parser for text of the document (a comment needs a space before its #), so the file has no single reading; write \"--- #\"", pos))
+	}
+	return nil
+}
+
+// hiddenLineBreak returns the offset in body, the part of a separator line between its
+// "---" and its line end, of the first line break the YAML parser sees and kubectl's
+// reader does not (a carriage return, NEL, LS, PS), or -1.
+func hiddenLineBreak(body []byte) int {
 	for i := range body {
 		if lineBreakLen(body[i:]) > 0 {
 			return i
@@ -702,12 +720,11 @@ func hiddenLineBreak(rest []byte) int {
 	return -1
 }
 
-// otherBlank returns the offset in rest, the part of a separator line after its "---",
-// of the first character before any comment that is neither a space nor a tab (white
-// space to strings.TrimSpace, as the only kind checkMarkerLines lets through there, but
-// text to the YAML parser: a no-break space, a form feed), or -1.
-func otherBlank(rest []byte) int {
-	body := bytes.TrimSuffix(bytes.TrimSuffix(rest, []byte("\n")), []byte("\r"))
+// otherBlank returns the offset in body, the part of a separator line between its
+// "---" and its line end, of the first character before any comment that is neither a
+// space nor a tab (white space to strings.TrimSpace, as the only kind checkMarkerLine
+// lets through there, but text to the YAML parser: a no-break space, a form feed), or -1.
+func otherBlank(body []byte) int {
 	for i, c := range body {
 		switch c {
 		case ' ', '\t':
