@@ -608,10 +608,11 @@ func members(v any) []any {
 
 // splitYAML splits a stream on "---" separator lines, the way kubectl does, skipping
 // documents that hold only whitespace and comments, unless the YAML parser refuses
-// them (a tab alone on a line), as kubectl's parser, given every part, does. It returns each document's bytes,
-// unchanged, and the offset in data where each starts. A "..." line ends a document
-// for the YAML parser but splits nothing for kubectl, so it does not split here either:
-// a document after one is in the same part, where droppedDocument finds it.
+// them (a tab alone on a line), as kubectl's parser, given every part, does. It returns
+// each document's bytes, unchanged, and the offset in data where each starts. A "..."
+// line ends a document for the YAML parser but splits nothing for kubectl, so it does
+// not split here either: a document after one is in the same part, where
+// droppedDocument finds it.
 func splitYAML(data []byte) (docs [][]byte, starts []int) {
 	start, pos := 0, 0
 	flush := func(end int) {
