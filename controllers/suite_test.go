@@ -26,6 +26,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/resource"
 	"github.com/oar-operator/oar-operator/internal/testenv"
+	"github.com/oar-operator/oar-operator/internal/testpoll"
 )
 
 var (
@@ -118,7 +119,7 @@ const (
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	testenv.Eventually(t, timeout, poll, what, cond)
+	testpoll.Eventually(t, timeout, poll, what, cond)
 }
 
 // namespace creates a namespace of its own for one test.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
+	"github.com/oar-operator/oar-operator/internal/testpoll"
 )
 
 // engineProcess is one run of the command in this process, on a free port.
@@ -122,22 +123,12 @@ func TestStandaloneServesPlainDocuments(t *testing.T) {
 	}
 
 	writeFile(t, rulesPath, `{"oar": "1.0", "namespace": "acme.ops", "id": "SHELL", "kind": "policy", "anchor": "tool.pre_invoke", "selector": {"tool": ["shell"]}, "requires": {"profiles": ["tool"]}, "effect": "block"}`)
-	waitFor(t, func() bool { return e.evaluate(t, shell).Decision == "block" }, "the edited rule to be served")
+	testpoll.Until(t, 10*time.Second, 10*time.Millisecond, "the edited rule to be served", func() bool { return e.evaluate(t, shell).Decision == "block" })
 	writeFile(t, rulesPath, `{"oar": "1.0", "namespace": "acme.ops", "id": "SHELL", "kind": "policy", "anchor": "tool.pre_invoke", "when": "pth == 1", "effect": "warn"}`)
-	waitFor(t, func() bool { return strings.Contains(e.stderr.String(), "OAR-FACT-3") }, "the broken edit to be refused")
+	testpoll.Until(t, 10*time.Second, 10*time.Millisecond, "the broken edit to be refused", func() bool { return strings.Contains(e.stderr.String(), "OAR-FACT-3") })
 	if d := e.evaluate(t, shell); d.Decision != "block" {
 		t.Errorf("after a refused edit: %+v; the previous rule must keep serving", d)
 	}
-}
-
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 // TestTwoEnginesShareSessionsInRedis runs the command twice on one Redis: a breaker

@@ -26,6 +26,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/resource"
 	"github.com/oar-operator/oar-operator/internal/testenv"
+	"github.com/oar-operator/oar-operator/internal/testpoll"
 )
 
 // The suite runs one control plane with config/webhook installed and a manager that
@@ -124,7 +125,7 @@ func needEnv(t *testing.T) {
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	testenv.Eventually(t, timeout, poll, what, cond)
+	testpoll.Eventually(t, timeout, poll, what, cond)
 }
 
 // namespace creates a namespace of its own for a test.

@@ -40,7 +40,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
-	"github.com/oar-operator/oar-operator/internal/testenv"
+	"github.com/oar-operator/oar-operator/internal/testpoll"
 )
 
 // installation is one way of installing the operator: install puts it into namespace,
@@ -117,7 +117,7 @@ func runOnGrantedPermissions(t *testing.T, bin string, inst installation) {
 
 	if selfManaged {
 		vwc := find[admissionregistrationv1.ValidatingWebhookConfiguration](t, objs, "ValidatingWebhookConfiguration")
-		testenv.Eventually(t, time.Minute, 200*time.Millisecond, "the manager's certificate in its Secret and its CA in the webhook configuration", func() (bool, string) {
+		testpoll.Eventually(t, time.Minute, 200*time.Millisecond, "the manager's certificate in its Secret and its CA in the webhook configuration", func() (bool, string) {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&secret), &secret); err != nil {
 				return false, err.Error()
 			}
@@ -145,18 +145,18 @@ func runOnGrantedPermissions(t *testing.T, bin string, inst installation) {
 			return true, ""
 		})
 	}
-	testenv.Eventually(t, time.Minute, 200*time.Millisecond, "the manager ready (webhooks registered)", func() (bool, string) {
+	testpoll.Eventually(t, time.Minute, 200*time.Millisecond, "the manager ready (webhooks registered)", func() (bool, string) {
 		return mgr.ready(probe)
 	})
 	leaseID := flagValue(args, "--leader-election-id", "oar-operator.rules.oar.dev")
 	var lease coordinationv1.Lease
-	testenv.Eventually(t, time.Minute, 200*time.Millisecond, "the manager leading", func() (bool, string) {
+	testpoll.Eventually(t, time.Minute, 200*time.Millisecond, "the manager leading", func() (bool, string) {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leaseID}, &lease); err != nil {
 			return false, err.Error()
 		}
 		return lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", "no holder"
 	})
-	testenv.Eventually(t, time.Minute, 200*time.Millisecond, "the samples published", func() (bool, string) {
+	testpoll.Eventually(t, time.Minute, 200*time.Millisecond, "the samples published", func() (bool, string) {
 		var state []string
 		for _, o := range []client.Object{capability, pack} {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
@@ -172,7 +172,7 @@ func runOnGrantedPermissions(t *testing.T, bin string, inst installation) {
 		}
 		return len(state) == 0, strings.Join(state, "; ")
 	})
-	testenv.Eventually(t, 30*time.Second, 200*time.Millisecond, "an event about the pack", func() (bool, string) {
+	testpoll.Eventually(t, 30*time.Second, 200*time.Millisecond, "an event about the pack", func() (bool, string) {
 		var events eventsv1.EventList
 		if err := env.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
@@ -358,7 +358,7 @@ func checkMetrics(t *testing.T, ns string, objs []*unstructured.Unstructured, ad
 		if err != nil {
 			t.Fatalf("token for %s: %v", sa, err)
 		}
-		testenv.Eventually(t, 30*time.Second, 200*time.Millisecond, fmt.Sprintf("GET /metrics as %s: %d", sa, want), func() (bool, string) {
+		testpoll.Eventually(t, 30*time.Second, 200*time.Millisecond, fmt.Sprintf("GET /metrics as %s: %d", sa, want), func() (bool, string) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
 			req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
 			resp, err := hc.Do(req)

@@ -16,6 +16,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/replay"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
+	"github.com/oar-operator/oar-operator/internal/testpoll"
 )
 
 // TestDecisionLog posts occurrences with the decision log on and reads its lines back:
@@ -164,7 +165,7 @@ func TestLogOfAnOutageReplays(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool {
+	testpoll.Until(t, 10*time.Second, 20*time.Millisecond, "the session store reachable again", func() bool {
 		var p Probe
 		ts.do(t, http.MethodGet, "/readyz", "").decode(t, &p)
 		return strings.HasSuffix(p.SessionStore, ": reachable")

@@ -22,6 +22,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/sidecar/kubeletdir"
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
 	"github.com/oar-operator/oar-operator/internal/sidecar/sidecartest"
+	"github.com/oar-operator/oar-operator/internal/testpoll"
 )
 
 // gateRules is one rule whose effect differs between the two bundles of the reload
@@ -59,7 +60,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, sc, stop := startRun(t, Options{BundleDir: dir, ReloadInterval: time.Millisecond})
-	waitFor(t, "the first bundle", func() bool { return sc.Source().Current() != nil })
+	testpoll.Until(t, 10*time.Second, time.Millisecond, "the first bundle", func() bool { return sc.Source().Current() != nil })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
@@ -296,16 +297,5 @@ func TestPlainDirectoryRewrite(t *testing.T) {
 		if !w.Poll() || ts.Source().Current().Digest() != b.Digest {
 			t.Fatalf("write %d was not loaded", i)
 		}
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

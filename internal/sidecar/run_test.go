@@ -13,6 +13,7 @@ import (
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/sidecar/kubeletdir"
+	"github.com/oar-operator/oar-operator/internal/testpoll"
 )
 
 // TestGracefulShutdown: when Run's context ends, the listener closes, event streams
@@ -24,7 +25,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, sc, stop := startRun(t, Options{BundleDir: dir, ReloadInterval: time.Millisecond})
-	waitFor(t, "the first bundle", func() bool { return sc.Source().Current() != nil })
+	testpoll.Until(t, 10*time.Second, time.Millisecond, "the first bundle", func() bool { return sc.Source().Current() != nil })
 	addr := strings.TrimPrefix(base, "http://")
 
 	stream, err := http.Get(base + "/v1/events")
@@ -52,7 +53,7 @@ func TestGracefulShutdown(t *testing.T) {
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
-	waitFor(t, "the listener to close", func() bool {
+	testpoll.Until(t, 10*time.Second, time.Millisecond, "the listener to close", func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()

@@ -18,6 +18,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
 	"github.com/oar-operator/oar-operator/internal/sidecar/session"
+	"github.com/oar-operator/oar-operator/internal/testpoll"
 )
 
 func TestMain(m *testing.M) {
@@ -276,7 +277,7 @@ func TestStoreOutage(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool {
+	testpoll.Until(t, 10*time.Second, 20*time.Millisecond, "the session store reachable again", func() bool {
 		var p Probe
 		r.do(t, http.MethodGet, "/readyz", "").decode(t, &p)
 		return strings.HasSuffix(p.SessionStore, ": reachable")
@@ -323,16 +324,6 @@ func TestUnreadableVersionIsUnusable(t *testing.T) {
 	if got := storeFailure(err).Error(); !strings.HasPrefix(got, "the session store is unusable: ") || !strings.Contains(got, `redis_version "99999999999999999999.0.0", which does not read as a version`) {
 		t.Errorf("the failure of a call to a server whose version does not read: %s", got)
 	}
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal("timed out")
 }
 
 // TestIdleSessionIsForgotten: a session idle for --session-idle-ttl starts again from

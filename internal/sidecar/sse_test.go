@@ -20,7 +20,7 @@ import (
 
 	"github.com/oar-operator/oar-operator/internal/sidecar/events"
 	"github.com/oar-operator/oar-operator/internal/sidecar/sidecartest"
-	"github.com/oar-operator/oar-operator/internal/testenv"
+	"github.com/oar-operator/oar-operator/internal/testpoll"
 )
 
 // TestEventStream: a publish_event record reaches a /v1/events subscriber as a
@@ -130,7 +130,7 @@ func TestStalledSubscriberIsDisconnected(t *testing.T) {
 	if _, err := io.WriteString(conn, "GET /v1/events HTTP/1.1\r\nHost: sidecar\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, time.Millisecond, "the subscription", func() (bool, string) { return sc.events.Subscribers() == 1, "none yet" })
+	testpoll.Eventually(t, 10*time.Second, time.Millisecond, "the subscription", func() (bool, string) { return sc.events.Subscribers() == 1, "none yet" })
 	// Records carry the session id: long ones (the most MaxSessionIDBytes allows) fill
 	// the socket buffers (4 MiB of send buffer here) in a few thousand records.
 	long := strings.Repeat("s", MaxSessionIDBytes-8)
@@ -147,7 +147,7 @@ func TestStalledSubscriberIsDisconnected(t *testing.T) {
 	}
 	// Its stream handler ends once a write has waited StreamWriteTimeout; then shutdown
 	// has nothing to wait for.
-	testenv.Eventually(t, 10*time.Second, 10*time.Millisecond, "the stalled stream to end", func() (bool, string) {
+	testpoll.Eventually(t, 10*time.Second, 10*time.Millisecond, "the stalled stream to end", func() (bool, string) {
 		return sc.events.Subscribers() == 0, fmt.Sprintf("%d subscribers, %d dropped", sc.events.Subscribers(), sc.events.Dropped())
 	})
 	ran := make(chan error, 1)

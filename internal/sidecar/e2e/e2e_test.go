@@ -33,6 +33,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/sidecar/kubeletdir"
 	"github.com/oar-operator/oar-operator/internal/sidecar/sidecartest"
 	"github.com/oar-operator/oar-operator/internal/testenv"
+	"github.com/oar-operator/oar-operator/internal/testpoll"
 )
 
 var env *testenv.Env
@@ -207,5 +208,5 @@ func waitConfigMap(t *testing.T, key types.NamespacedName, ok func(*corev1.Confi
 // eventually polls cond until it holds or a minute passes.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	testenv.Eventually(t, time.Minute, 20*time.Millisecond, what, cond)
+	testpoll.Eventually(t, time.Minute, 20*time.Millisecond, what, cond)
 }

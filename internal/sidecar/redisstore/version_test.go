@@ -16,6 +16,7 @@ import (
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 	"github.com/oar-operator/oar-operator/internal/sidecar/redistest"
+	"github.com/oar-operator/oar-operator/internal/testpoll"
 )
 
 // TestCheckVersion: a server whose INFO server reports a major version below 5 is
@@ -434,7 +435,7 @@ func TestRecheckFindsAnotherFailure(t *testing.T) {
 	}
 	go func() { _ = admin.client.Eval(context.Background(), "while true do end", nil).Err() }()
 	busy := func(err error) bool { return err != nil && strings.Contains(err.Error(), "BUSY") }
-	waitFor(t, func() bool {
+	testpoll.Until(t, 10*time.Second, 10*time.Millisecond, "the server to answer BUSY", func() bool {
 		c, err := New(Options{URL: srv.URL})
 		if err != nil {
 			t.Fatal(err)
@@ -488,14 +489,4 @@ func TestRecheckFindsAnotherFailure(t *testing.T) {
 	if _, err := s.Load(ctx, "s1"); !dial(err) {
 		t.Errorf("a load after a ping found the server stopped: %v; want a failure to dial, no refusal", err)
 	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal("timed out")
 }
