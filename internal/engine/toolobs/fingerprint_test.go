@@ -3,6 +3,8 @@ package toolobs
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -156,6 +158,20 @@ func TestFACT28_StringsMatchReference(t *testing.T) {
 					t.Fatalf("appendString(%q) = %q, %v; reference %q, %v", s, got, err, want, wantErr)
 				}
 			}
+		}
+	}
+}
+
+// TestFACT28_HexDigest: every byte value, in every position of a word, is written as
+// encoding/hex writes it.
+func TestFACT28_HexDigest(t *testing.T) {
+	for start := range 256 {
+		var sum [sha256.Size]byte
+		for i := range sum {
+			sum[i] = byte(start + i)
+		}
+		if got, want := hexDigest(sum), hex.EncodeToString(sum[:]); got != want {
+			t.Errorf("hexDigest(%x) = %s", sum, got)
 		}
 	}
 }
