@@ -248,7 +248,8 @@ func keyBefore(a, b string) bool {
 const hexDigits = "0123456789abcdef"
 
 // plain marks the bytes a canonical string holds as they are: printable ASCII but the
-// quotation mark and reverse solidus. One table load per byte decides the common case.
+// quotation mark and reverse solidus. appendEscaped reads it byte by byte; plainWord
+// tests the same bytes eight at a time.
 var plain = func() (t [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
 		t[c] = c != '"' && c != '\\'
