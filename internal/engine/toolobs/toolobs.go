@@ -11,7 +11,7 @@ package toolobs
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,10 +60,25 @@ func FingerprintWith(scratch []byte, tool string, args map[string]any) (string, 
 		return "", scratch, fmt.Errorf("tool_args_fingerprint: %w", err)
 	}
 	buf = append(buf, ']')
-	sum := sha256.Sum256(buf)
+	return hexDigest(sha256.Sum256(buf)), buf, nil
+}
+
+// hexDigest is sum in lowercase hexadecimal, written four bytes at a time: their
+// nibbles are spread one to a byte of a word, most significant first, and each
+// becomes '0' + n, plus 'a' - '0' - 10 when n > 9, which is when n + 6 carries into
+// bit 4.
+func hexDigest(sum [sha256.Size]byte) string {
+	const nibbles, ones = 0x0f0f0f0f0f0f0f0f, 0x0101010101010101
 	var digest [2 * sha256.Size]byte
-	hex.Encode(digest[:], sum[:])
-	return string(digest[:]), buf, nil
+	for i := 0; i < len(sum); i += 4 {
+		x := uint64(binary.BigEndian.Uint32(sum[i:]))
+		x = (x<<16 | x) & 0x0000ffff0000ffff
+		x = (x<<8 | x) & 0x00ff00ff00ff00ff
+		x = (x<<4 | x) & nibbles
+		x += ones*'0' + (x+ones*6)>>4&ones*('a'-'0'-10)
+		binary.BigEndian.PutUint64(digest[2*i:], x)
+	}
+	return string(digest[:])
 }
 
 // CanonicalJSON encodes v as [OAR-FACT-28] defines canonical JSON: no insignificant
@@ -156,44 +171,69 @@ func appendCanonical(buf []byte, v any) ([]byte, error) {
 // appendObject writes m with its keys in code-point order. Byte order of valid UTF-8
 // is code-point order, and appendString rejects a key that is not valid UTF-8.
 func appendObject[V any](buf []byte, m map[string]V) ([]byte, error) {
-	// An object of a tool call has a few members: sort them in this frame, each with
-	// its value, so no key is looked up again.
-	var room [16]member[V]
-	members := room[:0]
-	for k, v := range m {
-		members = append(members, member[V]{k, v})
+	if len(m) > smallObject {
+		return appendLargeObject(buf, m)
 	}
-	sortMembers(members)
+	// An object of a tool call has a few members: gather them in arrays of this
+	// frame, which the stores reach without a write barrier, and sort their indices,
+	// so neither a key nor a value is moved or looked up again.
+	var keys [smallObject]string
+	var values [smallObject]V
+	var order [smallObject]uint8
+	n := 0
+	for k, v := range m {
+		keys[n], values[n] = k, v
+		// Insertion sort: shift the indices of greater keys up by one.
+		j := n
+		for ; j > 0 && keyBefore(k, keys[order[j-1]]); j-- {
+			order[j] = order[j-1]
+		}
+		order[j] = uint8(n)
+		n++
+	}
 	buf = append(buf, '{')
-	for i, mb := range members {
+	for i, o := range order[:n] {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
 		var err error
-		if buf, err = appendString(buf, mb.key); err != nil {
+		if buf, err = appendString(buf, keys[o]); err != nil {
 			return nil, err
 		}
 		buf = append(buf, ':')
-		if buf, err = appendCanonical(buf, mb.value); err != nil {
+		if buf, err = appendCanonical(buf, values[o]); err != nil {
 			return nil, err
 		}
 	}
 	return append(buf, '}'), nil
 }
 
-// sortMembers sorts members by key. A tool call's objects have a few members, which an
-// insertion sort comparing keys in line orders faster than a general sort calling a
-// comparison function; a large object goes to slices.SortFunc.
-func sortMembers[V any](members []member[V]) {
-	if len(members) > 16 {
-		slices.SortFunc(members, func(a, b member[V]) int { return strings.Compare(a.key, b.key) })
-		return
+// smallObject is the most members appendObject sorts by insertion in its own frame;
+// a tool call's objects have fewer.
+const smallObject = 16
+
+// appendLargeObject is appendObject for an object of more than smallObject members.
+func appendLargeObject[V any](buf []byte, m map[string]V) ([]byte, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	for i := 1; i < len(members); i++ {
-		for j := i; j > 0 && keyBefore(members[j].key, members[j-1].key); j-- {
-			members[j], members[j-1] = members[j-1], members[j]
+	slices.Sort(keys)
+	buf = append(buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		var err error
+		if buf, err = appendString(buf, k); err != nil {
+			return nil, err
+		}
+		buf = append(buf, ':')
+		if buf, err = appendCanonical(buf, m[k]); err != nil {
+			return nil, err
 		}
 	}
+	return append(buf, '}'), nil
 }
 
 // keyBefore is a < b, deciding in line the usual case of keys that differ in their
@@ -205,16 +245,11 @@ func keyBefore(a, b string) bool {
 	return a < b
 }
 
-// member is one member of an object being written.
-type member[V any] struct {
-	key   string
-	value V
-}
-
 const hexDigits = "0123456789abcdef"
 
 // plain marks the bytes a canonical string holds as they are: printable ASCII but the
-// quotation mark and reverse solidus. One table load per byte decides the common case.
+// quotation mark and reverse solidus. appendEscaped reads it byte by byte; plainWord
+// tests the same bytes eight at a time.
 var plain = func() (t [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
 		t[c] = c != '"' && c != '\\'
@@ -224,6 +259,16 @@ var plain = func() (t [256]bool) {
 
 // appendString writes s as a JSON string, escaping only ", \ and U+0000..U+001F.
 func appendString(buf []byte, s string) ([]byte, error) {
+	if !allPlain(s) {
+		return appendEscaped(buf, s)
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"'), nil
+}
+
+// appendEscaped is appendString for a string with a byte that is not plain.
+func appendEscaped(buf []byte, s string) ([]byte, error) {
 	buf = append(buf, '"')
 	start := 0
 	valid := false // the rest of s from the first non-ASCII byte is checked UTF-8
@@ -250,6 +295,50 @@ func appendString(buf []byte, s string) ([]byte, error) {
 	}
 	buf = append(buf, s[start:]...)
 	return append(buf, '"'), nil
+}
+
+// allPlain reports whether every byte of s is plain, testing eight bytes at a time:
+// a string of 8 bytes or more in words, the last overlapping the one before it; a
+// shorter one as one word that repeats some of its bytes and pads with 'a'.
+func allPlain(s string) bool {
+	n := len(s)
+	switch {
+	case n >= 8:
+		for i := 0; i < n-8; i += 8 {
+			if !plainWord(word64(s[i : i+8])) {
+				return false
+			}
+		}
+		return plainWord(word64(s[n-8:]))
+	case n >= 4:
+		return plainWord(word32(s[:4]) | word32(s[n-4:])<<32)
+	case n > 0:
+		// s[0], s[n/2] and s[n-1] are every byte of a string of 1 to 3 bytes.
+		return plainWord(uint64(s[0]) | uint64(s[n/2])<<8 | uint64(s[n-1])<<16 | 0x6161616161<<24)
+	}
+	return true
+}
+
+// plainWord reports whether the eight bytes of w are plain: none has its high bit
+// set, is below 0x20 or is a quotation mark or a reverse solidus, which XOR to zero.
+// When every byte is plain, no subtraction borrows and no high bit is set; a byte
+// that is not sets one.
+func plainWord(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return (w|(w-ones*0x20)|(w^ones*'"'-ones)|(w^ones*'\\'-ones))&highs == 0
+}
+
+// word64 is the first eight bytes of s, little-endian.
+func word64(s string) uint64 {
+	s = s[:8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// word32 is the first four bytes of s, little-endian.
+func word32(s string) uint64 {
+	s = s[:4]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
 }
 
 // appendSmallInt writes a JSON integer of at most 15 digits, which binary64 holds

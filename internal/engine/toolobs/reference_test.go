@@ -1,0 +1,334 @@
+package toolobs
+
+// This file keeps the canonical JSON encoder and fingerprint as they were before the
+// work on issue #14, renamed with a ref prefix, so the differential tests in
+// fingerprint_test.go catch any byte the optimised encoder writes differently.
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/oar-operator/oar-operator/internal/engine/types"
+)
+
+// refFingerprintWith is Fingerprint writing the hashed bytes into scratch, which it
+// returns grown for the caller to reuse, so the digest string is its one allocation.
+func refFingerprintWith(scratch []byte, tool string, args map[string]any) (string, []byte, error) {
+	if tool == "" {
+		return "", scratch, nil
+	}
+	buf := append(scratch[:0], FingerprintDomain...)
+	buf = append(buf, 0, '[')
+	buf, err := refAppendString(buf, tool)
+	if err == nil {
+		buf = append(buf, ',')
+		buf, err = refAppendObject(buf, args)
+	}
+	if err != nil {
+		return "", scratch, fmt.Errorf("tool_args_fingerprint: %w", err)
+	}
+	buf = append(buf, ']')
+	sum := sha256.Sum256(buf)
+	var digest [2 * sha256.Size]byte
+	hex.Encode(digest[:], sum[:])
+	return string(digest[:]), buf, nil
+}
+
+// refCanonicalJSON encodes v as [OAR-FACT-28] defines canonical JSON: no insignificant
+// whitespace; object keys sorted by Unicode code point; strings written as their code
+// points, escaping only quotation mark, reverse solidus and U+0000 to U+001F, the last
+// always as lowercase \u00xx; every number in the decimal form of [OAR-COPY-10] (so 5
+// is 5.0); arrays in order. v is decoded JSON — map[string]any, []any, string, bool,
+// nil, json.Number, float64, int or int64 — or []string, map[string]string or
+// []map[string]any. A nil map is {} and a nil slice [].
+//
+// An integer, whether an int, an int64 or a json.Number spelled as one (an optional
+// minus and digits only), must convert to binary64 without losing its value; a number
+// must be finite; a string must be valid UTF-8. Otherwise the result is an error
+// wrapping ErrNotCanonical. A json.Number with a fraction or an exponent is a double
+// and is rounded to the nearest binary64.
+func refCanonicalJSON(v any) ([]byte, error) {
+	return refAppendCanonical(nil, v)
+}
+
+func refAppendCanonical(buf []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(buf, "null"...), nil
+	case bool:
+		return strconv.AppendBool(buf, x), nil
+	case string:
+		return refAppendString(buf, x)
+	case json.Number:
+		if out, ok := refAppendSmallInt(buf, string(x)); ok {
+			return out, nil
+		}
+		d, err := refNumberValue(x)
+		if err != nil {
+			return nil, err
+		}
+		return types.AppendDouble(buf, d), nil
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return nil, fmt.Errorf("%w: non-finite number %v", ErrNotCanonical, x)
+		}
+		return types.AppendDouble(buf, x), nil
+	case int:
+		return refAppendInt(buf, int64(x))
+	case int64:
+		return refAppendInt(buf, x)
+	case []any:
+		buf = append(buf, '[')
+		for i, m := range x {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = refAppendCanonical(buf, m); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, ']'), nil
+	case []string:
+		buf = append(buf, '[')
+		for i, m := range x {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = refAppendString(buf, m); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, ']'), nil
+	case []map[string]any:
+		buf = append(buf, '[')
+		for i, m := range x {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = refAppendObject(buf, m); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, ']'), nil
+	case map[string]any:
+		return refAppendObject(buf, x)
+	case map[string]string:
+		return refAppendObject(buf, x)
+	}
+	return nil, fmt.Errorf("%w: %T is not a decoded JSON value", ErrNotCanonical, v)
+}
+
+// refAppendObject writes m with its keys in code-point order. Byte order of valid UTF-8
+// is code-point order, and refAppendString rejects a key that is not valid UTF-8.
+func refAppendObject[V any](buf []byte, m map[string]V) ([]byte, error) {
+	// An object of a tool call has a few members: sort them in this frame, each with
+	// its value, so no key is looked up again.
+	var room [16]refMember[V]
+	members := room[:0]
+	for k, v := range m {
+		members = append(members, refMember[V]{k, v})
+	}
+	refSortMembers(members)
+	buf = append(buf, '{')
+	for i, mb := range members {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		var err error
+		if buf, err = refAppendString(buf, mb.key); err != nil {
+			return nil, err
+		}
+		buf = append(buf, ':')
+		if buf, err = refAppendCanonical(buf, mb.value); err != nil {
+			return nil, err
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+// refSortMembers sorts members by key. A tool call's objects have a few members, which an
+// insertion sort comparing keys in line orders faster than a general sort calling a
+// comparison function; a large object goes to slices.SortFunc.
+func refSortMembers[V any](members []refMember[V]) {
+	if len(members) > 16 {
+		slices.SortFunc(members, func(a, b refMember[V]) int { return strings.Compare(a.key, b.key) })
+		return
+	}
+	for i := 1; i < len(members); i++ {
+		for j := i; j > 0 && refKeyBefore(members[j].key, members[j-1].key); j-- {
+			members[j], members[j-1] = members[j-1], members[j]
+		}
+	}
+}
+
+// refKeyBefore is a < b, deciding in line the usual case of keys that differ in their
+// first byte.
+func refKeyBefore(a, b string) bool {
+	if len(a) > 0 && len(b) > 0 && a[0] != b[0] {
+		return a[0] < b[0]
+	}
+	return a < b
+}
+
+// refMember is one member of an object being written.
+type refMember[V any] struct {
+	key   string
+	value V
+}
+
+const refHexDigits = "0123456789abcdef"
+
+// refPlain marks the bytes a canonical string holds as they are: printable ASCII but the
+// quotation mark and reverse solidus. One table load per byte decides the common case.
+var refPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// refAppendString writes s as a JSON string, escaping only ", \ and U+0000..U+001F.
+func refAppendString(buf []byte, s string) ([]byte, error) {
+	buf = append(buf, '"')
+	start := 0
+	valid := false // the rest of s from the first non-ASCII byte is checked UTF-8
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if refPlain[c] {
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			if !valid && !utf8.ValidString(s[i:]) {
+				return nil, fmt.Errorf("%w: string %q is not valid UTF-8", ErrNotCanonical, s)
+			}
+			valid = true
+			continue
+		}
+		buf = append(buf, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			buf = append(buf, '\\', c)
+		default:
+			buf = append(buf, '\\', 'u', '0', '0', refHexDigits[c>>4], refHexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"'), nil
+}
+
+// refAppendSmallInt writes a JSON integer of at most 15 digits, which binary64 holds
+// exactly, in the form AppendDouble gives its value: its digits and ".0", and 0.0 for
+// -0. It reports false for any other spelling, which refNumberValue then reads.
+func refAppendSmallInt(buf []byte, s string) ([]byte, bool) {
+	digits := strings.TrimPrefix(s, "-")
+	if len(digits) == 0 || len(digits) > 15 || (len(digits) > 1 && digits[0] == '0') {
+		return buf, false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return buf, false
+		}
+	}
+	if digits == "0" {
+		return append(buf, "0.0"...), true
+	}
+	return append(append(buf, s...), ".0"...), true
+}
+
+// refAppendInt writes an integer as the double it converts to exactly.
+func refAppendInt(buf []byte, i int64) ([]byte, error) {
+	if !refExactInt(i) {
+		return nil, fmt.Errorf("%w: integer %d has no exact binary64 value", ErrNotCanonical, i)
+	}
+	return types.AppendDouble(buf, float64(i)), nil
+}
+
+// refExactInt reports whether float64(i) is i. The conversion rounds; it is exact when
+// converting back gives i. 2^63 has no int64, so a value that rounds up to it is
+// never exact, and converting it back is not defined.
+func refExactInt(i int64) bool {
+	d := float64(i)
+	return d != 1<<63 && int64(d) == i
+}
+
+// refNumberValue reads a json.Number as the binary64 its canonical form writes.
+func refNumberValue(n json.Number) (float64, error) {
+	s := string(n)
+	if !refIsJSONNumber(s) {
+		return 0, fmt.Errorf("%w: malformed number %q", ErrNotCanonical, s)
+	}
+	if strings.ContainsAny(s, ".eE") {
+		// A double: the nearest binary64, which is 0 for an underflow and
+		// infinite, and refused, for an overflow.
+		d, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(d, 0) {
+			return 0, fmt.Errorf("%w: number %s is not a finite binary64", ErrNotCanonical, s)
+		}
+		return d, nil
+	}
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if !refExactInt(i) {
+			return 0, fmt.Errorf("%w: integer %d has no exact binary64 value", ErrNotCanonical, i)
+		}
+		return float64(i), nil
+	}
+	// Beyond int64: exact only when the integer is itself a binary64 value, which
+	// needs at most 309 digits.
+	if len(strings.TrimPrefix(s, "-")) > 309 {
+		return 0, fmt.Errorf("%w: integer of %d digits is not a finite binary64", ErrNotCanonical, len(s))
+	}
+	b, _ := new(big.Int).SetString(s, 10)
+	d, acc := new(big.Float).SetInt(b).Float64()
+	if acc != big.Exact || math.IsInf(d, 0) {
+		return 0, fmt.Errorf("%w: integer %s has no exact binary64 value", ErrNotCanonical, s)
+	}
+	return d, nil
+}
+
+// refIsJSONNumber reports whether s is a number by the JSON grammar, so spellings such
+// as "Inf", "0x10" or "1_000" that strconv accepts are refused.
+func refIsJSONNumber(s string) bool {
+	i := 0
+	digits := func() int {
+		n := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	if n := digits(); n == 0 || n > 1 && s[i-n] == '0' {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
