@@ -20,18 +20,20 @@ func TestCountersTellApartKeysWhoseHashesCollide(t *testing.T) {
 	}
 	var cs counters
 	for n, k := range keys {
-		key := newCounterKey(k)
+		var key counterKey
+		key.set(&k)
 		key.hash = 7 // every key collides
-		i, found := cs.find(key)
+		i, found := cs.find(&key)
 		if found {
 			t.Fatalf("%+v found before it was inserted", k)
 		}
 		cs = slices.Insert(cs, i, counter{key: key, counts: engine.Counts{Fire: int64(n + 1)}})
 	}
 	for n, k := range keys {
-		key := newCounterKey(k)
+		var key counterKey
+		key.set(&k)
 		key.hash = 7
-		if i, found := cs.find(key); !found || cs[i].counts.Fire != int64(n+1) {
+		if i, found := cs.find(&key); !found || cs[i].counts.Fire != int64(n+1) {
 			t.Errorf("%+v: found %v at %d, want the counter inserted %d-th", k, found, i, n+1)
 		}
 	}
@@ -48,7 +50,9 @@ func TestCounterKeysHashApart(t *testing.T) {
 		{Rule: "acme.a/R", Scope: "x", Scoped: true},
 		{Rule: "acme.a/S"},
 	} {
-		h := newCounterKey(k).hash
+		var key counterKey
+		key.set(&k)
+		h := key.hash
 		if other, ok := seen[h]; ok {
 			t.Errorf("%+v and %+v hash alike", k, other)
 		}

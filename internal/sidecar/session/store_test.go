@@ -491,3 +491,110 @@ func TestPinnedSessionIsUsedWhenUnpinned(t *testing.T) {
 		t.Errorf("c, pinned but not used, idle for an hour: fire_count %d, want it expired", got.Fire)
 	}
 }
+
+// checkTable fails t unless the store's bookkeeping agrees with the sessions it holds:
+// total counts their counters, the recency list links exactly them, and the session
+// looked up last (lookup's shortcut) is one of them.
+func checkTable(t *testing.T, s *Store) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	counted, listed := 0, 0
+	for st := s.root.next; st != &s.root; st = st.next {
+		if s.byID[st.id] != st {
+			t.Errorf("session %q is in the recency list, not in the table", st.id)
+		}
+		counted += len(st.counters)
+		listed++
+	}
+	if listed != len(s.byID) || counted != s.total {
+		t.Errorf("%d sessions listed, %d held; %d counters, total says %d", listed, len(s.byID), counted, s.total)
+	}
+	if s.last != nil && s.byID[s.last.id] != s.last {
+		t.Errorf("the session looked up last, %q, is no longer held", s.last.id)
+	}
+}
+
+// TestForgottenSessionIsNotReadAgain: once a session is forgotten (evicted, expired at
+// a lookup, a sweep or a Pin), its next read finds no counter and its next write begins
+// it again, even when it was the session looked up last, which lookup answers without
+// the table.
+func TestForgottenSessionIsNotReadAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		forget func(s *Store, c *clock)
+	}{
+		{"evicted by new sessions", func(s *Store, _ *clock) {
+			s.Append("b", "read", 4)
+			s.Append("c", "read", 4)
+		}},
+		{"evicted for another session's counter", func(s *Store, _ *clock) {
+			mustApply(t, s, key("r", "b"), engine.ActionIncrementCounter)
+		}},
+		{"expired at its lookup", func(_ *Store, c *clock) {
+			c.advance(2 * time.Minute)
+		}},
+		{"expired by a sweep", func(s *Store, c *clock) {
+			c.advance(2 * time.Minute)
+			s.Sweep()
+		}},
+		{"expired at its Pin", func(s *Store, c *clock) {
+			c.advance(2 * time.Minute)
+			if s.Pin("a") {
+				t.Error("a session idle past the TTL is held")
+			}
+			s.Unpin("a")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClock()
+			s := New(Options{MaxSessions: 2, MaxTotalCounters: 2, IdleTTL: time.Minute, Now: c.now})
+			mustApply(t, s, key("r", "a"), engine.ActionIncrementCounter)
+			mustApply(t, s, key("q", "a"), engine.ActionIncrementCounter)
+			if got, _ := s.Get(key("r", "a")); got.Fire != 1 {
+				t.Fatalf("a: fire_count %d, want 1", got.Fire)
+			}
+			tc.forget(s, c)
+			if got, _ := s.Get(key("r", "a")); got.Fire != 0 {
+				t.Errorf("a, forgotten: fire_count %d, want 0", got.Fire)
+			}
+			if got := mustApply(t, s, key("q", "a"), engine.ActionIncrementCounter); got.Fire != 1 {
+				t.Errorf("a's first write since it was forgotten: fire_count %d, want 1", got.Fire)
+			}
+			checkTable(t, s)
+		})
+	}
+}
+
+// TestConcurrentEvaluations runs evaluations as the engine makes them, each reading and
+// writing its pinned session's counters, from several goroutines, each with sessions
+// of its own as the sidecar orders one session's calls, over more sessions than the
+// store holds and with the counters bound tight, so sessions are evicted between each
+// other's evaluations (run with -race). An evaluation reads back what it wrote,
+// whichever session another goroutine looked up meanwhile, and the store's bookkeeping
+// ends consistent.
+func TestConcurrentEvaluations(t *testing.T) {
+	s := New(Options{MaxSessions: 6, MaxTotalCounters: 20})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 2000 {
+				id := fmt.Sprintf("g%d-s%d", g, i%4)
+				scoped := engine.CounterKey{Rule: "acme.p/R", Session: id, Scope: fmt.Sprint(i % 3), Scoped: true}
+				s.Pin(id)
+				before, _ := s.Get(key("acme.p/Q", id))
+				_, _ = s.Get(scoped)
+				after, err := s.Apply(key("acme.p/Q", id), engine.ActionIncrementCounter)
+				_, _ = s.Apply(scoped, engine.ActionIncrementCounter)
+				again, _ := s.Get(key("acme.p/Q", id))
+				s.Unpin(id)
+				if err != nil || after.Fire != before.Fire+1 || again != after {
+					t.Errorf("%s: fire_count %d, then %d, read back %d (%v)", id, before.Fire, after.Fire, again.Fire, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	checkTable(t, s)
+}
