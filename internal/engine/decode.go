@@ -601,8 +601,8 @@ func lineBreaks(b []byte) int {
 	return n
 }
 
-// DecodeYAML converts one YAML document to JSON, refusing duplicate keys, and decodes
-// it like DecodeJSON.
+// DecodeYAML converts one YAML document to JSON, refusing duplicate keys and keys the
+// conversion makes one member name (keysCollide), and decodes it like DecodeJSON.
 func DecodeYAML(doc []byte) (any, error) {
 	js, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
@@ -632,7 +632,7 @@ func hasKeyFromNonString(v any) bool {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if keyFromNonString.MatchString(k) || hasKeyFromNonString(e) {
+			if k != "" && strings.IndexByte("0123456789-.tf", k[0]) >= 0 && keyFromNonString.MatchString(k) || hasKeyFromNonString(e) {
 				return true
 			}
 		}
