@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -134,6 +136,9 @@ type keyScanner struct {
 	// diagnostic; -1 in index marks a member.
 	keys    []string
 	indices []int
+	// offsets, when not nil, is set to where each value begins, by its path's key:
+	// valueOffsets asks.
+	offsets map[string]int
 }
 
 // checkKeys refuses a duplicate key in any object and nesting deeper than
@@ -163,6 +168,9 @@ func (s *keyScanner) value(depth int) error {
 	s.space()
 	if s.pos >= len(s.data) {
 		return s.fail()
+	}
+	if s.offsets != nil {
+		s.offsets[jsonPath{s.keys, s.indices}.key()] = s.pos
 	}
 	switch s.data[s.pos] {
 	case '{':
@@ -287,15 +295,60 @@ func (s *keyScanner) array(depth int) error {
 // path renders the current position as a JSON path: member names joined by dots,
 // indices in brackets.
 func (s *keyScanner) path() string {
-	p := ""
-	for i, k := range s.keys {
-		if s.indices[i] >= 0 {
-			p += fmt.Sprintf("[%d]", s.indices[i])
+	return jsonPath{s.keys, s.indices}.String()
+}
+
+// jsonPath is the way from the root of a JSON value to one inside it, as keyScanner
+// holds it: a member's name in keys with -1 in indices, or an index.
+type jsonPath struct {
+	keys    []string
+	indices []int
+}
+
+// String renders p as member names joined by dots and indices in brackets.
+func (p jsonPath) String() string {
+	out := ""
+	for i, k := range p.keys {
+		if p.indices[i] >= 0 {
+			out += fmt.Sprintf("[%d]", p.indices[i])
 		} else {
-			p = diag.JoinPath(p, k)
+			out = diag.JoinPath(out, k)
 		}
 	}
-	return p
+	return out
+}
+
+// member is p and then the member named k.
+func (p jsonPath) member(k string) jsonPath {
+	return jsonPath{append(slices.Clip(p.keys), k), append(slices.Clip(p.indices), -1)}
+}
+
+// index is p and then index i.
+func (p jsonPath) index(i int) jsonPath {
+	return jsonPath{append(slices.Clip(p.keys), ""), append(slices.Clip(p.indices), i)}
+}
+
+// key is p as a string that no other path has, to look it up by.
+func (p jsonPath) key() string {
+	var b []byte
+	for i, k := range p.keys {
+		if p.indices[i] >= 0 {
+			b = strconv.AppendInt(append(b, '['), int64(p.indices[i]), 10)
+		} else {
+			b = strconv.AppendQuote(b, k)
+		}
+	}
+	return string(b)
+}
+
+// valueOffsets returns the offset in data, JSON text its decoder has accepted, where
+// each value begins, by its path's key; in one pass, however many values are asked for.
+func valueOffsets(data []byte) map[string]int {
+	s := &keyScanner{data: data, offsets: map[string]int{}}
+	if s.value(0) != nil {
+		return nil
+	}
+	return s.offsets
 }
 
 func displayPath(p string) string {
@@ -359,8 +412,12 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		if err == nil && trimmed[0] == '[' {
 			// kubectl's decoder reads JSON only from a file beginning with "{": an array
 			// it reads as YAML, which refuses some JSON ("\/", a tab before the "[").
-			if _, yerr := yaml.YAMLToJSON(data); yerr != nil {
+			js, yerr := yaml.YAMLToJSON(data)
+			if yerr != nil {
 				return nil, refuseFile("OAR-DOC-1", fmt.Errorf("%w; kubectl's decoder reads a file beginning with \"[\" as YAML, not JSON, and refuses this one", inFile("YAML", yerr, 0)))
+			}
+			if err := readAlikeAsYAML(data, trimmed, v, js); err != nil {
+				return nil, err
 			}
 		}
 		if err == nil {
@@ -410,7 +467,7 @@ func DecodeDocuments(data []byte) ([]any, error) {
 			}
 			return nil, refuseFile("OAR-DOC-31", fmt.Errorf("unexpected document at offset %d, on its marker line: a stream is split at lines holding only \"---\" (as kubectl splits it) and one document is read between two of them, so this one would be dropped; put it on the line after a \"---\" alone", starts[i]+off))
 		}
-		v, err := DecodeYAML(doc)
+		v, err := decodePart(doc)
 		if err != nil {
 			what := "YAML"
 			if len(docs) > 1 {
@@ -544,8 +601,8 @@ func lineBreaks(b []byte) int {
 	return n
 }
 
-// DecodeYAML converts one YAML document to JSON, refusing duplicate keys, and decodes
-// it like DecodeJSON.
+// DecodeYAML converts one YAML document to JSON, refusing duplicate keys and keys the
+// conversion makes one member name (keysCollide), and decodes it like DecodeJSON.
 func DecodeYAML(doc []byte) (any, error) {
 	js, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
@@ -554,7 +611,378 @@ func DecodeYAML(doc []byte) (any, error) {
 		}
 		return nil, err
 	}
-	return DecodeJSON(js)
+	v, err := DecodeJSON(js)
+	if err != nil || !hasKeyFromNonString(v) {
+		return v, err
+	}
+	if err := keysCollide(doc); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// keyFromNonString matches a member name the conversion to JSON can make of a key that
+// is not a string: an integer, a floating-point number, .inf, -.inf, .nan, a boolean.
+var keyFromNonString = regexp.MustCompile(`^(-?[0-9][0-9.e+-]*|-?\.inf|\.nan|true|false)$`)
+
+// hasKeyFromNonString reports whether v, a document's JSON, holds a member name
+// keyFromNonString matches: only then can two keys have become one (keysCollide), and
+// parsing the document again to know is worth it.
+func hasKeyFromNonString(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if k != "" && strings.IndexByte("0123456789-.tf", k[0]) >= 0 && keyFromNonString.MatchString(k) || hasKeyFromNonString(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if hasKeyFromNonString(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keysCollide refuses a YAML document holding a mapping with two keys the YAML parser
+// reads as different that its conversion to JSON (sigs.k8s.io/yaml's, which kubectl's
+// decoder uses) turns into one member name: an integer and a string (1 and "1"), a
+// boolean and a string (true and "true"), a floating-point number and an integer (1.0
+// and 1). The conversion keeps one of the two values, whichever it meets last in the
+// parser's map, at random, so kubectl reads either document ([OAR-DOC-1]). The error
+// names the line of the later key.
+func keysCollide(doc []byte) error {
+	var v any
+	if yamlv2.Unmarshal(doc, &v) != nil {
+		return nil // YAMLToJSONStrict has read it; nothing here is refused twice
+	}
+	c, ok := firstCollision(jsonPath{}, v)
+	if !ok {
+		return nil
+	}
+	where := c.path.String()
+	if where == "" {
+		where = "the document"
+	}
+	at := ""
+	if line := collidingKeyLine(doc, c.name); line > 0 {
+		at = fmt.Sprintf("line %d: ", line)
+	}
+	return fmt.Errorf("yaml: %skeys %s and %s of %s are one member name, %q, in JSON (kubectl's decoder converts a key that is not a string into one), and kubectl keeps either member at random, so the document has no single JSON reading; quote the key or write it once [OAR-DOC-1]", at, describeKey(c.keys[0]), describeKey(c.keys[1]), where, c.name)
+}
+
+// keyCollision is two keys of the mapping at path that convert to the member name.
+type keyCollision struct {
+	path jsonPath
+	name string
+	keys [2]any
+}
+
+// firstCollision returns the first collision in v, a value the YAML parser decoded,
+// visiting members in the order of their names so the same document always gets the
+// same error.
+func firstCollision(p jsonPath, v any) (keyCollision, bool) {
+	switch x := v.(type) {
+	case map[any]any:
+		byName := make(map[string]any, len(x))
+		names := make([]string, 0, len(x))
+		values := make(map[string]any, len(x))
+		for k, e := range x {
+			name, ok := jsonKey(k)
+			if !ok {
+				return keyCollision{}, false // the conversion refuses such a key
+			}
+			if other, seen := byName[name]; seen {
+				keys := [2]any{other, k}
+				// The same two keys are named in the same order whatever the map's.
+				if describeKey(keys[0]) > describeKey(keys[1]) {
+					keys[0], keys[1] = keys[1], keys[0]
+				}
+				return keyCollision{p, name, keys}, true
+			}
+			byName[name] = k
+			names = append(names, name)
+			values[name] = e
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if c, ok := firstCollision(p.member(n), values[n]); ok {
+				return c, true
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if c, ok := firstCollision(p.index(i), e); ok {
+				return c, true
+			}
+		}
+	}
+	return keyCollision{}, false
+}
+
+// jsonKey is the member name sigs.k8s.io/yaml converts a key the YAML parser decoded
+// into (a float as a 32-bit one, in its shortest form, or .inf, -.inf, .nan); false for
+// a key it refuses.
+func jsonKey(k any) (string, bool) {
+	switch x := k.(type) {
+	case string:
+		return x, true
+	case int:
+		return strconv.Itoa(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case float64:
+		switch s := strconv.FormatFloat(x, 'g', -1, 32); s {
+		case "+Inf":
+			return ".inf", true
+		case "-Inf":
+			return "-.inf", true
+		case "NaN":
+			return ".nan", true
+		default:
+			return s, true
+		}
+	case bool:
+		return strconv.FormatBool(x), true
+	}
+	return "", false
+}
+
+// describeKey names a key the YAML parser decoded with its type, which is how two keys
+// of one member name differ.
+func describeKey(k any) string {
+	switch x := k.(type) {
+	case string:
+		return "the string " + strconv.Quote(x)
+	case int, int64:
+		return fmt.Sprintf("the integer %d", x)
+	case float64:
+		return "the floating-point number " + strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		return "the boolean " + strconv.FormatBool(x)
+	}
+	return fmt.Sprintf("%v", k)
+}
+
+// keyTree is a YAML value decoded for its keys only: the mappings' keys, as the parser
+// reports them, and the values below them.
+type keyTree struct {
+	members map[yamlKey]keyTree
+	items   []keyTree
+}
+
+// UnmarshalYAML decodes a mapping by its keys and a sequence item by item.
+func (t *keyTree) UnmarshalYAML(unmarshal func(any) error) error {
+	var kind any
+	if err := unmarshal(&kind); err != nil {
+		return err
+	}
+	switch kind.(type) {
+	case map[any]any:
+		return unmarshal(&t.members)
+	case []any:
+		return unmarshal(&t.items)
+	}
+	return nil
+}
+
+// yamlKey is a mapping key, as the parser reports it when it cannot decode it ("line
+// 3: cannot unmarshal !!int `1` into ..."): its line, tag and text. The parser says
+// where a key is only then, so a key is decoded into a struct, which no scalar decodes
+// into.
+type yamlKey struct{ report string }
+
+// UnmarshalYAML keeps the parser's report of the key.
+func (k *yamlKey) UnmarshalYAML(unmarshal func(any) error) error {
+	var nothing struct{}
+	err := unmarshal(&nothing)
+	var terr *yamlv2.TypeError
+	if errors.As(err, &terr) && len(terr.Errors) > 0 {
+		k.report = terr.Errors[0]
+		return nil
+	}
+	return err
+}
+
+// reports appends what the parser reports of every key in t.
+func (t keyTree) reports(out []string) []string {
+	for k, v := range t.members {
+		out = append(out, k.report)
+		out = v.reports(out)
+	}
+	for _, v := range t.items {
+		out = v.reports(out)
+	}
+	return out
+}
+
+// parserKeyError matches the parser's report of a key: its line, tag and text (cut
+// with "..." when long).
+var parserKeyError = regexp.MustCompile("^line ([0-9]+): cannot unmarshal (!![a-z]+) `(.*)` into ")
+
+// collidingKeyLine returns the line in doc, as the parser counts lines, of the last key
+// that converts to the member name; 0 when the parser names none (a key whose text it
+// cuts).
+func collidingKeyLine(doc []byte, name string) int {
+	var t keyTree
+	if yamlv2.Unmarshal(doc, &t) != nil {
+		return 0
+	}
+	line := 0
+	for _, r := range t.reports(nil) {
+		m := parserKeyError.FindStringSubmatch(r)
+		if m == nil {
+			continue
+		}
+		var k any = m[3]
+		if m[2] != "!!str" && yamlv2.Unmarshal([]byte(m[2]+" "+strconv.Quote(m[3])), &k) != nil {
+			continue
+		}
+		if got, ok := jsonKey(k); ok && got == name {
+			n, _ := strconv.Atoi(m[1]) // digits the parser printed from an int
+			line = max(line, n)
+		}
+	}
+	return line
+}
+
+// readAlikeAsYAML refuses a JSON array, the JSON value v of trimmed (data without the
+// white space around it), that kubectl's decoder, which reads a file beginning with "["
+// as YAML, reads into other values: js is the JSON the YAML reading converts to. The
+// two differ where YAML reads JSON text otherwise: a number it respells or rounds (1.0
+// is 1, 1e3 is 1000, 12345678901234567890123 loses digits, 1E3 is a string), a line
+// break in a string it folds with the spaces around it (NEL, U+2028, U+2029 are line
+// breaks to it) ([OAR-DOC-1]). Naming the first difference in the file, with its offset
+// and line, tells the author what to write so both read one document.
+func readAlikeAsYAML(data, trimmed []byte, v any, js []byte) error {
+	kv, err := DecodeJSON(js)
+	if err != nil {
+		return refuseFile("OAR-DOC-1", fmt.Errorf("YAML: %w; kubectl's decoder reads a file beginning with \"[\" as YAML, not JSON, and reads this one into JSON this engine refuses", err))
+	}
+	var diffs []readingDifference
+	differences(jsonPath{}, v, kv, &diffs)
+	if len(diffs) == 0 {
+		return nil
+	}
+	lead := len(data) - len(bytes.TrimLeftFunc(data, unicode.IsSpace))
+	first, at := diffs[0], len(trimmed)
+	offsets := valueOffsets(trimmed)
+	for _, d := range diffs {
+		if off, ok := offsets[d.path.key()]; ok && off < at {
+			first, at = d, off
+		}
+	}
+	off := lead + min(at, len(trimmed)-1)
+	where := first.path.String()
+	if where == "" {
+		where = "the array"
+	}
+	return refuseFile("OAR-DOC-1", fmt.Errorf("JSON: the value at offset %d (line %d), %s, is %s, but kubectl's decoder, which reads a file beginning with \"[\" as YAML, not JSON, reads %s, so the file has no single reading%s", off, lineBreaks(data[:off])+1, where, describeReading(first.json), describeReading(first.yaml), first.hint()))
+}
+
+// readingDifference is a value a JSON array's JSON reading and its YAML reading differ
+// in: at path, json and yaml; for an object whose members differ, the names only in
+// one reading, each object itself otherwise.
+type readingDifference struct {
+	path       jsonPath
+	json, yaml any
+}
+
+// hint says how to write the value so that both readings agree.
+func (d readingDifference) hint() string {
+	_, jn := d.json.(json.Number)
+	if jn {
+		return "; YAML reads a number as a 64-bit integer or floating-point number and writes it back in its shortest spelling: write it as kubectl reads it, or as a string"
+	}
+	if _, js := d.json.(string); js {
+		return "; YAML folds a line break in a quoted string (NEL, U+2028 and U+2029 are line breaks to it) and drops the spaces around it: write such a character as an escape (\\u2028)"
+	}
+	if _, jm := d.json.(memberNames); jm {
+		return "; YAML folds a line break in a quoted name (NEL, U+2028 and U+2029 are line breaks to it) and drops the spaces around it: write such a character as an escape (\\u2028)"
+	}
+	return ""
+}
+
+// memberNames are the names of an object's members that only one reading has.
+type memberNames []string
+
+// differences appends to diffs each place below p where a and b, two decoded JSON
+// values, differ: numbers by their spelling, strings by their bytes, objects by the
+// names of their members.
+func differences(p jsonPath, a, b any, diffs *[]readingDifference) {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok {
+			break
+		}
+		var onlyA, onlyB memberNames
+		for k := range x {
+			if _, in := y[k]; !in {
+				onlyA = append(onlyA, k)
+			}
+		}
+		for k := range y {
+			if _, in := x[k]; !in {
+				onlyB = append(onlyB, k)
+			}
+		}
+		if len(onlyA)+len(onlyB) > 0 {
+			sort.Strings(onlyA)
+			sort.Strings(onlyB)
+			*diffs = append(*diffs, readingDifference{p, onlyA, onlyB})
+			return
+		}
+		for k, e := range x {
+			differences(p.member(k), e, y[k], diffs)
+		}
+		return
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			break
+		}
+		for i := range x {
+			differences(p.index(i), x[i], y[i], diffs)
+		}
+		return
+	default:
+		if a == b {
+			return
+		}
+	}
+	*diffs = append(*diffs, readingDifference{p, a, b})
+}
+
+// describeReading names a value a reading gives, for an error: a scalar with its JSON
+// spelling, a string quoted so that every character that is not graphic shows.
+func describeReading(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "the string " + strconv.Quote(x)
+	case json.Number:
+		return "the number " + string(x)
+	case bool:
+		return strconv.FormatBool(x)
+	case nil:
+		return "null"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return fmt.Sprintf("an array of %d", len(x))
+	case memberNames:
+		if len(x) == 0 {
+			return "no member that the other reading lacks"
+		}
+		names := make([]string, len(x))
+		for i, n := range x {
+			names[i] = strconv.Quote(n)
+		}
+		return "an object with members named " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // notJSONSpace returns the offset in data of the first character around trimmed, the
@@ -637,6 +1065,38 @@ func splitYAML(data []byte) (docs [][]byte, starts []int) {
 	}
 	flush(len(data))
 	return docs, starts
+}
+
+// decodePart is DecodeYAML of one part of a split stream as kubectl's reader hands it
+// to the YAML parser (asKubectlReads). An error is the one for the part as the file
+// holds it, so that a line it names is one of the file: kubectl's lines are not all
+// the file's.
+func decodePart(doc []byte) (any, error) {
+	v, err := DecodeYAML(doc)
+	if err != nil {
+		return v, err
+	}
+	if read := asKubectlReads(doc); !bytes.Equal(read, doc) {
+		return DecodeYAML(read)
+	}
+	return v, nil
+}
+
+// asKubectlReads returns doc as kubectl's reader hands it to the YAML parser, in a copy
+// when that is not doc: every line ending in a line feed alone. The reader reads a line
+// up to a line feed, drops the line feed and a carriage return before it, and adds a
+// line feed: "\r\r\n" is one line break and a carriage return where the file has two
+// breaks (so "0\r\r\n0" is "0 0", not "0\n0"), and the last line of a file gets a line
+// feed it does not have, which a block scalar on it keeps ("|" then " x" is "x\n").
+func asKubectlReads(doc []byte) []byte {
+	read := doc
+	if bytes.Contains(doc, []byte("\r\n")) {
+		read = bytes.ReplaceAll(doc, []byte("\r\n"), []byte("\n"))
+	}
+	if len(read) > 0 && read[len(read)-1] != '\n' {
+		read = append(read[:len(read):len(read)], '\n')
+	}
+	return read
 }
 
 // kubectlReadBuffer is the size of the buffered reader kubectl's YAML reader reads

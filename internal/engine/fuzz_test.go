@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -145,8 +146,9 @@ func FuzzLoadCapability(f *testing.F) {
 // FuzzDecodeDocuments: decoding never panics, a refusal ends in the clause the file
 // breaks and names lines of the file (two lines before the stream move each line it
 // names by two), what it returns is plain JSON data that encodes again, and a file
-// yields as many members as kubectl's decoder reads from it and, when it is a YAML
-// stream, as the YAML parser reads from the whole stream: splitting it drops no document
+// yields the members kubectl's decoder reads from it, as many and each equal to
+// kubectl's, exactly (kubectlDocuments), and, when it is a YAML stream, as many as the
+// YAML parser reads from the whole stream: splitting it drops no document
 // ([OAR-DOC-31]). A file kubectl's decoder refuses is refused; one refused for a line
 // kubectl refuses as a separator, kubectl refuses, and its reader for that reason.
 func FuzzDecodeDocuments(f *testing.F) {
@@ -158,6 +160,10 @@ func FuzzDecodeDocuments(f *testing.F) {
 	f.Add([]byte("--- {a: 1}\n--- [x, y]\n---\n- {c: 3}\n"))
 	f.Add([]byte("a: 1\r\n---\r\n# c\rb: \"\u2028\"\n---\nc: 3\n  d: 4\n"))
 	f.Add([]byte("a: 1\n---\nb: 1\nb: 2\n---\nc: d: e\n"))
+	f.Add([]byte("a: |\n  x"))
+	f.Add([]byte("[0.0, 1e3, -0, 12345678901234567890123, \"a  \u2028  b\", \"\u0085\"]"))
+	f.Add([]byte("1: a\n\"1\": b\ntrue: c\n1.0: d\n"))
+	f.Add([]byte("a: &x {1: a}\nb:\n  <<: *x\n  c: [yes, 0o17, 017, .inf, !!binary aGk=, 2001-12-14]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		docs, err := DecodeDocuments(data)
 		if err != nil {
@@ -197,6 +203,15 @@ func FuzzDecodeDocuments(f *testing.F) {
 		case n != len(docs):
 			t.Fatalf("%d members; kubectl's decoder reads %d from the file", len(docs), n)
 		}
+		kubectl, err := kubectlDocuments(data)
+		if err != nil {
+			t.Fatalf("kubectl's decoder refuses the file: %v", err)
+		}
+		for i := range docs {
+			if got := asReplacement(docs[i]); !reflect.DeepEqual(got, kubectl[i]) {
+				t.Fatalf("member %d is %#v; kubectl's decoder reads %#v", i, got, kubectl[i])
+			}
+		}
 		if trimmed := bytes.TrimSpace(data); trimmed[0] == '{' || trimmed[0] == '[' {
 			return
 		}
@@ -220,6 +235,44 @@ func kubectlMembers(data []byte) (n int, err error) {
 		err = nil
 	}
 	return n, err
+}
+
+// kubectlDocuments returns the members kubectl's decoder reads from data, as
+// DecodeDocuments returns them (a sequence's items, no empty document), or its error.
+// Each document is taken as the JSON text the decoder gives kubectl (the file's own
+// bytes for JSON, for YAML the JSON sigs.k8s.io/yaml converts it to) and decoded by
+// encoding/json with UseNumber, so the comparison is exact: a number is its JSON
+// spelling (1.0 is not 1, 1e3 not 1000), a string and a key their code points. The
+// one normalization is that a lone surrogate escape is U+FFFD to encoding/json and
+// that code point to the engine ([OAR-FACT-23]): compare the engine's members through
+// asReplacement.
+func kubectlDocuments(data []byte) ([]any, error) {
+	dec := k8syaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []any
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return nil, err
+		}
+		if len(raw) == 0 {
+			// An empty document, which the YAML conversion gives no JSON text: kubectl
+			// skips it, as it skips null.
+			continue
+		}
+		jd := json.NewDecoder(bytes.NewReader(raw))
+		jd.UseNumber()
+		var v any
+		if err := jd.Decode(&v); err != nil {
+			return nil, err
+		}
+		if items, isList := v.([]any); isList {
+			out = append(out, items...)
+		} else if v != nil {
+			out = append(out, v)
+		}
+	}
 }
 
 // kubectlSeparatorRefusal matches DecodeDocuments refusing a line kubectl's reader
