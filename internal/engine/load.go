@@ -54,16 +54,20 @@ type compileCache struct {
 	calls   map[callKey]int
 }
 
-// callKey is an observation function and the literal it is applied to.
+// callKey is an observation function and the literal it is applied to: the literal's
+// type, its text when a string and its bits otherwise (types.Value.Int). It holds no
+// interface, so that a key hashes as its fields.
 type callKey struct {
-	fn  int
-	arg types.Value
+	fn   int
+	kind types.Kind
+	bits int64
+	str  string
 }
 
 // callSlot is expr.Options.CallSlot for the set's conditions: one slot for every call
 // of fn with arg, whichever condition makes it.
 func (cc *compileCache) callSlot(fn types.Symbol, arg types.Value) int {
-	k := callKey{fn: fn.ID, arg: arg}
+	k := callKey{fn: fn.ID, kind: arg.Kind, bits: arg.Int(), str: arg.Str()}
 	cc.callsMu.Lock()
 	defer cc.callsMu.Unlock()
 	slot, ok := cc.calls[k]
