@@ -488,6 +488,65 @@ func TestFACT11_ADetectorsObservationDoesNotReachTheFingerprintOfLaterRules(t *t
 	}
 }
 
+// TestFACT11_ADetectorsObservationOfAnArgumentStaysItsRule: a detector rule whose
+// findings report tool_arg_string, or the tool_args it reads, sees the reported path
+// whether or not a rule before it read the occurrence's path; a rule after it reads the
+// occurrence's path, not the detector's ([OAR-FACT-11]). Each case also holds with the
+// findings silent, so every rule reads the occurrence's path.
+func TestFACT11_ADetectorsObservationOfAnArgumentStaysItsRule(t *testing.T) {
+	capSrc := strings.Replace(testCapability, `"supports_transform":true,`, `"supports_transform":true,"detectors":["detector://fixture"],`, 1)
+	rule := func(id, kind, when, extra string) string {
+		if kind == "detector" {
+			extra += `,"detector":{"ref":"detector://fixture"}`
+		}
+		return fmt.Sprintf(`{"oar":"1.0","id":%q,"kind":%q,"anchor":"tool.pre_invoke","effect":"warn","requires":{"profiles":["tool"]},"when":%q%s}`,
+			id, kind, when, extra)
+	}
+	const occurrences, reported = `tool_arg_string("path") == "/etc/passwd"`, `tool_arg_string("path") == "/evil"`
+	for _, tc := range []struct {
+		name  string
+		rules []string
+		// applied is the trace when the findings report /evil, quiet when they report
+		// nothing.
+		applied, quiet string
+	}{{
+		// The policy rule reads the path first.
+		name:    "detector after",
+		rules:   []string{rule("P", "policy", occurrences, ""), rule("D", "detector", reported, "")},
+		applied: "P:fired D:fired", quiet: "P:fired D:passed",
+	}, {
+		// D suppresses P, so it is evaluated first ([OAR-EVAL-18]); it does not fire, so
+		// P is evaluated after it.
+		name:    "detector before",
+		rules:   []string{rule("P", "policy", occurrences, ""), rule("D", "detector", occurrences, `,"overrides":["P"]`)},
+		applied: "D:passed P:fired", quiet: "D:fired P:suppressed",
+	}} {
+		rs, errs := LoadRules(mustCap(t, capSrc), mustDocs(t, "["+strings.Join(tc.rules, ",")+"]"))
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		p, errs := Configure(rs, nil)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		for _, detected := range []map[string]any{
+			{"tool_arg_string": "/evil"},
+			{"tool_args": map[string]any{"path": "/evil"}},
+			nil,
+		} {
+			d := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call",
+				ToolCall: &ToolCall{Name: "read", Arguments: map[string]any{"path": "/etc/passwd"}}, DetectorFacts: detected})
+			want := tc.applied
+			if detected == nil {
+				want = tc.quiet
+			}
+			if got := strings.Join(d.Applied, " "); got != want || len(d.Failures) > 0 {
+				t.Errorf("%s, findings %v: applied %q, failures %v; want %q", tc.name, detected, got, d.Failures, want)
+			}
+		}
+	}
+}
+
 func TestPROF8_PortabilityReport(t *testing.T) {
 	p := mustProgram(t, `[
 	 {"oar":"1.0","id":"PORTABLE","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","requires":{"profiles":["tool"]},"when":"tool == 'read'"},

@@ -179,6 +179,9 @@ type evalState struct {
 	// after the other; keyEnds locates each and holds its counts.
 	keyBuf  []byte
 	keyEnds []scopedCount
+	// calls keeps, by the slot the rule set gave it, the result of an observation
+	// function applied to a literal argument, for every rule calling it so (Call).
+	calls []slot
 	// lists holds the list facts converted at this occurrence.
 	lists listStore
 	// contrib holds the transform, nudge and warn contributions to a decision.
@@ -283,6 +286,11 @@ func (s *evalState) reset(p *Program, rt *Runtime, occ *Occurrence, buf *Decisio
 		s.slots = make([]slot, n)
 	} else {
 		s.slots = s.slots[:n]
+	}
+	if n := p.rs.calls; cap(s.calls) < n {
+		s.calls = make([]slot, n)
+	} else {
+		s.calls = s.calls[:n]
 	}
 	if n := len(p.rs.Rules); len(s.suppressed) < n {
 		s.suppressed = make([]bool, n)
@@ -1257,11 +1265,29 @@ func convert(info *symbolInfo, raw any) (types.Value, error) {
 	return v, nil
 }
 
-// Call implements expr.Env: a value supplied in facts under the function's name is its
-// result for every argument ([OAR-CONF-26]); the tool accessors read the call's
-// arguments; any other function has nothing to report and yields its zero value
-// ([OAR-FACT-25]).
-func (s *evalState) Call(id int, arg types.Value) (types.Value, error) {
+// Call implements expr.Env. The result of a function applied to a literal argument
+// (slot not negative) is kept for the occurrence, by its slot, once a rule with no
+// detector's findings in force computed it: it then depends on the occurrence alone,
+// so every such rule reads it. A rule whose findings are in force neither reads nor
+// keeps it, since its findings may report the function or the arguments it reads
+// ([OAR-FACT-11]), or make them unavailable ([OAR-COPY-11]).
+func (s *evalState) Call(id int, arg types.Value, slot int) (types.Value, error) {
+	if slot < 0 || s.finding != nil {
+		return s.call(id, arg)
+	}
+	c := &s.calls[slot]
+	if c.gen != s.gen {
+		c.v, c.err = s.call(id, arg)
+		c.gen = s.gen
+	}
+	return c.v, c.err
+}
+
+// call is the result of function id applied to arg: a value supplied in facts under the
+// function's name is its result for every argument ([OAR-CONF-26]); the tool accessors
+// read the call's arguments; any other function has nothing to report and yields its
+// zero value ([OAR-FACT-25]).
+func (s *evalState) call(id int, arg types.Value) (types.Value, error) {
 	info := s.p.cap.symbol(id)
 	if f := s.finding; f != nil {
 		if v, found, err := s.found(f, info); found {

@@ -26,6 +26,10 @@ type RuleSet struct {
 	Warnings diag.List
 
 	byQID map[string]int
+	// calls is the number of slots the set's conditions gave calls of an observation
+	// function with a literal argument (compileCache.callSlot): an evaluation keeps the
+	// result of each there for the occurrence.
+	calls int
 	// compiled keeps, while the set loads, the conditions and copy templates compiled
 	// without error, so a source repeated across rules (tenant packs share their copy
 	// and many conditions) compiles once. Both are immutable once compiled.
@@ -44,6 +48,34 @@ type compileCache struct {
 	// sealed is set once every source of the set was compiled: the rules are then
 	// resolved concurrently, and the cache is only read.
 	sealed bool
+	// calls numbers each distinct function and literal argument the set's conditions
+	// call, across conditions, which compile concurrently: callsMu guards it.
+	callsMu sync.Mutex
+	calls   map[callKey]int
+}
+
+// callKey is an observation function and the literal it is applied to: the literal's
+// type, its text when a string and its bits otherwise (types.Value.Int). It holds no
+// interface, so that a key hashes as its fields.
+type callKey struct {
+	fn   int
+	kind types.Kind
+	bits int64
+	str  string
+}
+
+// callSlot is expr.Options.CallSlot for the set's conditions: one slot for every call
+// of fn with arg, whichever condition makes it.
+func (cc *compileCache) callSlot(fn types.Symbol, arg types.Value) int {
+	k := callKey{fn: fn.ID, kind: arg.Kind, bits: arg.Int(), str: arg.Str()}
+	cc.callsMu.Lock()
+	defer cc.callsMu.Unlock()
+	slot, ok := cc.calls[k]
+	if !ok {
+		slot = len(cc.calls)
+		cc.calls[k] = slot
+	}
+	return slot
 }
 
 var ruleMembers = setOf("oar", "id", "namespace", "kind", "anchor", "selector", "when", "flow", "effect",
@@ -91,7 +123,7 @@ func CheckRulesKept(c *Capability, docs []any, store ConditionStore) (warnings, 
 // returns is not to be run, and then store, when not nil, keeps conditions across sets.
 func loadRules(c *Capability, docs []any, checkOnly bool, store ConditionStore) (*RuleSet, diag.List) {
 	rs := &RuleSet{Capability: c, byQID: make(map[string]int, len(docs)),
-		compiled: &compileCache{when: make(map[[2]string]*condition, len(docs)), copy: map[string]*template{}, checkOnly: checkOnly, kept: store}}
+		compiled: &compileCache{when: make(map[[2]string]*condition, len(docs)), copy: map[string]*template{}, checkOnly: checkOnly, kept: store, calls: map[callKey]int{}}}
 	defer func() { rs.compiled = nil }()
 	var all diag.List
 	// Pass 1: each member on its own terms ([OAR-DOC-31]), on every processor; the
@@ -163,6 +195,7 @@ func loadRules(c *Capability, docs []any, checkOnly bool, store ConditionStore) 
 		return nil, all
 	}
 	rs.Warnings.Sort()
+	rs.calls = len(rs.compiled.calls)
 	return rs, nil
 }
 
@@ -753,6 +786,7 @@ func (rs *RuleSet) compileSource(src, namespace string) (cond condition, ok bool
 			keep = rs.compiled.kept != nil && (namesRule == nil || !*namesRule)
 		}
 	} else {
+		opts.CallSlot = rs.compiled.callSlot
 		var prog *expr.Program
 		if prog, errs = expr.Compile(src, opts); prog != nil {
 			cond, ok = condition{prog: prog, refs: prog.Refs()}, true

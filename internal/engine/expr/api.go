@@ -20,8 +20,11 @@ type Env interface {
 	// Fact returns the value of the fact with the given symbol ID. The engine has
 	// already checked the value against the declared type ([OAR-FACT-26]).
 	Fact(id int) (types.Value, error)
-	// Call returns the result of the observation function id applied to arg.
-	Call(id int, arg types.Value) (types.Value, error)
+	// Call returns the result of the observation function id applied to arg. slot is
+	// the slot Options.CallSlot gave the function and arg when arg is a literal of the
+	// condition, and -1 otherwise: an Env may keep a result by slot, for every call of
+	// the same function with the same literal.
+	Call(id int, arg types.Value, slot int) (types.Value, error)
 	// RuleCounter returns fire_count_of or breaker_count_of (symbol id) for the rule
 	// the literal argument resolved to at compile time.
 	RuleCounter(id int, rule int) (int64, error)
@@ -40,4 +43,10 @@ type Options struct {
 	// RuleRefs yields the references a RuleRef argument could have meant when
 	// ResolveRule finds none, for its diagnostic's "did you mean"; nil suggests none.
 	RuleRefs func(ref string) iter.Seq[string]
+	// CallSlot, when not nil, numbers the calls of observation functions whose argument
+	// is a literal: it returns a slot (not negative) for the function fn applied to arg,
+	// the same one for every call of that function with that argument, which the
+	// compiled call passes to Env.Call. It is called as Compile is: concurrently when
+	// Compile is.
+	CallSlot func(fn types.Symbol, arg types.Value) int
 }

@@ -51,6 +51,9 @@ type call struct {
 	fn   builtin      // the built-in called, or notBuiltin
 	sym  types.Symbol // the observation function called, when fn is notBuiltin
 	rule int          // the rule a RuleRef function's literal argument resolved to
+	// slot is what Options.CallSlot gave an observation function's call whose argument
+	// is a literal, and -1 for any other call.
+	slot int
 	t    types.Kind
 }
 
@@ -82,6 +85,19 @@ type ternary struct {
 	at              int // the "?"
 	cond, then, els node
 	t               types.Kind
+}
+
+// value is the literal as a types.Value, what compileValue evaluates it to.
+func (n *literal) value() types.Value {
+	switch n.t {
+	case types.Bool:
+		return types.BoolValue(n.b)
+	case types.Int:
+		return types.IntValue(n.i)
+	case types.Double:
+		return types.DoubleValue(n.d)
+	}
+	return types.StringValue(n.s)
 }
 
 func (n *literal) pos() int { return n.at }

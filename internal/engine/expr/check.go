@@ -249,6 +249,7 @@ func signature(sym types.Symbol) string {
 // of its declared type, or for a rule-counter function one string literal naming a
 // loaded rule ([OAR-FIRE-11]).
 func (c *checker) checkObservation(n *call) types.Kind {
+	n.slot = -1
 	for _, a := range n.args {
 		c.check(a)
 	}
@@ -283,6 +284,8 @@ func (c *checker) checkObservation(n *call) types.Kind {
 	}
 	if k := arg.kind(); k != n.sym.Arg {
 		c.errorf("OAR-FACT-4", start(arg), "argument %s of %s at offset %d has type %s; %s takes %s", describe(arg), n.name, start(arg), k, n.name, n.sym.Arg)
+	} else if lit, ok := arg.(*literal); ok && c.opts.CallSlot != nil {
+		n.slot = c.opts.CallSlot(n.sym, lit.value())
 	}
 	return n.sym.Type
 }

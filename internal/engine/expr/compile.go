@@ -78,6 +78,21 @@ func observe[T any](n *call, get func(types.Value) T) fn[T] {
 			return get(types.IntValue(count)), nil
 		}
 	}
+	if slot := n.slot; slot >= 0 {
+		// The literal argument is passed as it is, with its slot.
+		arg := n.args[0].(*literal).value()
+		return func(env Env) (T, error) {
+			var zero T
+			v, err := env.Call(id, arg, slot)
+			if err != nil {
+				return zero, err
+			}
+			if v.Kind != want {
+				return zero, wrongKind(name, want, v.Kind)
+			}
+			return get(v), nil
+		}
+	}
 	arg := compileValue(n.args[0])
 	return func(env Env) (T, error) {
 		var zero T
@@ -85,7 +100,7 @@ func observe[T any](n *call, get func(types.Value) T) fn[T] {
 		if err != nil {
 			return zero, err
 		}
-		v, err := env.Call(id, a)
+		v, err := env.Call(id, a, -1)
 		if err != nil {
 			return zero, err
 		}

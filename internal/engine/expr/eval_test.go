@@ -258,3 +258,83 @@ func TestProgramIsSafeForConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// slotEnv records the argument and slot of every function call.
+type slotEnv struct {
+	*fakeEnv
+	calls []slotCall
+}
+
+type slotCall struct {
+	id   int
+	arg  types.Value
+	slot int
+}
+
+func (e *slotEnv) Call(id int, arg types.Value, slot int) (types.Value, error) {
+	e.calls = append(e.calls, slotCall{id, arg, slot})
+	return e.fakeEnv.Call(id, arg, slot)
+}
+
+// TestCallSlotsNumberLiteralArguments: a call whose argument is a literal passes the slot
+// Options.CallSlot gave its function and argument, the same in every condition compiled
+// with it; a call with any other argument passes -1, as every call does without
+// CallSlot. The argument passed is the one evaluated either way.
+func TestCallSlotsNumberLiteralArguments(t *testing.T) {
+	type key struct {
+		fn  int
+		arg types.Value
+	}
+	slots := map[key]int{}
+	opts := testOptions
+	opts.CallSlot = func(fn types.Symbol, arg types.Value) int {
+		k := key{fn.ID, arg}
+		if _, ok := slots[k]; !ok {
+			slots[k] = len(slots)
+		}
+		return slots[k]
+	}
+	compile := func(src string, opts Options) *Program {
+		t.Helper()
+		p, errs := Compile(src, opts)
+		if len(errs) > 0 {
+			t.Fatalf("Compile(%q): %v", src, errs)
+		}
+		return p
+	}
+	path, two := types.StringValue("path"), types.IntValue(2)
+	for _, tc := range []struct {
+		src  string
+		want []slotCall
+	}{{
+		src: `tool_arg_string("path") == "/w" && tool_arg_int("path") == 0 && is_even(2) && tool_arg_string("path") != tool_arg_string(tool) && is_even(1 + 1)`,
+		want: []slotCall{{idToolArgString, path, 0}, {idToolArgInt, path, 1}, {idIsEven, two, 2},
+			{idToolArgString, path, 0}, {idToolArgString, types.StringValue("x"), -1}, {idIsEven, two, -1}},
+	}, {
+		src:  `is_even(2) && tool_arg_string("path") == "/w" && !path_outside_scope("/work/a")`,
+		want: []slotCall{{idIsEven, two, 2}, {idToolArgString, path, 0}, {idPathOutsideScope, types.StringValue("/work/a"), 3}},
+	}} {
+		for _, withSlots := range []bool{true, false} {
+			o := testOptions
+			if withSlots {
+				o = opts
+			}
+			env := &slotEnv{fakeEnv: newEnv()}
+			env.toolArgs["path"] = "/w"
+			env.facts[idTool] = types.StringValue("x")
+			got, err := compile(tc.src, o).Eval(env)
+			if err != nil || !got {
+				t.Errorf("Eval(%q) = %v, %v; want true", tc.src, got, err)
+			}
+			want := slices.Clone(tc.want)
+			if !withSlots {
+				for i := range want {
+					want[i].slot = -1
+				}
+			}
+			if !slices.Equal(env.calls, want) {
+				t.Errorf("%q with CallSlot %v: calls %v; want %v", tc.src, withSlots, env.calls, want)
+			}
+		}
+	}
+}

@@ -23,7 +23,7 @@ func (zeroEnv) Fact(id int) (types.Value, error) {
 	return types.Value{}, errProvider
 }
 
-func (zeroEnv) Call(id int, _ types.Value) (types.Value, error) {
+func (zeroEnv) Call(id int, _ types.Value, _ int) (types.Value, error) {
 	for _, s := range testSymbols {
 		if s.ID == id && s.Func {
 			return types.Zero(s.Type), nil

@@ -145,7 +145,7 @@ func (e *fakeEnv) Fact(id int) (types.Value, error) {
 	return e.facts[id], nil
 }
 
-func (e *fakeEnv) Call(id int, arg types.Value) (types.Value, error) {
+func (e *fakeEnv) Call(id int, arg types.Value, _ int) (types.Value, error) {
 	if id == e.failCall {
 		return types.Value{}, errProvider
 	}
@@ -184,9 +184,9 @@ func (e *recordingEnv) Fact(id int) (types.Value, error) {
 	return e.fakeEnv.Fact(id)
 }
 
-func (e *recordingEnv) Call(id int, arg types.Value) (types.Value, error) {
+func (e *recordingEnv) Call(id int, arg types.Value, slot int) (types.Value, error) {
 	e.touched = append(e.touched, id)
-	return e.fakeEnv.Call(id, arg)
+	return e.fakeEnv.Call(id, arg, slot)
 }
 
 // mustCompile compiles src against the fake environment or fails the test.
