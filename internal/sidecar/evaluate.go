@@ -1,9 +1,12 @@
 package sidecar
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,9 +59,10 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 	w.Header()[digestKey] = s.digestValue(sv)
 	defer s.recoverEvaluation(w, digest)
 
-	body := getBuffer()
-	defer putBuffer(body)
-	if _, err := body.ReadFrom(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)); err != nil {
+	bp := bodyPool.Get().(*[]byte)
+	body, err := readBody((*bp)[:0], w, r, s.opt.MaxBodyBytes)
+	defer putBody(bp, body)
+	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			s.metrics.Rejected(metrics.RejectTooLarge)
@@ -69,7 +73,7 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, Problem{Error: "reading the request body: " + err.Error(), Bundle: digest})
 		return
 	}
-	occ, errs := occurrence.Decode(body.Bytes(), occurrence.HostMembers)
+	occ, errs := occurrence.Decode(body, occurrence.HostMembers)
 	if errs != nil {
 		s.metrics.Rejected(metrics.RejectMalformed)
 		writeProblem(w, http.StatusBadRequest, problemOf(errs, digest))
@@ -95,6 +99,62 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 	// The answer is written: nothing holds the decision any more, and the next request
 	// builds its own in the same storage.
 	decisionBuffers.Put(dbuf)
+}
+
+// bodyPool recycles the storage request bodies are read into; one grown past maxPooled
+// is left to the collector.
+var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
+
+func putBody(p *[]byte, body []byte) {
+	if cap(body) <= maxPooled {
+		*p = body
+		bodyPool.Put(p)
+	}
+}
+
+// readBody appends r's body to b, at most limit bytes: what reading it through
+// http.MaxBytesReader gives, the same bytes and errors, without a reader allocated per
+// request. A body over the limit returns *http.MaxBytesError and has the server close
+// the connection after the answer rather than read the rest (closeAfterTooLarge). b is
+// grown once to hold a body of the length the request declares, up to what a pooled
+// buffer holds, and a byte more, so net/http's body is read in one call that also
+// reports its end; a declared length is not trusted further before the bytes arrive.
+func readBody(b []byte, w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	left := max(limit, 0)
+	if n := r.ContentLength; n > 0 {
+		b = slices.Grow(b, int(min(n, left, maxPooled))+1)
+	}
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, bytes.MinRead)
+		}
+		p := b[len(b):cap(b)]
+		if int64(len(p))-1 > left {
+			p = p[:left+1]
+		}
+		n, err := r.Body.Read(p)
+		if int64(n) > left {
+			closeAfterTooLarge(w)
+			return b[:len(b)+int(left)], &http.MaxBytesError{Limit: limit}
+		}
+		left -= int64(n)
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
+// closeAfterTooLarge tells net/http's server that a request's body was over its limit,
+// so that it closes the connection after the answer, as it does when
+// http.MaxBytesReader finds a body too large: it is told the same way, by such a reader
+// over one byte and a limit of none.
+func closeAfterTooLarge(w http.ResponseWriter) {
+	var one [1]byte
+	_, _ = http.MaxBytesReader(w, io.NopCloser(bytes.NewReader(one[:])), 0).Read(one[:])
 }
 
 // decisionBuffers recycle the storage decisions are built in (engine.EvaluateInto), so
