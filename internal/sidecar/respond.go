@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
@@ -34,6 +35,25 @@ func problemOf(errs diag.List, bundle string) Problem {
 
 // contentTypeJSON is shared by every response: net/http never modifies header values.
 var contentTypeJSON = []string{"application/json"}
+
+// contentLengths hold the Content-Length header values of the body lengths answers
+// have had, each made when first needed and shared by every answer of that length, as
+// contentTypeJSON is: a value made per answer was two allocations (the number's text
+// and the slice holding it) of the few a request makes. Answers are mostly a few
+// hundred bytes to a few kilobytes; a longer one gets a value of its own.
+var contentLengths [16 << 10]atomic.Pointer[[1]string]
+
+func contentLength(n int) []string {
+	if n >= len(contentLengths) {
+		return []string{strconv.Itoa(n)}
+	}
+	v := contentLengths[n].Load()
+	if v == nil {
+		v = &[1]string{strconv.Itoa(n)}
+		contentLengths[n].Store(v)
+	}
+	return v[:]
+}
 
 // bufferPool recycles response and request buffers; buffers grown past maxPooled are
 // left to the collector so one huge request does not pin its memory.
@@ -86,7 +106,7 @@ func writeAnswer(w http.ResponseWriter, a Answer) {
 func writeBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSON
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h["Content-Length"] = contentLength(len(body))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
