@@ -59,34 +59,36 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 	w.Header()[digestKey] = s.digestValue(sv)
 	defer s.recoverEvaluation(w, digest)
 
-	bp := bodyPool.Get().(*[]byte)
-	body, err := readBody((*bp)[:0], w, r, s.opt.MaxBodyBytes)
-	defer putBody(bp, body)
+	sc := scratches.Get().(*scratch)
+	body, err := readBody(sc.body[:0], w, r, s.opt.MaxBodyBytes)
+	sc.body = pooled(body)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			s.metrics.Rejected(metrics.RejectTooLarge)
 			writeProblem(w, http.StatusRequestEntityTooLarge, Problem{Error: fmt.Sprintf("the occurrence exceeds %d bytes, the limit --max-body-bytes sets", tooLarge.Limit), Bundle: digest})
-			return
+		} else {
+			s.metrics.Rejected(metrics.RejectMalformed)
+			writeProblem(w, http.StatusBadRequest, Problem{Error: "reading the request body: " + err.Error(), Bundle: digest})
 		}
-		s.metrics.Rejected(metrics.RejectMalformed)
-		writeProblem(w, http.StatusBadRequest, Problem{Error: "reading the request body: " + err.Error(), Bundle: digest})
+		scratches.Put(sc)
 		return
 	}
 	occ, errs := occurrence.Decode(body, occurrence.HostMembers)
 	if errs != nil {
 		s.metrics.Rejected(metrics.RejectMalformed)
 		writeProblem(w, http.StatusBadRequest, problemOf(errs, digest))
+		scratches.Put(sc)
 		return
 	}
 	if n := len(occ.SessionID); n > MaxSessionIDBytes {
 		s.metrics.Rejected(metrics.RejectMalformed)
 		writeProblem(w, http.StatusBadRequest, problemOf(diag.List{diag.New("OAR-CONF-18", "session_id",
 			"%d bytes, over the limit of %d that bounds what one session holds in memory", n, MaxSessionIDBytes)}, digest))
+		scratches.Put(sc)
 		return
 	}
-	dbuf := decisionBuffers.Get().(*engine.DecisionBuffer)
-	d := s.evaluateInSession(sv, occ, dbuf)
+	d := s.evaluateInSession(sv, occ, &sc.decision)
 	a := Answer{Decision: d, Bundle: digest}
 	anchor := occ.Anchor
 	if !sv.Loaded.Capability.DeclaresAnchor(anchor) {
@@ -94,22 +96,32 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		s.metrics.UndeclaredAnchor(anchor)
 		anchor = metrics.UndeclaredAnchorLabel
 	}
-	writeAnswer(w, a)
+	sc.answer = pooled(writeAnswer(w, sc.answer[:0], a))
 	s.metrics.Evaluated(anchor, d.Decision, time.Since(start))
 	// The answer is written: nothing holds the decision any more, and the next request
 	// builds its own in the same storage.
-	decisionBuffers.Put(dbuf)
+	scratches.Put(sc)
 }
 
-// bodyPool recycles the storage request bodies are read into; one grown past maxPooled
-// is left to the collector.
-var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
+// scratch is the storage a request reuses from an earlier one: the body read, the
+// decision built (engine.EvaluateInto) and the answer encoded, so an answer allocates
+// little beyond its occurrence, in one pool rather than one each. The scratch of a
+// request that panicked is not returned: its decision may be half built.
+type scratch struct {
+	body     []byte
+	answer   []byte
+	decision engine.DecisionBuffer
+}
 
-func putBody(p *[]byte, body []byte) {
-	if cap(body) <= maxPooled {
-		*p = body
-		bodyPool.Put(p)
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// pooled returns b to keep in a scratch, or nil when it has grown past maxPooled: one
+// huge request does not pin its memory.
+func pooled(b []byte) []byte {
+	if cap(b) > maxPooled {
+		return nil
 	}
+	return b
 }
 
 // readBody appends r's body to b, at most limit bytes: what reading it through
@@ -156,11 +168,6 @@ func closeAfterTooLarge(w http.ResponseWriter) {
 	var one [1]byte
 	_, _ = http.MaxBytesReader(w, io.NopCloser(bytes.NewReader(one[:])), 0).Read(one[:])
 }
-
-// decisionBuffers recycle the storage decisions are built in (engine.EvaluateInto), so
-// an answer allocates little beyond its occurrence. A buffer whose request panicked is
-// not returned.
-var decisionBuffers = sync.Pool{New: func() any { return &engine.DecisionBuffer{} }}
 
 // servedDigest is the DigestHeader value of one served bundle, made once per bundle and
 // shared by its answers (net/http only reads header values).

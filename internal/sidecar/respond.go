@@ -55,8 +55,8 @@ func contentLength(n int) []string {
 	return v[:]
 }
 
-// bufferPool recycles response and request buffers; buffers grown past maxPooled are
-// left to the collector so one huge request does not pin its memory.
+// bufferPool recycles the buffers error responses are encoded into; buffers grown past
+// maxPooled are left to the collector so one huge response does not pin its memory.
 var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const maxPooled = 64 << 10
@@ -89,18 +89,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeBody(w, status, buf.Bytes())
 }
 
-// answerPool recycles the byte slices answers are encoded into.
-var answerPool = sync.Pool{New: func() any { return new([]byte) }}
-
-// writeAnswer writes an answer with status 200, encoded by appendAnswer.
-func writeAnswer(w http.ResponseWriter, a Answer) {
-	p := answerPool.Get().(*[]byte)
-	b := appendAnswer((*p)[:0], a)
+// writeAnswer writes an answer with status 200, encoded by appendAnswer into b, and
+// returns the encoding for b's storage to be used again.
+func writeAnswer(w http.ResponseWriter, b []byte, a Answer) []byte {
+	b = appendAnswer(b, a)
 	writeBody(w, http.StatusOK, b)
-	if cap(b) <= maxPooled {
-		*p = b
-		answerPool.Put(p)
-	}
+	return b
 }
 
 func writeBody(w http.ResponseWriter, status int, body []byte) {
