@@ -56,7 +56,8 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	digest := sv.Digest()
-	w.Header()[digestKey] = s.digestValue(sv)
+	sd := s.servedDigest(sv)
+	w.Header()[digestKey] = sd.value
 	defer s.recoverEvaluation(w, digest)
 
 	sc := scratches.Get().(*scratch)
@@ -96,7 +97,7 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		s.metrics.UndeclaredAnchor(anchor)
 		anchor = metrics.UndeclaredAnchorLabel
 	}
-	sc.answer = pooled(writeAnswer(w, sc.answer[:0], a))
+	sc.answer = pooled(writeAnswer(w, sc.answer[:0], a, sd.end))
 	s.metrics.Evaluated(anchor, d.Decision, time.Since(start))
 	// The answer is written: nothing holds the decision any more, and the next request
 	// builds its own in the same storage.
@@ -169,24 +170,26 @@ func closeAfterTooLarge(w http.ResponseWriter) {
 	_, _ = http.MaxBytesReader(w, io.NopCloser(bytes.NewReader(one[:])), 0).Read(one[:])
 }
 
-// servedDigest is the DigestHeader value of one served bundle, made once per bundle and
-// shared by its answers (net/http only reads header values).
+// servedDigest is the DigestHeader value of one served bundle and the end of its
+// answers (appendAnswerEnd), made once per bundle and shared by its answers (net/http
+// only reads header values).
 type servedDigest struct {
 	sv    *reload.Served
 	value []string
+	end   []byte
 }
 
 // digestKey is DigestHeader in net/http's canonical form, so setting it does not
 // canonicalize (and allocate) per request.
 var digestKey = http.CanonicalHeaderKey(DigestHeader)
 
-func (s *Sidecar) digestValue(sv *reload.Served) []string {
+func (s *Sidecar) servedDigest(sv *reload.Served) *servedDigest {
 	if d := s.digest.Load(); d != nil && d.sv == sv {
-		return d.value
+		return d
 	}
-	d := &servedDigest{sv: sv, value: []string{sv.Digest()}}
+	d := &servedDigest{sv: sv, value: []string{sv.Digest()}, end: appendAnswerEnd(nil, sv.Digest())}
 	s.digest.Store(d)
-	return d.value
+	return d
 }
 
 // recoverEvaluation turns a failure the engine should never have, a panic included,

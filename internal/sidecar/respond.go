@@ -89,10 +89,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeBody(w, status, buf.Bytes())
 }
 
-// writeAnswer writes an answer with status 200, encoded by appendAnswer into b, and
-// returns the encoding for b's storage to be used again.
-func writeAnswer(w http.ResponseWriter, b []byte, a Answer) []byte {
-	b = appendAnswer(b, a)
+// writeAnswer writes an answer with status 200, encoded by appendAnswer into b, its
+// end (appendAnswerEnd of a.Bundle) given, and returns the encoding for b's storage to
+// be used again.
+func writeAnswer(w http.ResponseWriter, b []byte, a Answer, end []byte) []byte {
+	b = append(appendAnswerStart(b, a), end...)
 	writeBody(w, http.StatusOK, b)
 	return b
 }
