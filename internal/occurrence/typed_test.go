@@ -105,3 +105,19 @@ func FuzzDecode(f *testing.F) {
 
 // clauseID is the form of a clause identifier a diagnostic carries.
 var clauseID = regexp.MustCompile(`^OAR-[A-Z]+-[0-9]+$`)
+
+// TestToolCallDecodedWithItsOccurrence: an occurrence and its tool call are one
+// allocation; a tool call without arguments adds only its empty arguments map.
+func TestToolCallDecodedWithItsOccurrence(t *testing.T) {
+	allocs := func(in string) float64 {
+		return testing.AllocsPerRun(100, func() {
+			if _, errs := Decode([]byte(in), HostMembers); errs != nil {
+				t.Fatal(errs)
+			}
+		})
+	}
+	bare, call := allocs(`{"anchor":"a"}`), allocs(`{"anchor":"a","tool_call":{"name":"n"}}`)
+	if call > bare+1 {
+		t.Errorf("a tool call took %.0f allocations more than none, want at most 1 (its arguments map)", call-bare)
+	}
+}

@@ -1,9 +1,12 @@
 package sidecar
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,36 +56,40 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	digest := sv.Digest()
-	w.Header()[digestKey] = s.digestValue(sv)
+	sd := s.servedDigest(sv)
+	w.Header()[digestKey] = sd.value
 	defer s.recoverEvaluation(w, digest)
 
-	body := getBuffer()
-	defer putBuffer(body)
-	if _, err := body.ReadFrom(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)); err != nil {
+	sc := scratches.Get().(*scratch)
+	body, err := readBody(sc.body[:0], w, r, s.opt.MaxBodyBytes)
+	sc.body = pooled(body)
+	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			s.metrics.Rejected(metrics.RejectTooLarge)
 			writeProblem(w, http.StatusRequestEntityTooLarge, Problem{Error: fmt.Sprintf("the occurrence exceeds %d bytes, the limit --max-body-bytes sets", tooLarge.Limit), Bundle: digest})
-			return
+		} else {
+			s.metrics.Rejected(metrics.RejectMalformed)
+			writeProblem(w, http.StatusBadRequest, Problem{Error: "reading the request body: " + err.Error(), Bundle: digest})
 		}
-		s.metrics.Rejected(metrics.RejectMalformed)
-		writeProblem(w, http.StatusBadRequest, Problem{Error: "reading the request body: " + err.Error(), Bundle: digest})
+		scratches.Put(sc)
 		return
 	}
-	occ, errs := occurrence.Decode(body.Bytes(), occurrence.HostMembers)
+	occ, errs := occurrence.Decode(body, occurrence.HostMembers)
 	if errs != nil {
 		s.metrics.Rejected(metrics.RejectMalformed)
 		writeProblem(w, http.StatusBadRequest, problemOf(errs, digest))
+		scratches.Put(sc)
 		return
 	}
 	if n := len(occ.SessionID); n > MaxSessionIDBytes {
 		s.metrics.Rejected(metrics.RejectMalformed)
 		writeProblem(w, http.StatusBadRequest, problemOf(diag.List{diag.New("OAR-CONF-18", "session_id",
 			"%d bytes, over the limit of %d that bounds what one session holds in memory", n, MaxSessionIDBytes)}, digest))
+		scratches.Put(sc)
 		return
 	}
-	dbuf := decisionBuffers.Get().(*engine.DecisionBuffer)
-	d := s.evaluateInSession(sv, occ, dbuf)
+	d := s.evaluateInSession(sv, occ, &sc.decision)
 	a := Answer{Decision: d, Bundle: digest}
 	anchor := occ.Anchor
 	if !sv.Loaded.Capability.DeclaresAnchor(anchor) {
@@ -90,36 +97,99 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		s.metrics.UndeclaredAnchor(anchor)
 		anchor = metrics.UndeclaredAnchorLabel
 	}
-	writeAnswer(w, a)
+	sc.answer = pooled(writeAnswer(w, sc.answer[:0], a, sd.end))
 	s.metrics.Evaluated(anchor, d.Decision, time.Since(start))
 	// The answer is written: nothing holds the decision any more, and the next request
 	// builds its own in the same storage.
-	decisionBuffers.Put(dbuf)
+	scratches.Put(sc)
 }
 
-// decisionBuffers recycle the storage decisions are built in (engine.EvaluateInto), so
-// an answer allocates little beyond its occurrence. A buffer whose request panicked is
-// not returned.
-var decisionBuffers = sync.Pool{New: func() any { return &engine.DecisionBuffer{} }}
+// scratch is the storage a request reuses from an earlier one: the body read, the
+// decision built (engine.EvaluateInto) and the answer encoded, so an answer allocates
+// little beyond its occurrence, in one pool rather than one each. The scratch of a
+// request that panicked is not returned: its decision may be half built.
+type scratch struct {
+	body     []byte
+	answer   []byte
+	decision engine.DecisionBuffer
+}
 
-// servedDigest is the DigestHeader value of one served bundle, made once per bundle and
-// shared by its answers (net/http only reads header values).
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// pooled returns b to keep in a scratch, or nil when it has grown past maxPooled: one
+// huge request does not pin its memory.
+func pooled(b []byte) []byte {
+	if cap(b) > maxPooled {
+		return nil
+	}
+	return b
+}
+
+// readBody appends r's body to b, at most limit bytes: what reading it through
+// http.MaxBytesReader gives, the same bytes and errors, without a reader allocated per
+// request. A body over the limit returns *http.MaxBytesError and has the server close
+// the connection after the answer rather than read the rest (closeAfterTooLarge). b is
+// grown once to hold a body of the length the request declares, up to what a pooled
+// buffer holds, and a byte more, so net/http's body is read in one call that also
+// reports its end; a declared length is not trusted further before the bytes arrive.
+func readBody(b []byte, w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	left := max(limit, 0)
+	if n := r.ContentLength; n > 0 {
+		b = slices.Grow(b, int(min(n, left, maxPooled))+1)
+	}
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, bytes.MinRead)
+		}
+		p := b[len(b):cap(b)]
+		if int64(len(p))-1 > left {
+			p = p[:left+1]
+		}
+		n, err := r.Body.Read(p)
+		if int64(n) > left {
+			closeAfterTooLarge(w)
+			return b[:len(b)+int(left)], &http.MaxBytesError{Limit: limit}
+		}
+		left -= int64(n)
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
+// closeAfterTooLarge tells net/http's server that a request's body was over its limit,
+// so that it closes the connection after the answer, as it does when
+// http.MaxBytesReader finds a body too large: it is told the same way, by such a reader
+// over one byte and a limit of none.
+func closeAfterTooLarge(w http.ResponseWriter) {
+	var one [1]byte
+	_, _ = http.MaxBytesReader(w, io.NopCloser(bytes.NewReader(one[:])), 0).Read(one[:])
+}
+
+// servedDigest is the DigestHeader value of one served bundle and the end of its
+// answers (appendAnswerEnd), made once per bundle and shared by its answers (net/http
+// only reads header values).
 type servedDigest struct {
 	sv    *reload.Served
 	value []string
+	end   []byte
 }
 
 // digestKey is DigestHeader in net/http's canonical form, so setting it does not
 // canonicalize (and allocate) per request.
 var digestKey = http.CanonicalHeaderKey(DigestHeader)
 
-func (s *Sidecar) digestValue(sv *reload.Served) []string {
+func (s *Sidecar) servedDigest(sv *reload.Served) *servedDigest {
 	if d := s.digest.Load(); d != nil && d.sv == sv {
-		return d.value
+		return d
 	}
-	d := &servedDigest{sv: sv, value: []string{sv.Digest()}}
+	d := &servedDigest{sv: sv, value: []string{sv.Digest()}, end: appendAnswerEnd(nil, sv.Digest())}
 	s.digest.Store(d)
-	return d.value
+	return d
 }
 
 // recoverEvaluation turns a failure the engine should never have, a panic included,

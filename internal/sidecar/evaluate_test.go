@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -389,5 +390,29 @@ func TestSessionBounds(t *testing.T) {
 	if ts.metric(t, "oar_engine_session_evictions_total", map[string]string{"reason": "ttl"}) != 2 || ts.metric(t, "oar_engine_sessions", nil) != 1 {
 		t.Errorf("after the TTL: ttl evictions %v, sessions %v; want 2 and 1",
 			ts.metric(t, "oar_engine_session_evictions_total", map[string]string{"reason": "ttl"}), ts.metric(t, "oar_engine_sessions", nil))
+	}
+}
+
+// TestEvaluateRoutedAsByTheMux: the handler's way straight to /v1/evaluate answers
+// every request as the mux alone does, whatever the method, and a path the mux
+// cleans, redirects or does not match takes the mux's way.
+func TestEvaluateRoutedAsByTheMux(t *testing.T) {
+	ts := serve(t, sealed(t, testCapability, testRules), Options{})
+	mux, _ := ts.routes()
+	h := ts.Handler()
+	body := occ("tool.pre_invoke", "s1", `"tool_call": {"name": "read"}`)
+	for _, target := range []string{"/v1/evaluate", "/v1/evaluate?x=1", "/v1/evaluate/", "/v1//evaluate", "/v1/./evaluate",
+		"/v1/%65valuate", "/v1%2Fevaluate", "/v1/evaluate%2F", "/V1/evaluate", "/v1/evaluat", "http://localhost/v1/evaluate"} {
+		for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodPut, http.MethodOptions} {
+			serveBoth := func(h http.Handler) *httptest.ResponseRecorder {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(method, target, strings.NewReader(body)))
+				return rec
+			}
+			got, want := serveBoth(h), serveBoth(mux)
+			if got.Code != want.Code || !reflect.DeepEqual(got.Header(), want.Header()) || got.Body.String() != want.Body.String() {
+				t.Errorf("%s %s: %d %v %s\nthe mux: %d %v %s", method, target, got.Code, got.Header(), got.Body, want.Code, want.Header(), want.Body)
+			}
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
@@ -35,8 +36,27 @@ func problemOf(errs diag.List, bundle string) Problem {
 // contentTypeJSON is shared by every response: net/http never modifies header values.
 var contentTypeJSON = []string{"application/json"}
 
-// bufferPool recycles response and request buffers; buffers grown past maxPooled are
-// left to the collector so one huge request does not pin its memory.
+// contentLengths hold the Content-Length header values of the body lengths answers
+// have had, each made when first needed and shared by every answer of that length, as
+// contentTypeJSON is: a value made per answer was two allocations (the number's text
+// and the slice holding it) of the few a request makes. Answers are mostly a few
+// hundred bytes to a few kilobytes; a longer one gets a value of its own.
+var contentLengths [16 << 10]atomic.Pointer[[1]string]
+
+func contentLength(n int) []string {
+	if n >= len(contentLengths) {
+		return []string{strconv.Itoa(n)}
+	}
+	v := contentLengths[n].Load()
+	if v == nil {
+		v = &[1]string{strconv.Itoa(n)}
+		contentLengths[n].Store(v)
+	}
+	return v[:]
+}
+
+// bufferPool recycles the buffers error responses are encoded into; buffers grown past
+// maxPooled are left to the collector so one huge response does not pin its memory.
 var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const maxPooled = 64 << 10
@@ -69,24 +89,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeBody(w, status, buf.Bytes())
 }
 
-// answerPool recycles the byte slices answers are encoded into.
-var answerPool = sync.Pool{New: func() any { return new([]byte) }}
-
-// writeAnswer writes an answer with status 200, encoded by appendAnswer.
-func writeAnswer(w http.ResponseWriter, a Answer) {
-	p := answerPool.Get().(*[]byte)
-	b := appendAnswer((*p)[:0], a)
+// writeAnswer writes an answer with status 200, encoded by appendAnswer into b, its
+// end (appendAnswerEnd of a.Bundle) given, and returns the encoding for b's storage to
+// be used again.
+func writeAnswer(w http.ResponseWriter, b []byte, a Answer, end []byte) []byte {
+	b = append(appendAnswerStart(b, a), end...)
 	writeBody(w, http.StatusOK, b)
-	if cap(b) <= maxPooled {
-		*p = b
-		answerPool.Put(p)
-	}
+	return b
 }
 
 func writeBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSON
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h["Content-Length"] = contentLength(len(body))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

@@ -168,17 +168,33 @@ func (s *Sidecar) Source() *reload.Source { return s.source }
 // Metrics returns the sidecar's instrumentation.
 func (s *Sidecar) Metrics() *metrics.Metrics { return s.metrics }
 
-// Handler serves the whole API; it is bound to the loopback address.
+// Handler serves the whole API; it is bound to the loopback address. A request for
+// /v1/evaluate spelled as its pattern, nearly all of them, goes straight to its
+// handler, skipping the mux's search (a twenty-fifth of a request), which would find
+// the same handler.
 func (s *Sidecar) Handler() http.Handler {
+	mux, evaluate := s.routes()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/evaluate" && r.URL.RawPath == "" {
+			evaluate.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// routes returns the mux of the whole API and its /v1/evaluate handler.
+func (s *Sidecar) routes() (*http.ServeMux, http.Handler) {
 	mux := http.NewServeMux()
-	mux.Handle("/v1/evaluate", only(http.MethodPost, s.evaluate))
+	evaluate := only(http.MethodPost, s.evaluate)
+	mux.Handle("/v1/evaluate", evaluate)
 	mux.Handle("/v1/bundle", only(http.MethodGet, s.bundleInfo))
 	mux.Handle("/v1/capability", only(http.MethodGet, s.capability))
 	mux.Handle("/v1/events", only(http.MethodGet, s.eventStream))
 	mux.Handle("/v1/openapi.json", only(http.MethodGet, openAPIDocument))
 	s.probes(mux)
 	mux.HandleFunc("/", notFound)
-	return mux
+	return mux, evaluate
 }
 
 // ProbeHandler serves /healthz, /readyz and /metrics only: the kubelet's probes and
