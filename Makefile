@@ -39,6 +39,7 @@ FUZZ_TARGETS := \
 	./internal/engine/copytext:FuzzCompile \
 	./internal/engine/transform:FuzzApply \
 	./internal/engine/toolobs:FuzzCanonicalJSON \
+	./internal/engine/toolobs:FuzzFingerprintMatchesReference \
 	./internal/engine:FuzzLoadRules \
 	./internal/engine:FuzzLoadCapability \
 	./internal/engine:FuzzDecodeDocuments \
