@@ -53,6 +53,15 @@ func benchmarkEvaluation(b *testing.B, growing bool) {
 		}
 	}
 	writes := []read{reads[1], reads[3], reads[6], reads[15]}
+	// keyOf is r's key in session id at the session's n-th evaluation.
+	keyOf := func(r read, id string, n int) engine.CounterKey {
+		k := r.key
+		k.Session = id
+		if growing && k.Scoped {
+			k.Scope = fingerprints[n+r.age]
+		}
+		return k
+	}
 	s := New(Options{})
 	b.ReportAllocs()
 	i := 0
@@ -67,22 +76,12 @@ func benchmarkEvaluation(b *testing.B, growing bool) {
 		}
 		s.Pin(id)
 		for _, r := range reads {
-			k := r.key
-			k.Session = id
-			if growing && k.Scoped {
-				k.Scope = fingerprints[n+r.age]
-			}
-			if _, err := s.Get(k); err != nil {
+			if _, err := s.Get(keyOf(r, id, n)); err != nil {
 				b.Fatal(err)
 			}
 		}
 		for _, r := range writes {
-			k := r.key
-			k.Session = id
-			if growing && k.Scoped {
-				k.Scope = fingerprints[n+r.age]
-			}
-			if _, err := s.Apply(k, engine.ActionIncrementCounter); err != nil {
+			if _, err := s.Apply(keyOf(r, id, n), engine.ActionIncrementCounter); err != nil {
 				b.Fatal(err)
 			}
 		}
