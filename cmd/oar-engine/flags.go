@@ -41,7 +41,7 @@ load is refused and the previous one keeps serving), and answers on --address:--
 kubelet and Prometheus. With --session-store=redis://… every replica shares each
 session's counters, breakers and activity window in Redis (one hash per session, its
 TTL --session-idle-ttl, refreshed by every read or write); a rule needing session state while Redis
-is unreachable follows its on_error, and /readyz reports the store without failing on
+is unreachable or refuses its calls follows its on_error, and /readyz reports the store without failing on
 it. By default, counters and activity windows are kept per session in memory,
 bounded by --max-sessions, --session-idle-ttl and --max-counters, across reloads; size
 --max-counters to the container's memory (a counter, one per distinct counter_scope

@@ -97,7 +97,8 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 // state follow their on_error" (what the rules' authors chose) into "nothing is
 // decided at all", and a blip would flap every replica together. A server whose
 // version refuses it (redisstore.ErrServerUnusable: too old, or unreadable) is
-// reported the same way, as unusable.
+// reported the same way, as unusable, and one that answers with an error reply as
+// refusing calls (storeState).
 func (s *Sidecar) readyz(w http.ResponseWriter, r *http.Request) {
 	store := ""
 	if st := s.opt.SharedSessions; st != nil {

@@ -86,15 +86,23 @@ func (s *Sidecar) evaluateShared(sv *reload.Served, occ *engine.Occurrence, buf 
 }
 
 // storeFailure is the failure of a call to the session store, as the occurrence's
-// failures report it: a server whose version refuses it (too old, or unreadable) is
-// unusable, as /readyz says; any other failure leaves it unreachable.
+// failures report it (storeState).
 func storeFailure(err error) error {
 	return fmt.Errorf("the session store is %s: %w", storeState(err), err)
 }
 
+// storeState is what the failure of a call to the session store says of it, in the
+// answer's failures and /readyz: a server whose version refuses it (too old, or
+// unreadable) is unusable; a server that answered with an error reply (still loading
+// its data, busy with a script, out of memory, asking for a password) is refusing
+// calls, since it was reached and an operator looking for a network fault would look
+// in the wrong place; any other failure leaves it unreachable.
 func storeState(err error) string {
-	if errors.Is(err, redisstore.ErrServerUnusable) {
+	switch {
+	case errors.Is(err, redisstore.ErrServerUnusable):
 		return "unusable"
+	case redisstore.AnsweredWithError(err):
+		return "refusing calls"
 	}
 	return "unreachable"
 }

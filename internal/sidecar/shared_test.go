@@ -326,6 +326,50 @@ func TestUnreadableVersionIsUnusable(t *testing.T) {
 	}
 }
 
+// TestInfoRefusedByProxy: a store behind a proxy that refuses INFO with an error reply
+// of its own wording is used, its version unread, even by a sidecar that would refuse
+// every real version: the calls count as with any server, without failures, and
+// /readyz says it is reachable.
+func TestInfoRefusedByProxy(t *testing.T) {
+	addr, _ := redistest.InfoAnswered(t, redistest.Shared(t).Addr, "ERR unsupported command")
+	r := replicas(t, 1, "redis://"+addr, outageRules, redisstore.Options{MinServerMajor: 256})[0]
+	for i := range 2 {
+		d := r.evaluate(t, occ("tool.pre_invoke", "s1", `"tool_call": {"name": "shell", "arguments": {}}`))
+		if d.Decision.Decision != "warn" || len(d.Failures) != 0 || d.Counters["acme.ops/COUNT_SHELL"].Fire != int64(i+1) {
+			t.Errorf("call %d of a rule needing state behind a proxy refusing INFO: %+v", i, d.Decision)
+		}
+	}
+	var p Probe
+	rr := r.do(t, http.MethodGet, "/readyz", "")
+	rr.decode(t, &p)
+	if rr.status != http.StatusOK || !strings.HasSuffix(p.SessionStore, ": reachable") {
+		t.Errorf("/readyz behind a proxy refusing INFO: %d %+v; ready, the store reachable", rr.status, p)
+	}
+}
+
+// TestStoreRefusingCalls: a server that answers with an error reply is reached, so
+// the answer's failures and /readyz say it is refusing calls and name its reply, not
+// that it is unreachable: here its answer to the version check of each new connection
+// (LOADING, as a proxy may pass it on), which fails the call, sent nothing.
+func TestStoreRefusingCalls(t *testing.T) {
+	const loading = "LOADING Redis is loading the dataset in memory"
+	addr, _ := redistest.InfoAnswered(t, redistest.Shared(t).Addr, loading)
+	r := replicas(t, 1, "redis://"+addr, outageRules, redisstore.Options{})[0]
+	d := r.evaluate(t, occ("tool.pre_invoke", "s1", `"tool_call": {"name": "shell", "arguments": {}}`))
+	if d.Decision.Decision != "block" || len(d.Failures) != 1 || d.Failures[0].Rule != "acme.ops/COUNT_SHELL" ||
+		!strings.Contains(d.Failures[0].Error, ": the session store is refusing calls: ") || !strings.Contains(d.Failures[0].Error, loading) ||
+		strings.Contains(d.Failures[0].Error, "may or may not") || len(d.Counters) != 0 {
+		t.Errorf("a rule needing state with the server loading: %+v", d.Decision)
+	}
+	var p Probe
+	rr := r.do(t, http.MethodGet, "/readyz", "")
+	rr.decode(t, &p)
+	if rr.status != http.StatusOK || !strings.Contains(p.SessionStore, ": refusing calls (rules needing session state follow their on_error): ") ||
+		!strings.Contains(p.SessionStore, loading) {
+		t.Errorf("/readyz with the server loading: %d %+v; ready, reporting the store refusing calls", rr.status, p)
+	}
+}
+
 // TestIdleSessionIsForgotten: a session idle for --session-idle-ttl starts again from
 // zero.
 func TestIdleSessionIsForgotten(t *testing.T) {

@@ -156,7 +156,7 @@ func New(src Sources) *Metrics {
 	}, []string{"op"})
 	m.storeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "session_store_failures_total",
-		Help: "Calls to the shared session store that failed (unreachable, timed out, its server's version refused), by operation; the occurrence's rules needing session state went to their on_error.",
+		Help: "Calls to the shared session store that failed (unreachable, timed out, answered with an error reply, its server's version refused), by operation; the occurrence's rules needing session state went to their on_error.",
 	}, []string{"op"})
 	m.storeConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace, Name: "session_store_conflicts_total",

@@ -119,15 +119,17 @@ func (s *Store) endRecheck(r *refusal) {
 // checkServer refuses a new connection to a server older than MinServerVersion (the
 // store's minMajor), by the redis_version of its INFO server, so every call fails with
 // an error that says so rather than with the commit script's refusal; it is the
-// client's OnConnect. A server that refuses INFO (an ACL without it: NOPERM; a server
-// that renamed it: an unknown command) or whose INFO has no redis_version is let
-// through: nothing says it is too old, and the commit script remains the judge. Any
-// other failure (a server LOADING or BUSY, a lost connection) fails the connection,
-// whose version is then unknown. A refusal is remembered for serverRecheck, and a
-// connection let through ends it.
+// client's OnConnect. A server that answers INFO with an error reply that is no state
+// of its own (versionWithheld: an ACL without INFO, NOPERM; a server that renamed it,
+// an unknown command; a proxy that does not forward it) or whose INFO has no
+// redis_version is let through: nothing says it is too old, and the commit script
+// remains the judge. A server that does not serve the connection now (notServing: it
+// is LOADING, BUSY, ...) or a lost connection fails the connection, whose version is
+// then unknown. A refusal is remembered for serverRecheck, and a connection let
+// through ends it.
 func (s *Store) checkServer(ctx context.Context, cn *redis.Conn) error {
 	info, err := cn.Info(ctx, "server").Result()
-	if refusedCommand(err) {
+	if versionWithheld(err) {
 		s.refused.Store(nil)
 		return nil
 	}
@@ -142,15 +144,46 @@ func (s *Store) checkServer(ctx context.Context, cn *redis.Conn) error {
 	return nil
 }
 
-// refusedCommand reports whether err is the server's refusal of a command itself: the
-// user may not run it, or the server does not know it.
-func refusedCommand(err error) bool {
+// versionWithheld reports whether err, the failure of INFO, is an error reply that
+// refuses the command itself, so the server will not tell its version on any
+// connection: every error reply but notServing's. Who refuses it cannot always be told
+// (a proxy's wording is its own: "ERR unsupported command", "ERR command not allowed",
+// "unsupported command"), and failing such a connection would fail every call, each
+// dialing again, on a server that would serve them; letting it through costs only the
+// check, which the commit script makes anyway. So a proxy's own reply that its server
+// is down lets a connection through too, and the calls on it then fail with what the
+// proxy answers them.
+func versionWithheld(err error) bool {
 	var answered redis.Error
-	if !errors.As(err, &answered) {
-		return false
+	return errors.As(err, &answered) && !notServing(answered.Error())
+}
+
+// notServing reports whether msg, an error reply, says the server serves no command on
+// the connection for now, INFO included, rather than refuses INFO: it is loading its
+// data (LOADING), running a script past its time limit (BUSY; not BUSYKEY nor
+// BUSYGROUP, which are about a key), a replica cut off from its primary (MASTERDOWN),
+// a cluster node without its slots (CLUSTERDOWN) or amid a resharding (TRYAGAIN), or
+// holds as many clients as it may; or the connection is not authenticated (NOAUTH:
+// the store was given no password). The same server would tell its version once that
+// passes, or to a connection given the password, so the version is not taken as
+// withheld.
+func notServing(msg string) bool {
+	code, _, _ := strings.Cut(msg, " ")
+	switch code {
+	case "LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "NOAUTH":
+		return true
 	}
-	msg := answered.Error()
-	return strings.HasPrefix(msg, "NOPERM") || strings.HasPrefix(msg, "ERR unknown command")
+	return strings.HasPrefix(msg, "ERR max number of clients reached")
+}
+
+// AnsweredWithError reports whether err, the failure of a call to the store, is the
+// server's error reply to the call, or to the INFO of the call's new connection: the
+// server was reached and refused the call (it is loading, busy, out of memory, the
+// commit script failed, ...), which is no outage of the network.
+func AnsweredWithError(err error) bool {
+	var answered redis.Error
+	var check *serverCheckError
+	return errors.As(err, &answered) || errors.As(err, &check) && errors.As(check.err, &answered)
 }
 
 // checkVersion reads redis_version from the text of INFO server and refuses one whose

@@ -228,26 +228,43 @@ type redisReply string
 func (e redisReply) Error() string { return string(e) }
 func (redisReply) RedisError()     {}
 
-// TestRefusedInfo: a server's refusal of INFO itself lets a connection through; its
-// other error replies (still loading its data, busy with a script) or a failure to
-// reach it do not, and the failure is one that sent nothing.
+// TestRefusedInfo: an error reply to INFO that refuses the command (an ACL, a renamed
+// command, a proxy's refusal, whatever its wording) withholds the version, and lets a
+// connection through; one of a server not serving the connection for now (still
+// loading its data, busy with a script, cut off from its primary or its cluster, full,
+// or waiting for a password) or a failure to reach it does not, and that failure is
+// one that sent nothing. Either reply is the server's answer, not a network fault.
 func TestRefusedInfo(t *testing.T) {
 	for _, tc := range []struct {
-		err     error
-		refused bool
+		err      error
+		withheld bool
 	}{
 		{redisReply("NOPERM User u has no permissions to run the 'info' command"), true},
 		{redisReply("ERR unknown command 'INFO', with args beginning with: 'server'"), true},
+		{redisReply("ERR unsupported command"), true},
+		{redisReply("ERR command not allowed"), true},
+		{redisReply("unsupported command 'info'"), true},
+		{redisReply("BUSYKEY Target key name already exists."), true},
 		{redisReply("LOADING Redis is loading the dataset in memory"), false},
 		{redisReply("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSCRIPT."), false},
+		{redisReply("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."), false},
+		{redisReply("CLUSTERDOWN The cluster is down"), false},
+		{redisReply("TRYAGAIN Multiple keys request during rehashing of slot"), false},
+		{redisReply("NOAUTH Authentication required."), false},
+		{redisReply("ERR max number of clients reached"), false},
 		{&net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, false},
 		{nil, false},
 	} {
-		if got := refusedCommand(tc.err); got != tc.refused {
-			t.Errorf("%v: refused %v, want %v", tc.err, got, tc.refused)
+		if got := versionWithheld(tc.err); got != tc.withheld {
+			t.Errorf("%v: version withheld %v, want %v", tc.err, got, tc.withheld)
 		}
-		if tc.err != nil && !tc.refused && !unsent(&serverCheckError{err: tc.err}) {
+		if tc.err != nil && !tc.withheld && !unsent(&serverCheckError{err: tc.err}) {
 			t.Errorf("a connection whose INFO failed with %v counts as one a call may have been sent on", tc.err)
+		}
+		var answered redisReply
+		reply := errors.As(tc.err, &answered)
+		if got := AnsweredWithError(fmt.Errorf("reading session: %w", &serverCheckError{err: tc.err})); tc.err != nil && got != reply {
+			t.Errorf("a connection whose INFO failed with %v: answered with an error %v, want %v", tc.err, got, reply)
 		}
 	}
 }
@@ -385,6 +402,98 @@ func TestServerWithoutVersionIsUsed(t *testing.T) {
 			}
 			if err := s.Ping(ctx); err != nil {
 				t.Errorf("a ping: %v", err)
+			}
+		})
+	}
+}
+
+// TestInfoRefusedByProxy: a proxy in front of the real server that answers INFO
+// itself with an error reply refusing it, whatever its wording, lets every connection
+// through, its version unread, even for a store that would refuse every real version:
+// loads, commits and pings work on the one connection dialed, and no refusal is
+// remembered. A refusal remembered from before ends with the first connection let
+// through.
+func TestInfoRefusedByProxy(t *testing.T) {
+	srv := redistest.Shared(t)
+	ctx := context.Background()
+	for _, reply := range []string{"ERR unsupported command", "ERR command not allowed", "unsupported command 'info'", "ERR unknown command 'info'"} {
+		t.Run(reply, func(t *testing.T) {
+			addr, accepted := redistest.InfoAnswered(t, srv.Addr, reply)
+			s, err := New(Options{URL: "redis://" + addr, Prefix: redistest.Prefix(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			s.minMajor = 256
+			s.refused.Store(&refusal{err: &ServerTooOldError{Version: "4.0.14"}, recheck: time.Now()})
+			for i := range 3 {
+				snap, err := s.Load(ctx, "s1")
+				if err != nil {
+					t.Fatalf("load %d: %v; want the server used", i, err)
+				}
+				c, err := snap.Apply(plain, engine.ActionIncrementCounter)
+				if err != nil || c.Fire != int64(i+1) {
+					t.Fatalf("load %d read the count %d (%v); want %d", i, c.Fire-1, err, i)
+				}
+				if ok, err := s.Commit(ctx, snap); !ok || err != nil {
+					t.Fatalf("commit %d: %v %v; want it applied", i, ok, err)
+				}
+			}
+			if err := s.Ping(ctx); err != nil {
+				t.Errorf("a ping: %v", err)
+			}
+			if n := accepted.Load(); n != 1 {
+				t.Errorf("3 loads, 3 commits and a ping dialed %d connections; want 1", n)
+			}
+			if s.refused.Load() != nil {
+				t.Error("a connection let through left the refusal remembered before it")
+			}
+		})
+	}
+}
+
+// TestInfoAnsweredNotServing: a proxy in front of the real server that answers INFO
+// with the reply of a server not serving for now (LOADING, BUSY, MASTERDOWN, NOAUTH)
+// fails each connection: every call fails, names that reply, sent nothing and is the
+// server's answer, not a network fault, with no refusal of the version remembered: the
+// next call dials again.
+func TestInfoAnsweredNotServing(t *testing.T) {
+	srv := redistest.Shared(t)
+	ctx := context.Background()
+	for _, reply := range []string{
+		"LOADING Redis is loading the dataset in memory",
+		"BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSCRIPT.",
+		"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+		"NOAUTH Authentication required.",
+	} {
+		t.Run(reply, func(t *testing.T) {
+			addr, accepted := redistest.InfoAnswered(t, srv.Addr, reply)
+			s, err := New(Options{URL: "redis://" + addr, Prefix: redistest.Prefix(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			snap := load(t, newStore(t, Options{}), "s1")
+			if _, err := snap.Apply(plain, engine.ActionIncrementCounter); err != nil {
+				t.Fatal(err)
+			}
+			calls := map[string]func() error{
+				"load":   func() error { _, err := s.Load(ctx, "s1"); return err },
+				"commit": func() error { _, err := s.Commit(ctx, snap); return err },
+				"ping":   func() error { return s.Ping(ctx) },
+			}
+			for _, name := range []string{"load", "commit", "ping", "load"} {
+				err := calls[name]()
+				if err == nil || !strings.Contains(err.Error(), "reading the server's version (INFO server): "+reply) ||
+					errors.Is(err, ErrServerUnusable) || errors.Is(err, ErrOutcomeUnknown) || !unsent(err) || !AnsweredWithError(err) {
+					t.Errorf("a %s: %v; want the server's answer to INFO, nothing sent, no refusal of its version", name, err)
+				}
+				if s.refused.Load() != nil {
+					t.Fatalf("after a %s, a refusal of the version is remembered", name)
+				}
+			}
+			if n := accepted.Load(); n != 4 {
+				t.Errorf("4 calls dialed %d connections; want 4, one each", n)
 			}
 		})
 	}

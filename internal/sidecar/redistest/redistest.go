@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -256,4 +257,78 @@ func Proxy(t testing.TB, target string, relay func(client, server net.Conn)) str
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// InfoAnswered is a proxy (Proxy) to the server at target that answers every INFO
+// itself with the error reply reply (its text, such as "ERR unsupported command"), as a
+// proxy that does not forward INFO to its server does, and forwards every other
+// command and its answer as they are: the real server, its version withheld. It
+// returns the proxy's host:port and the count of connections it has accepted. An INFO
+// is answered as it is read, so a client must have its earlier commands' answers
+// before it sends one (go-redis's OnConnect sends INFO alone).
+func InfoAnswered(t testing.TB, target, reply string) (addr string, accepted *atomic.Int64) {
+	t.Helper()
+	accepted = new(atomic.Int64)
+	addr = Proxy(t, target, func(client, server net.Conn) {
+		accepted.Add(1)
+		go func() {
+			defer client.Close()
+			_, _ = io.Copy(client, server)
+		}()
+		go func() {
+			defer server.Close()
+			r := bufio.NewReader(client)
+			for {
+				cmd, name, err := readCommand(r)
+				if err != nil {
+					return
+				}
+				dst, out := server, cmd
+				if strings.EqualFold(name, "info") {
+					dst, out = client, []byte("-"+reply+"\r\n")
+				}
+				if _, err := dst.Write(out); err != nil {
+					return
+				}
+			}
+		}()
+	})
+	return addr, accepted
+}
+
+// readCommand reads one command a client sends, as an array of bulk strings (or a
+// line, the protocol's inline form), and returns its bytes and its name.
+func readCommand(r *bufio.Reader) (cmd []byte, name string, err error) {
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return nil, "", err
+	}
+	if line[0] != '*' {
+		name, _, _ = strings.Cut(strings.TrimSpace(string(line)), " ")
+		return line, name, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(line[1:])))
+	if err != nil {
+		return nil, "", fmt.Errorf("redistest: a command's length %q: %w", line, err)
+	}
+	cmd = line
+	for i := range n {
+		head, err := r.ReadBytes('\n')
+		if err != nil {
+			return nil, "", err
+		}
+		size, err := strconv.Atoi(strings.TrimSpace(string(head[1:])))
+		if head[0] != '$' || err != nil {
+			return nil, "", fmt.Errorf("redistest: a command's argument %q is not a bulk string", head)
+		}
+		arg := make([]byte, size+2)
+		if _, err := io.ReadFull(r, arg); err != nil {
+			return nil, "", err
+		}
+		if i == 0 {
+			name = string(arg[:size])
+		}
+		cmd = append(append(cmd, head...), arg...)
+	}
+	return cmd, name, nil
 }
