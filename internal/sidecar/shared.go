@@ -96,11 +96,14 @@ func storeFailure(err error) error {
 // unreadable) is unusable; a server that answered with an error reply (still loading
 // its data, busy with a script, out of memory, asking for a password) is refusing
 // calls, since it was reached and an operator looking for a network fault would look
-// in the wrong place; any other failure leaves it unreachable.
+// in the wrong place; a session whose hash it cannot read makes it hold unreadable
+// state; any other failure leaves it unreachable.
 func storeState(err error) string {
 	switch {
 	case errors.Is(err, redisstore.ErrServerUnusable):
 		return "unusable"
+	case errors.Is(err, redisstore.ErrUnreadableSession):
+		return "holding unreadable state"
 	case redisstore.AnsweredWithError(err):
 		return "refusing calls"
 	}

@@ -370,6 +370,30 @@ func TestStoreRefusingCalls(t *testing.T) {
 	}
 }
 
+// TestUnreadableSessionState: a session whose hash holds a counter no replica wrote
+// (here "many", not two counts) fails its rules needing session state as the store
+// holding unreadable state, naming the field, not as an unreachable store: the server
+// answered, and the key is what needs looking at.
+func TestUnreadableSessionState(t *testing.T) {
+	srv := redistest.Shared(t)
+	prefix := redistest.Prefix(t)
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rc.Close()
+	if err := rc.HSet(t.Context(), prefix+"s1", "v", "7", "cacme.ops/COUNT_SHELL", "many").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := replicas(t, 1, srv.URL, outageRules, redisstore.Options{Prefix: prefix})[0]
+	d := r.evaluate(t, shellCall("s1"))
+	if len(d.Failures) != 1 || d.Failures[0].Rule != "acme.ops/COUNT_SHELL" ||
+		!strings.Contains(d.Failures[0].Error, "the session store is holding unreadable state: ") ||
+		!strings.Contains(d.Failures[0].Error, `counter "cacme.ops/COUNT_SHELL"`) || strings.Contains(d.Failures[0].Error, "unreachable") {
+		t.Errorf("a session holding an unreadable counter: %+v", d.Decision)
+	}
+	if d := r.evaluate(t, shellCall("s2")); len(d.Failures) != 0 || d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 {
+		t.Errorf("another session of the same store: %+v; unaffected", d.Decision)
+	}
+}
+
 // TestIdleSessionIsForgotten: a session idle for --session-idle-ttl starts again from
 // zero.
 func TestIdleSessionIsForgotten(t *testing.T) {

@@ -94,6 +94,12 @@ var ErrOutcomeUnknown = errors.New("whether the session's changes were committed
 // changes that may need one, so the session stayed contended.
 var ErrPending = errors.New("the session stayed pending another replica's correction")
 
+// ErrUnreadableSession is matched (errors.Is) by the error of a Load that found the
+// session's hash holding a counter or an activity window this store cannot read:
+// something other than a replica wrote it, or a replica of an incompatible version.
+// The server answered, so it is no outage; the session's key needs looking at.
+var ErrUnreadableSession = errors.New("the session's hash holds a field this store cannot read")
+
 // ErrCorrectionTooLate is matched (errors.Is) by the error of a Correction's Commit
 // that came after the corrected commit's pending marker expired: other replicas may
 // have read its changes since, so they stand.
@@ -451,13 +457,13 @@ func (s *Store) parse(session string, fields map[string]string) (*state, error) 
 		case f == "w":
 			w, err := decodeWindow(v)
 			if err != nil {
-				return nil, fmt.Errorf("session %q in %s: the activity window %q: %w", session, s.display, v, err)
+				return nil, fmt.Errorf("session %q in %s: %w: the activity window %q: %w", session, s.display, ErrUnreadableSession, v, err)
 			}
 			st.window = w
 		case strings.HasPrefix(f, "c"), strings.HasPrefix(f, "s"):
 			c, err := parseCounts(v)
 			if err != nil {
-				return nil, fmt.Errorf("session %q in %s: counter %q: %w", session, s.display, f, err)
+				return nil, fmt.Errorf("session %q in %s: %w: counter %q: %w", session, s.display, ErrUnreadableSession, f, err)
 			}
 			st.counters[f] = c
 		}
