@@ -450,7 +450,7 @@ func DecodeDocuments(data []byte) ([]any, error) {
 	if err := checkMarkerLines(data); err != nil {
 		return nil, err
 	}
-	docs, starts := splitYAML(data)
+	docs, starts, opened := splitYAML(data)
 	var out []any
 	for i, doc := range docs {
 		// The YAML parser stops at the end of a flow node and ignores what follows, so
@@ -461,7 +461,7 @@ func DecodeDocuments(data []byte) ([]any, error) {
 		}
 		// The parser reads one document of each part and drops the rest: refuse a
 		// second one, which only a marker line carrying more than its marker can begin.
-		if off := droppedDocument(doc); off >= 0 {
+		if off := droppedDocument(doc, opened[i]); off >= 0 {
 			if bytes.HasPrefix(doc[off:], []byte("...")) {
 				return nil, refuseFile("OAR-DOC-31", fmt.Errorf("unexpected document after the document end marker \"...\" at offset %d, which ends a document for the YAML parser but splits nothing for kubectl: a stream is split at lines holding only \"---\" and one document is read between two of them, so this one would be dropped; put a line holding only \"---\" before it", starts[i]+off))
 			}
@@ -1037,16 +1037,26 @@ func members(v any) []any {
 // splitYAML splits a stream on "---" separator lines, the way kubectl does, skipping
 // documents that hold only whitespace and comments, unless the YAML parser refuses
 // them (a tab alone on a line), as kubectl's parser, given every part, does. It returns
-// each document's bytes, unchanged, and the offset in data where each starts. A "..."
-// line ends a document for the YAML parser but splits nothing for kubectl, so it does
-// not split here either: a document after one is in the same part, where
-// droppedDocument finds it.
-func splitYAML(data []byte) (docs [][]byte, starts []int) {
+// each document's bytes, unchanged, the offset in data where each starts, and whether
+// kubectl's part holds a separator line before them (opened). A "..." line ends a
+// document for the YAML parser but splits nothing for kubectl, so it does not split
+// here either: a document after one is in the same part, where droppedDocument finds
+// it.
+//
+// kubectl's reader ends a part at a separator line only when it has read a line since
+// the last part ended; otherwise (the file's first line, or a separator right after
+// the one ending a part) it keeps the separator as the part's first line, so its
+// parser reads the part's document as one a "---" began.
+func splitYAML(data []byte) (docs [][]byte, starts []int, opened []bool) {
 	start, pos := 0, 0
+	// empty reports that kubectl's reader has nothing in the part it is reading; kept,
+	// that the part begins with a separator line it kept.
+	empty, kept := true, false
 	flush := func(end int) {
 		if part := data[start:end]; hasYAMLContent(part) || yamlv2.Unmarshal(part, new(any)) != nil {
 			docs = append(docs, part)
 			starts = append(starts, start)
+			opened = append(opened, kept)
 		}
 	}
 	for _, raw := range bytes.SplitAfter(data, []byte("\n")) {
@@ -1057,14 +1067,21 @@ func splitYAML(data []byte) (docs [][]byte, starts []int) {
 			rest := strings.TrimSpace(line[3:])
 			separator = rest == "" || strings.HasPrefix(rest, "#")
 		}
-		if separator {
-			flush(pos)
+		switch {
+		case separator && empty:
+			empty, kept = false, true
 			start = next
+		case separator:
+			flush(pos)
+			empty, kept = true, false
+			start = next
+		case len(raw) > 0:
+			empty = false
 		}
 		pos = next
 	}
 	flush(len(data))
-	return docs, starts
+	return docs, starts, opened
 }
 
 // decodePart is DecodeYAML of one part of a split stream as kubectl's reader hands it
@@ -1217,11 +1234,20 @@ func quoteStart(b []byte) string {
 // after a carriage return, which ends a line for the parser but not for kubectl's
 // split; a line feed before "--- {a: 1}" makes a line checkMarkerLines has refused)
 // when the YAML parser finds a second document in the part, which it would drop; -1
-// otherwise. The parser is asked only when there is such a line, which a stream whose
-// markers stand alone on their lines never has.
-func droppedDocument(doc []byte) int {
-	off := markerLineAfterContent(doc)
-	if off < 0 || !holdsMoreThanOneDocument(doc) {
+// otherwise. In a part kubectl reads after a separator it kept (opened), that
+// separator began the first document, so the first marker line of doc begins a
+// second one. The parser is asked only when there is such a line, which a stream
+// whose markers stand alone on their lines never has.
+func droppedDocument(doc []byte, opened bool) int {
+	off := markerLineAfterContent(doc, opened)
+	if off < 0 {
+		return -1
+	}
+	read := doc
+	if opened {
+		read = append([]byte("---\n"), doc...)
+	}
+	if !holdsMoreThanOneDocument(read) {
 		return -1
 	}
 	return off
@@ -1229,10 +1255,11 @@ func droppedDocument(doc []byte) int {
 
 // markerLineAfterContent returns the offset of the first line of doc that begins with
 // "---" or "..." followed by white space or a line break and comes after a line with
-// content; -1 when there is none. Lines end as the YAML parser ends them: at a line
-// feed, a carriage return and line feed, or a carriage return alone.
-func markerLineAfterContent(doc []byte) int {
-	content := false
+// content, or after the start of doc when a separator line precedes it (opened); -1
+// when there is none. Lines end as the YAML parser ends them: at a line feed, a
+// carriage return and line feed, or a carriage return alone.
+func markerLineAfterContent(doc []byte, opened bool) int {
+	content := opened
 	for pos := 0; pos < len(doc); {
 		end := pos
 		for end < len(doc) && doc[end] != '\n' && doc[end] != '\r' {
