@@ -60,8 +60,9 @@ func checkDiagnostic(t *testing.T, e *diag.Error, docs int) {
 
 // FuzzLoadRules feeds arbitrary bytes through decoding, loading, configuration and one
 // evaluation: no input may panic, every diagnostic names a clause and a document of
-// the set, and the documents in reverse order load or not alike and decide alike
-// ([OAR-DOC-31]).
+// the set, the documents in reverse order load or not alike and decide alike
+// ([OAR-DOC-31]), and selection decides alike with plans or without, with the list
+// index or without.
 func FuzzLoadRules(f *testing.F) {
 	seeds := []string{
 		`{"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"block"}`,
@@ -71,6 +72,7 @@ func FuzzLoadRules(f *testing.F) {
 		`{"oar":"1.0","id":"C","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","when":"fire_count_of(\"C\") > 1 && tool == 'x'","requires":{"profiles":["tool"]},"on_fire":["increment_counter","publish_event"],"counter_scope":"tool_args_fingerprint","copy":{"what":"{% if tool %}{{ tool }}{% else %}none{% endif %}"}}`,
 		`{"oar":"1.0","id":"F","kind":"policy","anchor":"tool.pre_invoke","effect":"nudge","flow":["a","b"],"selector":{"tool":["read"]},"requires":{"profiles":["tool"]}}`,
 		`{"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"block","oar":"1.0"}`,
+		`[{"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","selector":{"principal_roles":["sre","dev"]},"requires":{"profiles":["session"]}},{"oar":"1.0","id":"B","kind":"schema","anchor":"tool.pre_invoke","effect":"nudge","selector":{"principal_roles":["dev","sre"]},"requires":{"profiles":["session"]}},{"oar":"1.0","id":"C","kind":"policy","anchor":"tool.pre_invoke","effect":"block","selector":{"principal_roles":[],"tool":["read"]},"requires":{"profiles":["session","tool"]}},{"oar":"1.0","id":"D","kind":"invariant","anchor":"tool.pre_invoke","effect":"allow","selector":{"tool":["read"],"principal_roles":["admin","a","b","c","dev"]},"requires":{"profiles":["session","tool"]},"overrides":["A"]}]`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -100,22 +102,30 @@ func FuzzLoadRules(f *testing.F) {
 		}
 		merged := withoutPlans(p)
 		inReverse, _ := Configure(rrs, nil)
+		tested := withoutListIndex(p)
 		for _, anchor := range []string{"tool.pre_invoke", "gw.output", "gw.render"} {
-			occ := &Occurrence{Anchor: anchor, SessionID: "s", Content: "héllo wörld", HasContent: true,
-				ToolCall: &ToolCall{Name: "read", Arguments: map[string]any{"path": "/x"}}}
-			d := p.Evaluate(NewMemoryRuntime(), occ)
-			if d.Decision == "" {
-				t.Fatalf("evaluate %s: no decision", anchor)
-			}
-			// Selection through the plans decides what merging the buckets decides.
-			got, _ := json.Marshal(d)
-			want, _ := json.Marshal(merged.Evaluate(NewMemoryRuntime(), occ))
-			if !bytes.Equal(got, want) {
-				t.Fatalf("evaluate %s: with plans %s, merging the buckets %s", anchor, got, want)
-			}
-			// A member's position in the collection decides nothing ([OAR-DOC-31]).
-			if again, _ := json.Marshal(inReverse.Evaluate(NewMemoryRuntime(), occ)); !bytes.Equal(got, again) {
-				t.Fatalf("evaluate %s: %s, with the documents in reverse order %s", anchor, got, again)
+			// principal_roles absent, with members some clause lists, and of the wrong type.
+			for _, facts := range []map[string]any{nil, {"principal_roles": []any{"admin", "dev"}}, {"principal_roles": "dev"}} {
+				occ := &Occurrence{Anchor: anchor, SessionID: "s", Content: "héllo wörld", HasContent: true, Facts: facts,
+					ToolCall: &ToolCall{Name: "read", Arguments: map[string]any{"path": "/x"}}}
+				d := p.Evaluate(NewMemoryRuntime(), occ)
+				if d.Decision == "" {
+					t.Fatalf("evaluate %s: no decision", anchor)
+				}
+				// Selection through the plans decides what merging the buckets, and
+				// testing each clause the list index decides, decide.
+				got, _ := json.Marshal(d)
+				want, _ := json.Marshal(merged.Evaluate(NewMemoryRuntime(), occ))
+				if !bytes.Equal(got, want) {
+					t.Fatalf("evaluate %s %v: with plans %s, merging the buckets %s", anchor, facts, got, want)
+				}
+				if again, _ := json.Marshal(tested.Evaluate(NewMemoryRuntime(), occ)); !bytes.Equal(got, again) {
+					t.Fatalf("evaluate %s %v: %s, without the list index %s", anchor, facts, got, again)
+				}
+				// A member's position in the collection decides nothing ([OAR-DOC-31]).
+				if again, _ := json.Marshal(inReverse.Evaluate(NewMemoryRuntime(), occ)); !bytes.Equal(got, again) {
+					t.Fatalf("evaluate %s %v: %s, with the documents in reverse order %s", anchor, facts, got, again)
+				}
 			}
 		}
 	})

@@ -14,7 +14,9 @@ import (
 // fact is the string fact most candidates have a clause on (a tool name); the second,
 // under each value of the first, the string fact most candidates test next (a tenant
 // of a multi-tenant bundle), so a thousand rules of ten tenants cost the lookups and
-// the rules of one tenant's tool.
+// the rules of one tenant's tool. A third fact, the one most candidates are left to
+// test alone (a list of roles), gives each value its clauses list a bit, so that an
+// occurrence decides those candidates by looking its own few values up.
 type selection struct {
 	// rules are the candidates in [OAR-EVAL-1] order.
 	rules []int
@@ -33,6 +35,16 @@ type selection struct {
 	// skip2 is, per position, the index of the clause on fact2 when a bucket indexes
 	// the candidate by it, or -1.
 	skip2 []int
+	// list is the fact of the clause most candidates have left to test once the
+	// indexes decided theirs, when it is their only one (principal_roles: [sre, dev]),
+	// or -1. listBits gives each value those clauses list a bit, and listMask is, per
+	// position, the bits of the values of such a candidate's clause: an occurrence reads
+	// the fact once, looks its few members up, and selects each such candidate whose
+	// bits it has, instead of testing the clauses one by one ([OAR-SEL-2]). -1 too when
+	// the clauses list more than 64 values.
+	list     int
+	listBits map[string]uint64
+	listMask []uint64
 	// suppressing reports that some candidate suppresses another, the only case in
 	// which [OAR-EVAL-18] can change the order.
 	suppressing bool
@@ -87,6 +99,10 @@ type planEntry struct {
 	test bool
 	// err2 reports that the candidate is selected with fact2's error.
 	err2 bool
+	// list reports that the clause left to test is the one on selection.list, whose
+	// value bits are mask.
+	list bool
+	mask uint64
 }
 
 // bucket holds candidates, by position in selection.rules, ascending: those whose
@@ -101,11 +117,11 @@ type bucket struct {
 // newSelection indexes the candidates.
 func newSelection(c *Capability, rules []*Rule, candidates []int) *selection {
 	n := len(candidates)
-	sel := &selection{rules: candidates, fact: -1, fact2: -1, skip: make([]int, n), skip2: make([]int, n), rest: &bucket{}}
+	sel := &selection{rules: candidates, fact: -1, fact2: -1, list: -1, skip: make([]int, n), skip2: make([]int, n), rest: &bucket{}}
 	for pos := range candidates {
 		sel.skip[pos], sel.skip2[pos] = -1, -1
 	}
-	sel.fact = mostUsed(c, rules, candidates, func(r *Rule, _ int) []selectorClause { return r.selector })
+	sel.fact = mostUsed(c, rules, candidates, false, func(r *Rule, _ int) []selectorClause { return r.selector })
 	if sel.fact >= 0 {
 		sel.byValue = map[string]*bucket{}
 		for pos, i := range candidates {
@@ -120,7 +136,7 @@ func newSelection(c *Capability, rules []*Rule, candidates []int) *selection {
 			}
 			return nil
 		}
-		sel.fact2 = mostUsed(c, rules, candidates, next)
+		sel.fact2 = mostUsed(c, rules, candidates, false, next)
 	}
 	in := map[int]bool{}
 	for _, i := range candidates {
@@ -144,8 +160,58 @@ func newSelection(c *Capability, rules []*Rule, candidates []int) *selection {
 			sel.add(sel.rest, r, pos)
 		}
 	}
+	sel.indexList(c, rules)
 	sel.plans = sel.makePlans(rules, planBudget)
 	return sel
+}
+
+// indexList chooses selection.list among the clauses candidates have left alone to
+// test once the indexes decided theirs, and gives their values bits.
+func (sel *selection) indexList(c *Capability, rules []*Rule) {
+	left := func(r *Rule, pos int) []selectorClause {
+		if k := sel.left(r, pos); k >= 0 {
+			return r.selector[k : k+1]
+		}
+		return nil
+	}
+	if sel.list = mostUsed(c, rules, sel.rules, true, left); sel.list < 0 {
+		return
+	}
+	sel.listBits, sel.listMask = map[string]uint64{}, make([]uint64, len(sel.rules))
+	for pos, i := range sel.rules {
+		cl := left(rules[i], pos)
+		if len(cl) == 0 || cl[0].sym.ID != sel.list {
+			continue
+		}
+		for v := range cl[0].each() {
+			bit, ok := sel.listBits[v]
+			if !ok {
+				if len(sel.listBits) == 64 {
+					sel.list, sel.listBits, sel.listMask = -1, nil, nil
+					return
+				}
+				bit = 1 << len(sel.listBits)
+				sel.listBits[v] = bit
+			}
+			sel.listMask[pos] |= bit
+		}
+	}
+}
+
+// left is the index of the one clause of the candidate r at pos that the indexes do
+// not decide, or -1 when it has none or more than one.
+func (sel *selection) left(r *Rule, pos int) int {
+	k := -1
+	for j := range r.selector {
+		if j == sel.skip[pos] || j == sel.skip2[pos] {
+			continue
+		}
+		if k >= 0 {
+			return -1
+		}
+		k = j
+	}
+	return k
 }
 
 // makePlans merges the buckets for every value pair the indexes tell apart, or
@@ -262,10 +328,14 @@ func (sel *selection) plan(rules []*Rule, lists [][]int, err2 []bool) *plan {
 	static := true
 	mergeAscending(lists, func(j, pos int) {
 		e := planEntry{rule: int32(sel.rules[pos]), pos: int32(pos), skip2: int32(sel.skip2[pos]), err2: err2[j]}
-		for k := range rules[e.rule].selector {
+		r := rules[e.rule]
+		for k := range r.selector {
 			if k != sel.skip[pos] && k != int(e.skip2) {
 				e.test = true
 			}
+		}
+		if k := sel.left(r, pos); sel.list >= 0 && k >= 0 && r.selector[k].sym.ID == sel.list {
+			e.list, e.mask = true, sel.listMask[pos]
 		}
 		static = static && !e.test && !e.err2
 		pl.entries = append(pl.entries, e)
@@ -319,14 +389,14 @@ func clauseOn(r *Rule, fact int) int {
 	return -1
 }
 
-// mostUsed is the string fact the most candidates have a clause on, among the
-// clauses clauses returns for each, when at least two do; else -1. Ties go to the
-// name first in code-point order.
-func mostUsed(c *Capability, rules []*Rule, candidates []int, clauses func(*Rule, int) []selectorClause) int {
+// mostUsed is the string fact (or list<string> fact too, with lists) the most
+// candidates have a clause on, among the clauses clauses returns for each, when at
+// least two do; else -1. Ties go to the name first in code-point order.
+func mostUsed(c *Capability, rules []*Rule, candidates []int, lists bool, clauses func(*Rule, int) []selectorClause) int {
 	uses := map[int]int{}
 	for pos, i := range candidates {
 		for _, cl := range clauses(rules[i], pos) {
-			if cl.sym.Type == types.String {
+			if cl.sym.Type == types.String || lists && cl.sym.Type == types.ListString {
 				uses[cl.sym.ID]++
 			}
 		}
@@ -420,22 +490,55 @@ func (s *evalState) selectRules(sel *selection) ([]int, bool) {
 }
 
 // follow selects the candidates of pl; those marked err2, whose clause on fact2 cannot
-// be read, are decided by all of their clauses.
+// be read, are decided by all of their clauses. Those marked list are selected when
+// the occurrence's value of selection.list has one of their bits; when it cannot be
+// read, testing them decides, as for any other candidate.
 func (s *evalState) follow(sel *selection, pl *plan) ([]int, bool) {
 	if pl.selected != nil {
 		return pl.selected, pl.suppressing
 	}
+	var has uint64
+	var listErr error
+	read := false
 	for _, e := range pl.entries {
 		switch {
 		case e.err2:
 			s.considerOne(sel, int(e.pos), true, int(e.skip2))
 		case !e.test:
 			s.sel = append(s.sel, int(e.rule))
+		case e.list:
+			if !read {
+				has, listErr = s.listBits(sel)
+				read = true
+			}
+			switch {
+			case listErr != nil:
+				s.considerOne(sel, int(e.pos), false, int(e.skip2))
+			case e.mask&has != 0:
+				s.sel = append(s.sel, int(e.rule))
+			}
 		default:
 			s.considerOne(sel, int(e.pos), false, int(e.skip2))
 		}
 	}
 	return s.sel, pl.suppressing
+}
+
+// listBits is the bits of the members of the occurrence's value of selection.list,
+// which clauseMatches would compare one by one with each clause's values.
+func (s *evalState) listBits(sel *selection) (uint64, error) {
+	v, err := s.occurrenceFact(s.p.cap.symbol(sel.list))
+	if err != nil {
+		return 0, err
+	}
+	if v.Kind == types.String {
+		return sel.listBits[v.Str()], nil
+	}
+	var has uint64
+	for _, m := range v.List() {
+		has |= sel.listBits[m]
+	}
+	return has, nil
 }
 
 // merge considers the candidates of the ascending position lists in position order;
