@@ -45,6 +45,7 @@ FUZZ_TARGETS := \
 	./internal/engine:FuzzDecodeDocuments \
 	./internal/engine:FuzzDecodeJSON \
 	./internal/engine:FuzzGrammarMatchers \
+	./internal/engine:FuzzCopyEncodesAsItsMap \
 	./internal/engine/fixture:FuzzRunFixture \
 	./internal/occurrence:FuzzDecode \
 	./internal/decisionlog:FuzzReadDecisionLog \

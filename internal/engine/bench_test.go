@@ -216,7 +216,7 @@ func TestReusedBufferAllocationsDoNotGrowWithTheRules(t *testing.T) {
 				return d.Decision == "none" && len(d.Applied) == n
 			}},
 			{"every rule fires", firingProgram(t, n), readCall(), 2, func(d *Decision) bool {
-				return d.Decision == "nudge" && len(d.Advisories) == n && len(d.Counters) == n && d.Copy["what"] == "read by ana"
+				return d.Decision == "nudge" && len(d.Advisories) == n && len(d.Counters) == n && d.Copy.Get("what") == "read by ana"
 			}},
 		} {
 			p := tt.p
@@ -231,6 +231,46 @@ func TestReusedBufferAllocationsDoNotGrowWithTheRules(t *testing.T) {
 			if allocs > tt.max {
 				t.Errorf("%d rules, %s: %.1f allocations per evaluation into a reused buffer, want at most %.0f", n, tt.name, allocs, tt.max)
 			}
+		}
+	}
+}
+
+// Into a fresh DecisionBuffer, the copy object of a decision costs one allocation, the
+// string of the text it renders: the buffer has room for the members of a full copy
+// (where a map cost two allocations more), and two copies outgrowing it cost one more.
+func TestAFreshBuffersCopyAllocatesItsTextOnly(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops pooled evaluation state at random")
+	}
+	full := map[string]any{"title": "{{ tool }}", "what": "w", "cause": "c", "why": "y", "fix": "f", "instead": "i"}
+	program := func(rules int, copy map[string]any) *Program {
+		docs := make([]any, rules)
+		for i := range docs {
+			docs[i] = map[string]any{"oar": "1.0", "namespace": "bench.pack", "id": fmt.Sprintf("WARN_%d", i),
+				"kind": "policy", "anchor": "tool.pre_invoke", "effect": "warn", "requires": map[string]any{"profiles": []any{"tool"}}}
+			if copy != nil {
+				docs[i].(map[string]any)["copy"] = copy
+			}
+		}
+		p := programOf(t, benchCap(t), docs)
+		p.cap.ActivityWindow = 0
+		return p
+	}
+	rt, occ := NewMemoryRuntime(), readCall()
+	for _, tt := range []struct {
+		rules int
+		more  float64
+	}{{1, 1}, {2, 2}} {
+		var d *Decision
+		p, q := program(tt.rules, nil), program(tt.rules, full)
+		without := testing.AllocsPerRun(200, func() { d = p.Evaluate(rt, occ) })
+		with := testing.AllocsPerRun(200, func() { d = q.Evaluate(rt, occ) })
+		if d.Decision != "warn" || len(d.Advisories) != tt.rules || d.Copy.Get("title") != "read" || len(d.Copy) != 6 {
+			t.Fatalf("%d rules: decision %s, copy %q, advisories %d", tt.rules, d.Decision, d.Copy, len(d.Advisories))
+		}
+		t.Logf("%d rules: %.1f allocations per evaluation with copy, %.1f without", tt.rules, with, without)
+		if with-without != tt.more {
+			t.Errorf("%d rules firing with a full copy: %.1f allocations per evaluation into a fresh buffer, %.1f without the copy; want %.0f more", tt.rules, with, without, tt.more)
 		}
 	}
 }

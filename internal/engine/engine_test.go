@@ -470,7 +470,7 @@ func TestFACT11_ADetectorsObservationDoesNotReachTheFingerprintOfLaterRules(t *t
 		if len(d.Advisories) != 2 {
 			t.Fatalf("advisories %+v; want D1's and D2's", d.Advisories)
 		}
-		return d.Advisories[0].Copy["title"], d.Advisories[1].Copy["title"]
+		return d.Advisories[0].Copy.Get("title"), d.Advisories[1].Copy.Get("title")
 	}
 	read, err := toolobs.Fingerprint("read", map[string]any{"path": "/tmp/x"})
 	if err != nil {
@@ -836,7 +836,7 @@ func TestCOPY4_CopyRendersInItsRulesEnvironmentWhenTheDecisionNeedsIt(t *testing
 	for _, tool := range []string{"write", "read", "read"} {
 		d := p.Evaluate(rt, &Occurrence{Anchor: "gw.pre_call", SessionID: "s", ToolCall: &ToolCall{Name: tool}})
 		for _, a := range d.Advisories {
-			got = append(got, a.Copy["title"])
+			got = append(got, a.Copy.Get("title"))
 		}
 	}
 	want := "B: write seen 0|A: read seen 0|B: read seen 1|A: read seen 1|B: read seen 2"
@@ -866,7 +866,7 @@ func TestCOPY_FactsOnlyABranchNotTakenReadsDoNotFailTheCopy(t *testing.T) {
 		byID[r.ID] = r
 	}
 	wantApplied := []string{byID["M"].TraceEntry(MonitoredErrored), byID["W"].TraceEntry(Fired), byID["Z"].TraceEntry(Errored)}
-	if d.Decision != "warn" || d.Rule != "W" || d.Copy["title"] != "done" || strings.Join(d.Applied, " ") != strings.Join(wantApplied, " ") {
+	if d.Decision != "warn" || d.Rule != "W" || d.Copy.Get("title") != "done" || strings.Join(d.Applied, " ") != strings.Join(wantApplied, " ") {
 		t.Errorf("got %s by %s, copy %v, applied %v; want warn by W, copy done, applied %v", d.Decision, d.Rule, d.Copy, d.Applied, wantApplied)
 	}
 	if len(d.Failures) != 2 {

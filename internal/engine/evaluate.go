@@ -62,7 +62,7 @@ type Decision struct {
 	Decision          string            `json:"decision"`
 	Code              string            `json:"code,omitempty"`
 	Rule              string            `json:"rule,omitempty"`
-	Copy              map[string]string `json:"copy,omitempty"`
+	Copy              Copy              `json:"copy,omitempty"`
 	Advisories        []Advisory        `json:"advisories"`
 	Transforms        []TransformRecord `json:"transforms"`
 	Content           *string           `json:"content,omitempty"`
@@ -79,9 +79,9 @@ type Decision struct {
 
 // Advisory is one item of advisories ([OAR-EVAL-20]).
 type Advisory struct {
-	Code string            `json:"code"`
-	Rule string            `json:"rule"`
-	Copy map[string]string `json:"copy,omitempty"`
+	Code string `json:"code"`
+	Rule string `json:"rule"`
+	Copy Copy   `json:"copy,omitempty"`
 }
 
 // TransformRecord is one accumulated transform ([OAR-OPS-15]).
@@ -245,8 +245,8 @@ func (p *Program) Evaluate(rt *Runtime, occ *Occurrence) *Decision {
 }
 
 // EvaluateInto is Evaluate building the decision in buf, for a caller that evaluates
-// one occurrence after another: the decision it returns, and every list and map it
-// holds, live in buf and are valid until buf's next evaluation. Once buf has grown to
+// one occurrence after another: the decision it returns, and every list, copy and map
+// it holds, live in buf and are valid until buf's next evaluation. Once buf has grown to
 // what the occurrences need, an evaluation into it allocates only the text it makes:
 // the rendered copy, a tool-argument fingerprint, a scoped counter's report key and
 // transformed content. A buffer serves one evaluation at a time.
@@ -343,9 +343,9 @@ type contribution struct {
 
 // DecisionBuffer holds a decision and the storage it is built in: room for the lists a
 // typical occurrence fills, so that a fresh buffer is the one allocation of an
-// evaluation whose lists fit, and the lists and copy maps of earlier evaluations, which
-// EvaluateInto reuses. A longer list grows out of its room like any slice. The zero
-// value is ready to use.
+// evaluation whose lists fit, and the lists and copy members of earlier evaluations,
+// which EvaluateInto reuses. A longer list grows out of its room like any slice. The
+// zero value is ready to use.
 type DecisionBuffer struct {
 	d          Decision
 	applied    [16]string
@@ -353,12 +353,11 @@ type DecisionBuffer struct {
 	events     [2]Event
 	advisories [2]Advisory
 	content    string
-	// maps are the copy maps made in this buffer, the first used of them in use by
-	// the current decision; spare holds the first two.
-	maps     []map[string]string
-	spare    [2]map[string]string
-	used     int
-	counters map[string]Counts
+	// members holds the members of every copy object of the decision, each copy a
+	// part of it; memberRoom is its room for the members of one full copy.
+	members    []CopyMember
+	memberRoom [len(copyMemberNames)]CopyMember
+	counters   map[string]Counts
 }
 
 // reset starts a decision in b, keeping the storage of the previous one.
@@ -366,7 +365,7 @@ func (b *DecisionBuffer) reset() *Decision {
 	d := &b.d
 	if d.Applied == nil {
 		d.Applied, d.OnFire, d.Events, d.Advisories = b.applied[:0], b.onFire[:0], b.events[:0], b.advisories[:0]
-		b.maps = b.spare[:0]
+		b.members = b.memberRoom[:0]
 	}
 	*d = Decision{
 		Decision:          EffectNone.String(),
@@ -378,22 +377,18 @@ func (b *DecisionBuffer) reset() *Decision {
 		SkippedTransforms: d.SkippedTransforms[:0],
 		Failures:          d.Failures[:0],
 	}
-	b.used = 0
+	b.members = b.members[:0]
 	return d
 }
 
-// copyMap returns an empty map for one copy object, reusing one of an earlier decision.
-func (b *DecisionBuffer) copyMap(size int) map[string]string {
-	if b.used < len(b.maps) {
-		m := b.maps[b.used]
-		clear(m)
-		b.used++
-		return m
-	}
-	m := make(map[string]string, size)
-	b.maps = append(b.maps, m)
-	b.used++
-	return m
+// copyOf returns a copy object of n members for the decision, to be filled in, in
+// storage of an earlier decision when it has room. Its capacity ends at its last
+// member, so an append to it cannot reach the next copy's. Growing the storage leaves
+// the copies made before in the storage they were made in.
+func (b *DecisionBuffer) copyOf(n int) Copy {
+	from := len(b.members)
+	b.members = slices.Grow(b.members, n)[:from+n]
+	return Copy(b.members[from : from+n : from+n])
 }
 
 func (s *evalState) run() *Decision {
@@ -594,24 +589,25 @@ func (s *evalState) decide(d *Decision, block *contribution, transforms, nudges,
 			d.Copy = d.Advisories[0].Copy
 		} else {
 			s.renderLate(win)
-			d.Copy = s.copyMap(win.copy)
+			d.Copy = s.copyOf(win.copy)
 		}
 	}
 	d.fillEmptyLists()
 }
 
-// copyMap builds the copy object of a rendered span; nil for an empty span. Its values
-// are substrings of one string holding all the copy rendered at the occurrence.
-func (s *evalState) copyMap(span copySpan) map[string]string {
+// copyOf builds the copy object of a rendered span, whose members renderCopy put in
+// name order; nil for an empty span. Its texts are substrings of one string holding
+// all the copy rendered at the occurrence.
+func (s *evalState) copyOf(span copySpan) Copy {
 	if span.from == span.to {
 		return nil
 	}
 	if s.copyText == "" {
 		s.copyText = string(s.copyBuf)
 	}
-	out := s.buf.copyMap(span.to - span.from)
-	for _, m := range s.copyMembers[span.from:span.to] {
-		out[m.name] = s.copyText[m.start:m.end]
+	out := s.buf.copyOf(span.to - span.from)
+	for i, m := range s.copyMembers[span.from:span.to] {
+		out[i] = CopyMember{Name: m.name, Text: s.copyText[m.start:m.end]}
 	}
 	return out
 }
@@ -640,13 +636,13 @@ func (d *Decision) fillEmptyLists() {
 }
 
 // advisories appends the advisory of each contribution to out, rendering every copy
-// that waited before copyMap makes the copy buffer one string.
+// that waited before copyOf makes the copy buffer one string.
 func (s *evalState) advisories(out []Advisory, cs []contribution) []Advisory {
 	for i := range cs {
 		s.renderLate(&cs[i])
 	}
 	for _, c := range cs {
-		out = append(out, Advisory{Code: c.rule.ID, Rule: c.rule.QID, Copy: s.copyMap(c.copy)})
+		out = append(out, Advisory{Code: c.rule.ID, Rule: c.rule.QID, Copy: s.copyOf(c.copy)})
 	}
 	return out
 }
@@ -840,11 +836,14 @@ func (s *evalState) contentLen() int {
 	return s.content
 }
 
-// renderCopy renders every member of r's copy into the occurrence's copy buffer. On
-// failure nothing of r's copy stays in the buffer.
+// renderCopy renders every member of r's copy into the occurrence's copy buffer, in
+// presentation order, so that of two members that fail the first one's error is the
+// rule's, and locates each in the copy buffer in name order, the order of the copy
+// object. On failure nothing of r's copy stays in the buffer.
 func (s *evalState) renderCopy(r *Rule) (copySpan, error) {
-	span := copySpan{from: len(s.copyMembers)}
+	span := copySpan{from: len(s.copyMembers), to: len(s.copyMembers) + len(r.copy)}
 	bufLen := len(s.copyBuf)
+	s.copyMembers = slices.Grow(s.copyMembers, len(r.copy))[:span.to]
 	for _, m := range r.copy {
 		start := len(s.copyBuf)
 		var err error
@@ -852,9 +851,8 @@ func (s *evalState) renderCopy(r *Rule) (copySpan, error) {
 			s.copyBuf, s.copyMembers = s.copyBuf[:bufLen], s.copyMembers[:span.from]
 			return copySpan{}, err
 		}
-		s.copyMembers = append(s.copyMembers, renderedMember{name: m.name, start: start, end: len(s.copyBuf)})
+		s.copyMembers[span.from+m.pos] = renderedMember{name: m.name, start: start, end: len(s.copyBuf)}
 	}
-	span.to = len(s.copyMembers)
 	return span, nil
 }
 
@@ -867,7 +865,13 @@ func (s *evalState) dropCopy(span copySpan) {
 	if span.late || span.from == span.to {
 		return
 	}
-	s.copyBuf = s.copyBuf[:s.copyMembers[span.from].start]
+	// The member rendered first, where the span's text begins, is not the first in
+	// name order.
+	text := s.copyMembers[span.from].start
+	for _, m := range s.copyMembers[span.from+1 : span.to] {
+		text = min(text, m.start)
+	}
+	s.copyBuf = s.copyBuf[:text]
 	s.copyMembers = s.copyMembers[:span.from]
 }
 

@@ -1002,6 +1002,13 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 		}
 	}
 	r.copyFacts = copyFacts(refs[:members])
+	for i := range r.copy {
+		for _, other := range r.copy {
+			if other.name < r.copy[i].name {
+				r.copy[i].pos++
+			}
+		}
+	}
 	if r.transform != nil {
 		if !c.SupportsTransform {
 			l.Add(fieldErr("OAR-OPS-18", "effect", "transform", "the capability does not implement content mutation (supports_transform is false), so a rule with effect transform cannot load"))

@@ -40,7 +40,7 @@ func TestRepeatedConditionResolvesPerNamespace(t *testing.T) {
 	if !slices.Equal(d.Applied, want) {
 		t.Errorf("applied %v, want %v", d.Applied, want)
 	}
-	if d.Copy["what"] != "other seen" {
+	if d.Copy.Get("what") != "other seen" {
 		t.Errorf("copy %v", d.Copy)
 	}
 }

@@ -211,9 +211,13 @@ type transformSpec struct {
 	targetName  string
 }
 
+// copyMember is a member of a rule's copy, which the rule lists in presentation order,
+// the order they render in; pos is its position in name order among the rule's
+// members, where renderCopy puts it so that a copy object needs no sorting.
 type copyMember struct {
 	name string
 	tmpl *copytext.Template
+	pos  int
 }
 
 // copyFacts lists the facts of lists, each once: lists itself when there is one list,

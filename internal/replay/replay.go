@@ -93,7 +93,7 @@ type Outcome struct {
 	Transforms        []engine.TransformRecord `json:"transforms,omitempty"`
 	SkippedTransforms []engine.SkippedSpan     `json:"skipped_transforms,omitempty"`
 	Advisories        []engine.Advisory        `json:"advisories,omitempty"`
-	Copy              map[string]string        `json:"copy,omitempty"`
+	Copy              engine.Copy              `json:"copy,omitempty"`
 	// Content is the content the decision delivers, transformed; compared, not
 	// reported (it can be sensitive, and without the logged text it is the
 	// placeholder's).
@@ -698,9 +698,9 @@ func differs(a, b Outcome) []string {
 		{PartContent, (a.Content == nil) == (b.Content == nil) && (a.Content == nil || *a.Content == *b.Content)},
 		{PartSkippedTransforms, slices.Equal(a.SkippedTransforms, b.SkippedTransforms)},
 		{PartAdvisories, slices.EqualFunc(a.Advisories, b.Advisories, func(x, y engine.Advisory) bool {
-			return x.Code == y.Code && x.Rule == y.Rule && maps.Equal(x.Copy, y.Copy)
+			return x.Code == y.Code && x.Rule == y.Rule && slices.Equal(x.Copy, y.Copy)
 		})},
-		{PartCopy, maps.Equal(a.Copy, b.Copy)},
+		{PartCopy, slices.Equal(a.Copy, b.Copy)},
 	} {
 		if !p.same {
 			out = append(out, p.name)

@@ -57,7 +57,7 @@ func appendDecision(b []byte, d *engine.Decision) []byte {
 	}
 	if len(d.Copy) > 0 {
 		b = append(b, `,"copy":`...)
-		b = appendStringMap(b, d.Copy)
+		b = appendCopy(b, d.Copy)
 	}
 	b = append(b, `,"advisories":`...)
 	b = appendList(b, d.Advisories, appendAdvisory)
@@ -120,7 +120,7 @@ func appendAdvisory(b []byte, a engine.Advisory) []byte {
 	b = codepoint.AppendJSON(b, a.Rule)
 	if len(a.Copy) > 0 {
 		b = append(b, `,"copy":`...)
-		b = appendStringMap(b, a.Copy)
+		b = appendCopy(b, a.Copy)
 	}
 	return append(b, '}')
 }
@@ -183,8 +183,19 @@ func appendCounts(b []byte, c engine.Counts) []byte {
 	return append(b, '}')
 }
 
-func appendStringMap(b []byte, m map[string]string) []byte {
-	return appendMap(b, m, codepoint.AppendJSON)
+// appendCopy writes a copy object's members in their order, which is encoding/json's
+// order of a map's keys.
+func appendCopy(b []byte, c engine.Copy) []byte {
+	b = append(b, '{')
+	for i, m := range c {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = codepoint.AppendJSON(b, m.Name)
+		b = append(b, ':')
+		b = codepoint.AppendJSON(b, m.Text)
+	}
+	return append(b, '}')
 }
 
 func appendCounters(b []byte, m map[string]engine.Counts) []byte {

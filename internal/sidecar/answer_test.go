@@ -139,8 +139,8 @@ func TestAnswerEncodingEdgeCases(t *testing.T) {
 		many[fmt.Sprintf("k%02d%s", 19-i, odd)] = odd
 	}
 	full := &engine.Decision{
-		Decision: "block", Code: "C" + odd, Rule: "ns/R" + odd, Copy: many,
-		Advisories:        []engine.Advisory{{Code: odd, Rule: "r"}, {Code: "c", Rule: "r", Copy: map[string]string{"b": "2", "a": odd}}},
+		Decision: "block", Code: "C" + odd, Rule: "ns/R" + odd, Copy: engine.CopyOf(many),
+		Advisories:        []engine.Advisory{{Code: odd, Rule: "r"}, {Code: "c", Rule: "r", Copy: engine.CopyOf(map[string]string{"b": "2", "a": odd})}},
 		Transforms:        []engine.TransformRecord{{Rule: "r", Action: "redact", Target: odd, Replacement: odd}},
 		Content:           &content,
 		Applied:           []string{"a:fired", odd},
@@ -154,7 +154,7 @@ func TestAnswerEncodingEdgeCases(t *testing.T) {
 	for _, d := range []*engine.Decision{
 		full,
 		{Decision: "none"},
-		{Decision: "none", Copy: map[string]string{}, Counters: map[string]engine.Counts{}, Failures: []engine.Failure{}, Content: &empty,
+		{Decision: "none", Copy: engine.Copy{}, Counters: map[string]engine.Counts{}, Failures: []engine.Failure{}, Content: &empty,
 			Advisories: []engine.Advisory{}, Transforms: []engine.TransformRecord{}, Applied: []string{}, OnFire: []string{}, Events: []engine.Event{}, SkippedTransforms: []engine.SkippedSpan{}},
 	} {
 		sameAnswer(t, d, "sha256:"+odd)
@@ -189,7 +189,7 @@ func FuzzAppendString(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		answer := func(s string) Answer {
-			return Answer{Decision: &engine.Decision{Decision: s, Copy: map[string]string{s: s, "": s}}, Bundle: s}
+			return Answer{Decision: &engine.Decision{Decision: s, Copy: engine.CopyOf(map[string]string{s: s, "": s})}, Bundle: s}
 		}
 		// A high surrogate followed by a low one is written as two escapes, which a
 		// JSON reader takes as the one code point they pair into: the reference

@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Copy is a rendered copy object ([OAR-COPY-2]): its members sorted by name, each name
+// once. A decision's copy is built in this order from its rule's members, put in name
+// order when the rule compiled, so neither the engine nor an encoder writing the
+// object in encoding/json's key order hashes or sorts a name per evaluation, as a map
+// made them do. It marshals and unmarshals as the map[string]string it stands for.
+type Copy []CopyMember
+
+// CopyMember is one member of a copy object: a name (title, what, …) and its text.
+type CopyMember struct {
+	Name string
+	Text string
+}
+
+// CopyOf is the copy object holding the members of m; nil for a nil map.
+func CopyOf(m map[string]string) Copy {
+	if m == nil {
+		return nil
+	}
+	c := make(Copy, 0, len(m))
+	for name, text := range m {
+		c = append(c, CopyMember{Name: name, Text: text})
+	}
+	slices.SortFunc(c, func(a, b CopyMember) int { return strings.Compare(a.Name, b.Name) })
+	return c
+}
+
+// Get returns the text of the member called name; "" when c has none, as a map
+// would.
+func (c Copy) Get(name string) string {
+	if i, ok := slices.BinarySearchFunc(c, name, func(m CopyMember, name string) int {
+		return strings.Compare(m.Name, name)
+	}); ok {
+		return c[i].Text
+	}
+	return ""
+}
+
+// Map is c as a map; nil for a nil c.
+func (c Copy) Map() map[string]string {
+	if c == nil {
+		return nil
+	}
+	m := make(map[string]string, len(c))
+	for _, member := range c {
+		m[member.Name] = member.Text
+	}
+	return m
+}
+
+// MarshalJSON writes c as encoding/json writes the map[string]string of its members:
+// null when nil, else an object in name order. It leaves '<', '>' and '&' as they are,
+// as the map's encoding with HTML escaping off does: the encoder that calls it escapes
+// them when its own HTML escaping is on, so both encoders' bytes are the map's.
+func (c Copy) MarshalJSON() ([]byte, error) {
+	if c == nil {
+		return []byte("null"), nil
+	}
+	n := 2
+	for _, m := range c {
+		n += len(m.Name) + len(m.Text) + 6
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, m := range c {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, m.Name)
+		b = append(b, ':')
+		b = appendJSONString(b, m.Text)
+	}
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads what a map[string]string reads, into c's members: null makes c
+// nil, an object adds its members to c's, a name given twice taking the last text.
+func (c *Copy) UnmarshalJSON(data []byte) error {
+	m := c.Map()
+	err := json.Unmarshal(data, &m)
+	*c = CopyOf(m)
+	return err
+}
+
+// appendJSONString appends s as a JSON string as encoding/json writes it with HTML
+// escaping off: \b \f \n \r \t \" \\ by name, other control bytes as \u00XX, each byte
+// of invalid UTF-8 (a surrogate's encoding too) as \ufffd, U+2028 and U+2029 escaped.
+// Unlike codepoint.AppendJSON it writes a lone surrogate as encoding/json does.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
