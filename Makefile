@@ -46,6 +46,7 @@ FUZZ_TARGETS := \
 	./internal/engine:FuzzDecodeJSON \
 	./internal/engine:FuzzGrammarMatchers \
 	./internal/engine:FuzzCopyEncodesAsItsMap \
+	./internal/engine:FuzzCountersEncodeAsTheirMap \
 	./internal/engine/fixture:FuzzRunFixture \
 	./internal/occurrence:FuzzDecode \
 	./internal/decisionlog:FuzzReadDecisionLog \

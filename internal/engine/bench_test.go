@@ -274,3 +274,40 @@ func TestAFreshBuffersCopyAllocatesItsTextOnly(t *testing.T) {
 		}
 	}
 }
+
+// Into a fresh DecisionBuffer, the counter report of a decision costs nothing for up to
+// four counters, which the buffer has room for (where a map cost at least one
+// allocation); five outgrow it, and the on_fire list's room, by one allocation each.
+func TestAFreshBuffersCounterReportAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops pooled evaluation state at random")
+	}
+	program := func(rules int, onFire []any) *Program {
+		docs := make([]any, rules)
+		for i := range docs {
+			docs[i] = map[string]any{"oar": "1.0", "namespace": "bench.pack", "id": fmt.Sprintf("WARN_%d", i),
+				"kind": "policy", "anchor": "tool.pre_invoke", "effect": "warn", "requires": map[string]any{"profiles": []any{"tool"}},
+				"on_fire": onFire}
+		}
+		p := programOf(t, benchCap(t), docs)
+		p.cap.ActivityWindow = 0
+		return p
+	}
+	rt, occ := NewMemoryRuntime(), readCall()
+	for _, tt := range []struct {
+		rules int
+		more  float64
+	}{{1, 0}, {2, 0}, {4, 0}, {5, 2}} {
+		var d *Decision
+		p, q := program(tt.rules, []any{}), program(tt.rules, []any{"increment_counter"})
+		without := testing.AllocsPerRun(200, func() { d = p.Evaluate(rt, occ) })
+		with := testing.AllocsPerRun(200, func() { d = q.Evaluate(rt, occ) })
+		if d.Decision != "warn" || len(d.Counters) != tt.rules || d.Counters.Get("bench.pack/WARN_0").Fire < 1 {
+			t.Fatalf("%d rules: decision %s, counters %+v", tt.rules, d.Decision, d.Counters)
+		}
+		t.Logf("%d rules: %.1f allocations per evaluation with counters, %.1f without", tt.rules, with, without)
+		if with-without != tt.more {
+			t.Errorf("%d rules counting: %.1f allocations per evaluation into a fresh buffer, %.1f without counters; want %.0f more", tt.rules, with, without, tt.more)
+		}
+	}
+}

@@ -72,7 +72,7 @@ type Decision struct {
 	SkippedTransforms []SkippedSpan     `json:"skipped_transforms"`
 	// Counters holds every counter this occurrence changed, with its value after it
 	// ([OAR-CONF-21], [OAR-CONF-33]).
-	Counters map[string]Counts `json:"counters,omitempty"`
+	Counters Counters `json:"counters,omitempty"`
 	// Failures records every rule that could not be evaluated ([OAR-OPS-4]).
 	Failures []Failure `json:"failures,omitempty"`
 }
@@ -176,9 +176,9 @@ type evalState struct {
 	copyText    string
 	fpBuf       []byte
 	// keyBuf holds the report keys of the scoped counters a decision reports, one
-	// after the other; keyEnds locates each and holds its counts.
+	// after the other; keyEnds locates each, and its place in the report.
 	keyBuf  []byte
-	keyEnds []scopedCount
+	keyEnds []scopedKey
 	// calls keeps, by the slot the rule set gave it, the result of an observation
 	// function applied to a literal argument, for every rule calling it so (Call).
 	calls []slot
@@ -245,11 +245,11 @@ func (p *Program) Evaluate(rt *Runtime, occ *Occurrence) *Decision {
 }
 
 // EvaluateInto is Evaluate building the decision in buf, for a caller that evaluates
-// one occurrence after another: the decision it returns, and every list, copy and map
-// it holds, live in buf and are valid until buf's next evaluation. Once buf has grown to
-// what the occurrences need, an evaluation into it allocates only the text it makes:
-// the rendered copy, a tool-argument fingerprint, a scoped counter's report key and
-// transformed content. A buffer serves one evaluation at a time.
+// one occurrence after another: the decision it returns, and every list, copy and
+// counter report it holds, live in buf and are valid until buf's next evaluation. Once
+// buf has grown to what the occurrences need, an evaluation into it allocates only the
+// text it makes: the rendered copy, a tool-argument fingerprint, a scoped counter's
+// report key and transformed content. A buffer serves one evaluation at a time.
 func (p *Program) EvaluateInto(rt *Runtime, occ *Occurrence, buf *DecisionBuffer) *Decision {
 	core, isCore := p.cap.CoreAnchorOf(occ.Anchor)
 	s := statePool.Get().(*evalState)
@@ -357,7 +357,10 @@ type DecisionBuffer struct {
 	// part of it; memberRoom is its room for the members of one full copy.
 	members    []CopyMember
 	memberRoom [len(copyMemberNames)]CopyMember
-	counters   map[string]Counts
+	// counters holds the counter report of the last decision that had one;
+	// counterRoom is its room for the counters of a typical occurrence.
+	counters    Counters
+	counterRoom [4]ReportedCounter
 }
 
 // reset starts a decision in b, keeping the storage of the previous one.
@@ -508,41 +511,46 @@ func (s *evalState) run() *Decision {
 	return d
 }
 
-// scopedCount is a changed scoped counter: where its report key ends in
-// evalState.keyBuf, and its counts.
-type scopedCount struct {
-	end int
-	v   Counts
+// scopedKey is a changed scoped counter's place in the report: at is its position,
+// end where its report key ends in evalState.keyBuf.
+type scopedKey struct {
+	at, end int
 }
 
 // counterReport is the counters member of the decision: every changed counter by its
-// report key ([OAR-CONF-33]). The keys of scoped counters are substrings of one string.
-func (s *evalState) counterReport() map[string]Counts {
+// report key ([OAR-CONF-33]), in key order, in the decision buffer's storage. The keys
+// of scoped counters are substrings of one string. Keys are distinct: a rule's counters
+// differ by scope value, and a rule identifier holds no '#' ([OAR-DOC-6]).
+func (s *evalState) counterReport() Counters {
 	b := s.buf
-	if b.counters == nil {
-		b.counters = make(map[string]Counts, s.nChanged)
-	} else {
-		clear(b.counters)
+	out := b.counters[:0]
+	if out == nil {
+		out = b.counterRoom[:0]
 	}
-	keys, ends := s.keyBuf[:0], s.keyEnds[:0]
+	keys, scoped := s.keyBuf[:0], s.keyEnds[:0]
 	for i := range s.ctrs {
 		c := &s.ctrs[i]
 		switch {
 		case !c.changed:
 		case !c.key.Scoped:
-			b.counters[c.key.Rule] = c.after
+			out = append(out, ReportedCounter{Key: c.key.Rule, Counts: c.after})
 		default:
 			keys = append(append(append(keys, c.key.Rule...), '#'), c.key.Scope...)
-			ends = append(ends, scopedCount{end: len(keys), v: c.after})
+			scoped = append(scoped, scopedKey{at: len(out), end: len(keys)})
+			out = append(out, ReportedCounter{Counts: c.after})
 		}
 	}
-	all, start := string(keys), 0
-	for _, e := range ends {
-		b.counters[all[start:e.end]] = e.v
-		start = e.end
+	if len(scoped) > 0 {
+		all, start := string(keys), 0
+		for _, k := range scoped {
+			out[k.at].Key = all[start:k.end]
+			start = k.end
+		}
 	}
-	s.keyBuf, s.keyEnds = keys, ends
-	return b.counters
+	sortCounters(out)
+	s.keyBuf, s.keyEnds = keys, scoped
+	b.counters = out
+	return out
 }
 
 // decide applies precedence ([OAR-EVAL-6], [OAR-EVAL-19], [OAR-EVAL-20]) and the

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"slices"
 	"strconv"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
@@ -198,26 +197,17 @@ func appendCopy(b []byte, c engine.Copy) []byte {
 	return append(b, '}')
 }
 
-func appendCounters(b []byte, m map[string]engine.Counts) []byte {
-	return appendMap(b, m, appendCounts)
-}
-
-// appendMap writes an object with its keys sorted, as encoding/json does.
-func appendMap[V any](b []byte, m map[string]V, value func([]byte, V) []byte) []byte {
-	var buf [16]string
-	keys := buf[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+// appendCounters writes a counter report's counters in their order, which is
+// encoding/json's order of a map's keys.
+func appendCounters(b []byte, c engine.Counters) []byte {
 	b = append(b, '{')
-	for i, k := range keys {
+	for i, r := range c {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = codepoint.AppendJSON(b, k)
+		b = codepoint.AppendJSON(b, r.Key)
 		b = append(b, ':')
-		b = value(b, m[k])
+		b = appendCounts(b, r.Counts)
 	}
 	return append(b, '}')
 }

@@ -147,14 +147,14 @@ func TestAnswerEncodingEdgeCases(t *testing.T) {
 		OnFire:            []string{"publish_event"},
 		Events:            []engine.Event{{Rule: "r", Anchor: "a", Effect: "warn"}, {Rule: "r", Anchor: "a", Effect: "warn", Session: odd}},
 		SkippedTransforms: []engine.SkippedSpan{{Rule: "r", Start: -3, End: 1 << 40, Reason: odd}},
-		Counters:          map[string]engine.Counts{"b": {Fire: -1, Breaker: 1 << 62}, odd: {}},
+		Counters:          engine.CountersOf(map[string]engine.Counts{"b": {Fire: -1, Breaker: 1 << 62}, odd: {}}),
 		Failures:          []engine.Failure{{Rule: "r", Error: odd}, {Rule: "r", Clause: "OAR-OPS-3", Error: "e"}},
 	}
 	empty := ""
 	for _, d := range []*engine.Decision{
 		full,
 		{Decision: "none"},
-		{Decision: "none", Copy: engine.Copy{}, Counters: map[string]engine.Counts{}, Failures: []engine.Failure{}, Content: &empty,
+		{Decision: "none", Copy: engine.Copy{}, Counters: engine.Counters{}, Failures: []engine.Failure{}, Content: &empty,
 			Advisories: []engine.Advisory{}, Transforms: []engine.TransformRecord{}, Applied: []string{}, OnFire: []string{}, Events: []engine.Event{}, SkippedTransforms: []engine.SkippedSpan{}},
 	} {
 		sameAnswer(t, d, "sha256:"+odd)

@@ -145,8 +145,8 @@ func runOverHTTP(t *testing.T, f *fixture.Fixture) {
 			!declared && (len(a.Warnings) != 1 || a.Warnings[0].Value != o.Anchor) {
 			t.Fatalf("occurrence %d at %q (declared: %t): warnings %+v", i, o.Anchor, declared, a.Warnings)
 		}
-		for k, v := range a.Counters {
-			run[k] = v
+		for _, c := range a.Counters {
+			run[c.Key] = c.Counts
 		}
 		if o.Expected != nil {
 			if diff := fixture.Compare(o.Expected, a.Decision, a.Counters); diff != "" {
@@ -157,7 +157,7 @@ func runOverHTTP(t *testing.T, f *fixture.Fixture) {
 	}
 	counters := last.Counters
 	if len(f.Occurrences) > 1 {
-		counters = run
+		counters = engine.CountersOf(run)
 	}
 	if diff := fixture.Compare(&f.Expected, last, counters); diff != "" {
 		t.Fatal(diff)

@@ -265,7 +265,7 @@ func TestLogOfAnUnknownCorrectionOutcome(t *testing.T) {
 	first := r.evaluate(t, shellCall("s1"))
 	p.drop.Store(0)
 	second := r.evaluate(t, shellCall("s1"))
-	if len(first.Failures) != 1 || !strings.Contains(first.Failures[0].Error, "whether they were taken back is unknown") || second.Counters["acme.ops/COUNT_SHELL"].Fire != 1 {
+	if len(first.Failures) != 1 || !strings.Contains(first.Failures[0].Error, "whether they were taken back is unknown") || second.Counters.Get("acme.ops/COUNT_SHELL").Fire != 1 {
 		t.Fatalf("the call whose correction's outcome is unknown %+v; the next %+v", first.Decision, second.Decision)
 	}
 	if err := dl.Close(context.Background()); err != nil {

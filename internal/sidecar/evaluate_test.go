@@ -32,7 +32,7 @@ func TestSessionCountersAndFlow(t *testing.T) {
 		if a.Decision.Decision != want {
 			t.Fatalf("shell call %d: decision %s, want %s (%+v)", i+1, a.Decision.Decision, want, a.Decision)
 		}
-		if got := a.Counters["acme.ops/COUNT_SHELL"].Fire; got != int64(i+1) {
+		if got := a.Counters.Get("acme.ops/COUNT_SHELL").Fire; got != int64(i+1) {
 			t.Errorf("shell call %d: COUNT_SHELL fire_count %d, want %d", i+1, got, i+1)
 		}
 	}
@@ -67,7 +67,7 @@ func TestSessionCountersAndFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := ts.evaluate(t, shell)
-	if a.Bundle != next.Digest || a.Decision.Decision != "block" || a.Counters["acme.ops/COUNT_SHELL"].Fire != 4 {
+	if a.Bundle != next.Digest || a.Decision.Decision != "block" || a.Counters.Get("acme.ops/COUNT_SHELL").Fire != 4 {
 		t.Errorf("after a reload: bundle %s decision %s counters %v; want %s, block, fire_count 4", a.Bundle, a.Decision.Decision, a.Counters, next.Digest)
 	}
 	if a := ts.evaluate(t, deploy); a.Decision.Decision != "nudge" {
@@ -371,7 +371,7 @@ func TestSessionBounds(t *testing.T) {
 	ts := serve(t, sealed(t, testCapability, testRules), Options{Sessions: session.Options{MaxSessions: 2, IdleTTL: time.Hour, Now: clock}})
 	shell := func(s string) int64 {
 		a := ts.evaluate(t, occ("tool.pre_invoke", s, `"tool_call": {"name": "shell"}`))
-		return a.Counters["acme.ops/COUNT_SHELL"].Fire
+		return a.Counters.Get("acme.ops/COUNT_SHELL").Fire
 	}
 	shell("s1")
 	shell("s1")

@@ -60,7 +60,7 @@ func lostReplyRun(t *testing.T, b *bundle.Bundle, opt Options) (*testSidecar, *r
 	prefix := redistest.Prefix(t)
 	opt.SharedSessions = sharedStore(t, "redis://"+p.addr, redisstore.Options{Prefix: prefix, Timeout: 300 * time.Millisecond})
 	r := serve(t, b, opt)
-	if d := r.evaluate(t, shellCall("s1")); d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 {
+	if d := r.evaluate(t, shellCall("s1")); d.Counters.Get("acme.ops/COUNT_SHELL").Fire != 1 {
 		t.Fatalf("first call %+v", d.Decision)
 	}
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
@@ -82,7 +82,7 @@ func TestLostCommitReplyIsRecognisedWhenSentAgain(t *testing.T) {
 	r, p, held := lostReplyRun(t, sealed(t, testCapability, testRules), Options{})
 	p.drop.Store(1)
 	d := r.evaluate(t, shellCall("s1"))
-	if d.Decision.Decision != "warn" || d.Counters["acme.ops/COUNT_SHELL"].Fire != 2 || len(d.Failures) != 0 || len(d.Events) != 1 {
+	if d.Decision.Decision != "warn" || d.Counters.Get("acme.ops/COUNT_SHELL").Fire != 2 || len(d.Failures) != 0 || len(d.Events) != 1 {
 		t.Errorf("the second call, whose first commit answer was lost: %+v", d.Decision)
 	}
 	if got := held(); got != "2 0" {

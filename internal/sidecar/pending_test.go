@@ -129,7 +129,7 @@ func TestCorrectionTooLateKeepsTheCommit(t *testing.T) {
 	r := serve(t, sealed(t, testCapability, testRules), Options{Events: failingWriter{}, SharedSessions: store})
 	store.SetObserver(&afterFirstCommit{Observer: r.Metrics(), do: func() { time.Sleep(20 * ttl) }})
 	d := r.evaluate(t, shellCall("s1"))
-	if d.Decision.Decision != "warn" || len(d.Events) != 0 || d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 || len(d.Failures) != 1 ||
+	if d.Decision.Decision != "warn" || len(d.Events) != 0 || d.Counters.Get("acme.ops/COUNT_SHELL").Fire != 1 || len(d.Failures) != 1 ||
 		!strings.Contains(d.Failures[0].Error, "could not be taken back") || !strings.Contains(d.Failures[0].Error, "pending time") {
 		t.Errorf("answer %+v; want the committed decision, its event dropped, and a failure saying the correction came too late", d.Decision)
 	}
@@ -182,7 +182,7 @@ func TestCorrectionOfACommitThatChangedNothing(t *testing.T) {
 	}
 	for mode, r := range modes {
 		d := r.evaluate(t, occ("content.output", "s1", ""))
-		if d.Rule != "acme.ops/COUNT_OUT" || d.Counters["acme.ops/COUNT_OUT"].Fire != 1 || len(d.Failures) != 1 || strings.Contains(d.Failures[0].Error, "taken back") {
+		if d.Rule != "acme.ops/COUNT_OUT" || d.Counters.Get("acme.ops/COUNT_OUT").Fire != 1 || len(d.Failures) != 1 || strings.Contains(d.Failures[0].Error, "taken back") {
 			t.Errorf("%s mode: %+v; want COUNT_OUT fired once, ANNOUNCE failed open", mode, d.Decision)
 		}
 	}

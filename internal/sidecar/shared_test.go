@@ -122,7 +122,7 @@ func replicasDecideAsOneEngine(t *testing.T, opt redisstore.Options) {
 	results := make(map[string][]result, sessions)
 	for i, a := range sendConcurrently(t, rs, bodies, clients) {
 		session := fmt.Sprintf("s%d", i/calls)
-		results[session] = append(results[session], result{a.Counters["acme.ops/COUNT_SHELL"].Fire, a.Decision.Decision == "block"})
+		results[session] = append(results[session], result{a.Counters.Get("acme.ops/COUNT_SHELL").Fire, a.Decision.Decision == "block"})
 	}
 	blocked := 0
 	for session, rr := range results {
@@ -179,7 +179,7 @@ func TestBreakerTrippedOnOneReplicaIsOpenOnTheOther(t *testing.T) {
 	if d := rs[1].evaluate(t, read); d.Decision.Decision != "none" {
 		t.Fatalf("before the trip: %+v", d.Decision)
 	}
-	if d := rs[0].evaluate(t, occ("tool.pre_invoke", "s1", `"tool_call": {"name": "deploy", "arguments": {}}`)); d.Decision.Decision != "warn" || d.Counters["acme.ops/TRIP"].Breaker != 1 {
+	if d := rs[0].evaluate(t, occ("tool.pre_invoke", "s1", `"tool_call": {"name": "deploy", "arguments": {}}`)); d.Decision.Decision != "warn" || d.Counters.Get("acme.ops/TRIP").Breaker != 1 {
 		t.Fatalf("the trip: %+v", d.Decision)
 	}
 	if d := rs[1].evaluate(t, read); d.Decision.Decision != "block" || d.Rule != "acme.ops/OPEN" {
@@ -283,7 +283,7 @@ func TestStoreOutage(t *testing.T) {
 		return strings.HasSuffix(p.SessionStore, ": reachable")
 	})
 	d = r.evaluate(t, tool("shell"))
-	if d.Decision.Decision != "block" || d.Rule != "acme.ops/SHELL_LIMIT" || d.Counters["acme.ops/COUNT_SHELL"].Fire != 3 {
+	if d.Decision.Decision != "block" || d.Rule != "acme.ops/SHELL_LIMIT" || d.Counters.Get("acme.ops/COUNT_SHELL").Fire != 3 {
 		t.Errorf("the first shell call after the restart: %+v; the two committed calls make it the third", d.Decision)
 	}
 }
@@ -335,7 +335,7 @@ func TestInfoRefusedByProxy(t *testing.T) {
 	r := replicas(t, 1, "redis://"+addr, outageRules, redisstore.Options{MinServerMajor: 256})[0]
 	for i := range 2 {
 		d := r.evaluate(t, occ("tool.pre_invoke", "s1", `"tool_call": {"name": "shell", "arguments": {}}`))
-		if d.Decision.Decision != "warn" || len(d.Failures) != 0 || d.Counters["acme.ops/COUNT_SHELL"].Fire != int64(i+1) {
+		if d.Decision.Decision != "warn" || len(d.Failures) != 0 || d.Counters.Get("acme.ops/COUNT_SHELL").Fire != int64(i+1) {
 			t.Errorf("call %d of a rule needing state behind a proxy refusing INFO: %+v", i, d.Decision)
 		}
 	}
@@ -389,7 +389,7 @@ func TestUnreadableSessionState(t *testing.T) {
 		!strings.Contains(d.Failures[0].Error, `counter "cacme.ops/COUNT_SHELL"`) || strings.Contains(d.Failures[0].Error, "unreachable") {
 		t.Errorf("a session holding an unreadable counter: %+v", d.Decision)
 	}
-	if d := r.evaluate(t, shellCall("s2")); len(d.Failures) != 0 || d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 {
+	if d := r.evaluate(t, shellCall("s2")); len(d.Failures) != 0 || d.Counters.Get("acme.ops/COUNT_SHELL").Fire != 1 {
 		t.Errorf("another session of the same store: %+v; unaffected", d.Decision)
 	}
 }
@@ -405,7 +405,7 @@ func TestIdleSessionIsForgotten(t *testing.T) {
 		t.Fatalf("the third call: %+v", d.Decision)
 	}
 	time.Sleep(400 * time.Millisecond)
-	if d := r.evaluate(t, shellCall("s1")); d.Decision.Decision != "warn" || d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 {
+	if d := r.evaluate(t, shellCall("s1")); d.Decision.Decision != "warn" || d.Counters.Get("acme.ops/COUNT_SHELL").Fire != 1 {
 		t.Errorf("after the idle TTL: %+v; the session starts again", d.Decision)
 	}
 }
@@ -717,7 +717,7 @@ func TestRefusedEventAfterAnotherReplicasChange(t *testing.T) {
 	store.SetObserver(&interfereAfterCommit{interferer: interferer{Observer: r.Metrics(), store: sharedStore(t, url, redisstore.Options{}), t: t}})
 	d := r.evaluate(t, shellCall("s1"))
 	if d.Decision.Decision != "warn" || len(d.Events) != 0 || !slices.Equal(d.OnFire, []string{"increment_counter"}) ||
-		d.Counters["acme.ops/COUNT_SHELL"].Fire != 1 || len(d.Failures) != 1 || d.Failures[0].Clause != "OAR-FIRE-9" ||
+		d.Counters.Get("acme.ops/COUNT_SHELL").Fire != 1 || len(d.Failures) != 1 || d.Failures[0].Clause != "OAR-FIRE-9" ||
 		!strings.Contains(d.Failures[0].Error, "disk full") || !strings.Contains(d.Failures[0].Error, "another replica changed the session since") {
 		t.Errorf("answer %+v", d.Decision)
 	}
@@ -763,7 +763,7 @@ func TestReloadKeepsSharedCounters(t *testing.T) {
 	if _, err := r.Source().Install(sealed(t, testCapability, outageRules)); err != nil {
 		t.Fatal(err)
 	}
-	if d := r.evaluate(t, shellCall("s1")); d.Decision.Decision != "block" || d.Counters["acme.ops/COUNT_SHELL"].Fire != 3 {
+	if d := r.evaluate(t, shellCall("s1")); d.Decision.Decision != "block" || d.Counters.Get("acme.ops/COUNT_SHELL").Fire != 3 {
 		t.Errorf("the third call after a reload: %+v", d.Decision)
 	}
 }
