@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 )
 
 // Copy is a rendered copy object ([OAR-COPY-2]): its members sorted by name, each name
@@ -74,9 +75,9 @@ func (c Copy) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, m.Name)
+		b = codepoint.AppendEncodingJSON(b, m.Name)
 		b = append(b, ':')
-		b = appendJSONString(b, m.Text)
+		b = codepoint.AppendEncodingJSON(b, m.Text)
 	}
 	return append(b, '}'), nil
 }
@@ -88,58 +89,4 @@ func (c *Copy) UnmarshalJSON(data []byte) error {
 	err := json.Unmarshal(data, &m)
 	*c = CopyOf(m)
 	return err
-}
-
-// appendJSONString appends s as a JSON string as encoding/json writes it with HTML
-// escaping off: \b \f \n \r \t \" \\ by name, other control bytes as \u00XX, each byte
-// of invalid UTF-8 (a surrogate's encoding too) as \ufffd, U+2028 and U+2029 escaped.
-// Unlike codepoint.AppendJSON it writes a lone surrogate as encoding/json does.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 )
 
 // Counters is the counters member of a decision ([OAR-CONF-33]): every counter the
@@ -75,7 +77,7 @@ func (c Counters) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, r.Key)
+		b = codepoint.AppendEncodingJSON(b, r.Key)
 		b = append(b, `:{"fire_count":`...)
 		b = strconv.AppendInt(b, r.Counts.Fire, 10)
 		b = append(b, `,"breaker_count":`...)

@@ -10,7 +10,17 @@ const hexDigits = "0123456789abcdef"
 // writes as its \udXXX escape where encoding/json would write U+FFFD: a string is a
 // sequence of code points ([OAR-FACT-23]), and JSON can name a lone surrogate only by
 // escape. The sidecar's answers and the decision log write strings with it.
-func AppendJSON(b []byte, s string) []byte {
+func AppendJSON(b []byte, s string) []byte { return appendJSON(b, s, true) }
+
+// AppendEncodingJSON appends s as encoding/json writes it with HTML escaping off,
+// exactly: as AppendJSON, but each byte of a lone surrogate's generalized form as
+// \ufffd. A MarshalJSON standing for a map of strings writes them with it, so that its
+// bytes are the map's.
+func AppendEncodingJSON(b []byte, s string) []byte { return appendJSON(b, s, false) }
+
+// appendJSON is AppendJSON, writing a lone surrogate by its escape only with
+// surrogates.
+func appendJSON(b []byte, s string, surrogates bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -45,7 +55,7 @@ func AppendJSON(b []byte, s string) []byte {
 			start = i
 			continue
 		}
-		if r, ok := Surrogate(s[i:]); ok {
+		if r, ok := Surrogate(s[i:]); ok && surrogates {
 			// A lone surrogate code point: JSON can name it only by escape.
 			b = append(b, s[start:i]...)
 			b = append(b, '\\', 'u', 'd', hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
