@@ -244,17 +244,10 @@ func TestAFreshBuffersCopyAllocatesItsTextOnly(t *testing.T) {
 	}
 	full := map[string]any{"title": "{{ tool }}", "what": "w", "cause": "c", "why": "y", "fix": "f", "instead": "i"}
 	program := func(rules int, copy map[string]any) *Program {
-		docs := make([]any, rules)
-		for i := range docs {
-			docs[i] = map[string]any{"oar": "1.0", "namespace": "bench.pack", "id": fmt.Sprintf("WARN_%d", i),
-				"kind": "policy", "anchor": "tool.pre_invoke", "effect": "warn", "requires": map[string]any{"profiles": []any{"tool"}}}
-			if copy != nil {
-				docs[i].(map[string]any)["copy"] = copy
-			}
+		if copy == nil {
+			return warnProgram(t, rules, "", nil)
 		}
-		p := programOf(t, benchCap(t), docs)
-		p.cap.ActivityWindow = 0
-		return p
+		return warnProgram(t, rules, "copy", copy)
 	}
 	rt, occ := NewMemoryRuntime(), readCall()
 	for _, tt := range []struct {
@@ -282,17 +275,7 @@ func TestAFreshBuffersCounterReportAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's sync.Pool drops pooled evaluation state at random")
 	}
-	program := func(rules int, onFire []any) *Program {
-		docs := make([]any, rules)
-		for i := range docs {
-			docs[i] = map[string]any{"oar": "1.0", "namespace": "bench.pack", "id": fmt.Sprintf("WARN_%d", i),
-				"kind": "policy", "anchor": "tool.pre_invoke", "effect": "warn", "requires": map[string]any{"profiles": []any{"tool"}},
-				"on_fire": onFire}
-		}
-		p := programOf(t, benchCap(t), docs)
-		p.cap.ActivityWindow = 0
-		return p
-	}
+	program := func(rules int, onFire []any) *Program { return warnProgram(t, rules, "on_fire", onFire) }
 	rt, occ := NewMemoryRuntime(), readCall()
 	for _, tt := range []struct {
 		rules int
@@ -310,4 +293,22 @@ func TestAFreshBuffersCounterReportAllocatesNothing(t *testing.T) {
 			t.Errorf("%d rules counting: %.1f allocations per evaluation into a fresh buffer, %.1f without counters; want %.0f more", tt.rules, with, without, tt.more)
 		}
 	}
+}
+
+// warnProgram compiles rules warning at every tool call, bench.pack/WARN_0 and on, each
+// with the member member set to v when member is not "", and no activity window, so
+// that an evaluation allocates only for what the rules make.
+func warnProgram(t testing.TB, rules int, member string, v any) *Program {
+	docs := make([]any, rules)
+	for i := range docs {
+		doc := map[string]any{"oar": "1.0", "namespace": "bench.pack", "id": fmt.Sprintf("WARN_%d", i),
+			"kind": "policy", "anchor": "tool.pre_invoke", "effect": "warn", "requires": map[string]any{"profiles": []any{"tool"}}}
+		if member != "" {
+			doc[member] = v
+		}
+		docs[i] = doc
+	}
+	p := programOf(t, benchCap(t), docs)
+	p.cap.ActivityWindow = 0
+	return p
 }
