@@ -574,6 +574,11 @@ func TestRecheckFindsAnotherFailure(t *testing.T) {
 	if reply, err := bufio.NewReader(c).ReadString('\n'); err != nil || reply != "+OK\r\n" {
 		t.Fatalf("SCRIPT KILL: %q %v", reply, err)
 	}
+	// SCRIPT KILL answers when it has marked the script, which stops at its next
+	// check: until then the server still answers BUSY.
+	testpoll.Until(t, 10*time.Second, 10*time.Millisecond, "the server to stop answering BUSY", func() bool {
+		return !busy(admin.client.Ping(ctx).Err())
+	})
 	tooOld("once the script is killed")
 
 	dial := func(err error) bool {
