@@ -69,17 +69,23 @@ func (c Copy) MarshalJSON() ([]byte, error) {
 	for _, m := range c {
 		n += len(m.Name) + len(m.Text) + 6
 	}
-	b := make([]byte, 0, n)
+	return c.AppendObject(make([]byte, 0, n), codepoint.AppendEncodingJSON), nil
+}
+
+// AppendObject appends c as a JSON object, in its order, each name and text written by
+// str: codepoint.AppendEncodingJSON for encoding/json's bytes, codepoint.AppendJSON for
+// the engine's (a lone surrogate by its escape).
+func (c Copy) AppendObject(b []byte, str func([]byte, string) []byte) []byte {
 	b = append(b, '{')
 	for i, m := range c {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = codepoint.AppendEncodingJSON(b, m.Name)
+		b = str(b, m.Name)
 		b = append(b, ':')
-		b = codepoint.AppendEncodingJSON(b, m.Text)
+		b = str(b, m.Text)
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // UnmarshalJSON reads what a map[string]string reads, into c's members: null makes c

@@ -71,20 +71,25 @@ func (c Counters) MarshalJSON() ([]byte, error) {
 	for _, r := range c {
 		n += len(r.Key) + 80
 	}
-	b := make([]byte, 0, n)
+	return c.AppendObject(make([]byte, 0, n), codepoint.AppendEncodingJSON), nil
+}
+
+// AppendObject appends c as a JSON object, in its order, each key written by str (as
+// Copy.AppendObject's names) and its counts as Counts marshals them.
+func (c Counters) AppendObject(b []byte, str func([]byte, string) []byte) []byte {
 	b = append(b, '{')
 	for i, r := range c {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = codepoint.AppendEncodingJSON(b, r.Key)
+		b = str(b, r.Key)
 		b = append(b, `:{"fire_count":`...)
 		b = strconv.AppendInt(b, r.Counts.Fire, 10)
 		b = append(b, `,"breaker_count":`...)
 		b = strconv.AppendInt(b, r.Counts.Breaker, 10)
 		b = append(b, '}')
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // UnmarshalJSON reads what a map[string]Counts reads, into c's counters: null makes c

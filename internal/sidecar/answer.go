@@ -56,7 +56,7 @@ func appendDecision(b []byte, d *engine.Decision) []byte {
 	}
 	if len(d.Copy) > 0 {
 		b = append(b, `,"copy":`...)
-		b = appendCopy(b, d.Copy)
+		b = d.Copy.AppendObject(b, codepoint.AppendJSON)
 	}
 	b = append(b, `,"advisories":`...)
 	b = appendList(b, d.Advisories, appendAdvisory)
@@ -76,7 +76,7 @@ func appendDecision(b []byte, d *engine.Decision) []byte {
 	b = appendList(b, d.SkippedTransforms, appendSkipped)
 	if len(d.Counters) > 0 {
 		b = append(b, `,"counters":`...)
-		b = appendCounters(b, d.Counters)
+		b = d.Counters.AppendObject(b, codepoint.AppendJSON)
 	}
 	if len(d.Failures) > 0 {
 		b = append(b, `,"failures":`...)
@@ -119,7 +119,7 @@ func appendAdvisory(b []byte, a engine.Advisory) []byte {
 	b = codepoint.AppendJSON(b, a.Rule)
 	if len(a.Copy) > 0 {
 		b = append(b, `,"copy":`...)
-		b = appendCopy(b, a.Copy)
+		b = a.Copy.AppendObject(b, codepoint.AppendJSON)
 	}
 	return append(b, '}')
 }
@@ -171,43 +171,5 @@ func appendFailure(b []byte, f engine.Failure) []byte {
 	}
 	b = append(b, `,"error":`...)
 	b = codepoint.AppendJSON(b, f.Error)
-	return append(b, '}')
-}
-
-func appendCounts(b []byte, c engine.Counts) []byte {
-	b = append(b, `{"fire_count":`...)
-	b = strconv.AppendInt(b, c.Fire, 10)
-	b = append(b, `,"breaker_count":`...)
-	b = strconv.AppendInt(b, c.Breaker, 10)
-	return append(b, '}')
-}
-
-// appendCopy writes a copy object's members in their order, which is encoding/json's
-// order of a map's keys.
-func appendCopy(b []byte, c engine.Copy) []byte {
-	b = append(b, '{')
-	for i, m := range c {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = codepoint.AppendJSON(b, m.Name)
-		b = append(b, ':')
-		b = codepoint.AppendJSON(b, m.Text)
-	}
-	return append(b, '}')
-}
-
-// appendCounters writes a counter report's counters in their order, which is
-// encoding/json's order of a map's keys.
-func appendCounters(b []byte, c engine.Counters) []byte {
-	b = append(b, '{')
-	for i, r := range c {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = codepoint.AppendJSON(b, r.Key)
-		b = append(b, ':')
-		b = appendCounts(b, r.Counts)
-	}
 	return append(b, '}')
 }
