@@ -129,7 +129,7 @@ func TestAnswerEncodingMatchesEncodingJSON(t *testing.T) {
 }
 
 // TestAnswerEncodingEdgeCases: every optional member present and absent, nil and empty
-// lists, more map keys than appendMap keeps on its stack, and strings encoding/json
+// lists, a copy of twenty members and a counter report, and strings encoding/json
 // escapes.
 func TestAnswerEncodingEdgeCases(t *testing.T) {
 	odd := "a\"b\\c\b\f\n\r\t\x00\x1f\x7f <&> é \u2028\u2029 😀 \xff\xc3 end"
