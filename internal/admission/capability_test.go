@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -139,12 +140,19 @@ func TestCapabilityNarrowingNamesTheMember(t *testing.T) {
 		}, [][2]string{{"OAR-PROF-4", "spec.anchors.unsupported[4]"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			current := &rulesv1alpha1.Capability{}
-			if err := k8s.Get(ctx, client.ObjectKeyFromObject(capability), current); err != nil {
-				t.Fatal(err)
+			// The controller may write the Capability between the read and the update.
+			var err error
+			if rerr := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				current := &rulesv1alpha1.Capability{}
+				if err := k8s.Get(ctx, client.ObjectKeyFromObject(capability), current); err != nil {
+					t.Fatal(err)
+				}
+				c.narrow(&current.Spec)
+				err = k8s.Update(ctx, current, client.DryRunAll)
+				return err
+			}); rerr != nil && apierrors.IsConflict(rerr) {
+				t.Fatalf("the update conflicted at every attempt: %v", rerr)
 			}
-			c.narrow(&current.Spec)
-			err := k8s.Update(ctx, current, client.DryRunAll)
 			cs := causes(t, err)
 			for _, w := range c.want {
 				hasCause(t, cs, w[1], w[0], "")
