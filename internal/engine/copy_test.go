@@ -29,15 +29,7 @@ func checkCopyIsItsMap(t *testing.T, m map[string]string) {
 			t.Errorf("Get(%q) = %q, want %q", name, got, text)
 		}
 	}
-	encode := func(v any, html bool) string {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(html)
-		if err := enc.Encode(v); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
+	encode := func(v any, html bool) string { return encodeJSON(t, v, html) }
 	for _, html := range []bool{true, false} {
 		if got, want := encode(c, html), encode(m, html); got != want {
 			t.Errorf("HTML escaping %v: copy encodes as %s, its map as %s", html, got, want)
@@ -51,20 +43,42 @@ func checkCopyIsItsMap(t *testing.T, m map[string]string) {
 			t.Errorf("HTML escaping %v: an advisory with the copy encodes as %s, with its map as %s", html, got, want)
 		}
 	}
+	checkReadsAsItsMap(t, m, CopyOf)
+}
+
+// encodeJSON is v as a json.Encoder writes it, with HTML escaping on or off.
+func encodeJSON(t *testing.T, v any, html bool) string {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// checkReadsAsItsMap fails t unless the encoding of m reads into the list type L as
+// into a map: the list of the map it reads (of), that map back (Map), nil alike.
+func checkReadsAsItsMap[L interface {
+	~[]E
+	Map() M
+}, E comparable, M ~map[string]V, V comparable](t *testing.T, m M, of func(M) L) {
+	t.Helper()
 	data, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fromMap map[string]string
-	var fromCopy Copy
+	var fromMap M
+	var fromList L
 	if err := json.Unmarshal(data, &fromMap); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(data, &fromCopy); err != nil {
+	if err := json.Unmarshal(data, &fromList); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(fromCopy, CopyOf(fromMap)) || !maps.Equal(fromCopy.Map(), fromMap) {
-		t.Errorf("%s reads as the copy %q, as the map %q", data, fromCopy, fromMap)
+	if !slices.Equal(fromList, of(fromMap)) || !maps.Equal(fromList.Map(), fromMap) || (fromList == nil) != (fromMap == nil) {
+		t.Errorf("%s reads as the list %+v, as the map %+v", data, fromList, fromMap)
 	}
 }
 

@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -24,15 +22,7 @@ func checkCountersAreTheirMap(t *testing.T, m map[string]Counts) {
 	if !slices.IsSortedFunc(c, func(a, b ReportedCounter) int { return strings.Compare(a.Key, b.Key) }) {
 		t.Errorf("counters %+v are not in key order", c)
 	}
-	encode := func(v any, html bool) string {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(html)
-		if err := enc.Encode(v); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
+	encode := func(v any, html bool) string { return encodeJSON(t, v, html) }
 	type plain struct {
 		Counters Counters `json:"counters"`
 	}
@@ -56,21 +46,7 @@ func checkCountersAreTheirMap(t *testing.T, m map[string]Counts) {
 			t.Errorf("HTML escaping %v: a member without omitempty encodes as %s, with the map as %s", html, got, want)
 		}
 	}
-	data, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fromMap map[string]Counts
-	var fromCounters Counters
-	if err := json.Unmarshal(data, &fromMap); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &fromCounters); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(fromCounters, CountersOf(fromMap)) || !maps.Equal(fromCounters.Map(), fromMap) || (fromCounters == nil) != (fromMap == nil) {
-		t.Errorf("%s reads as the counters %+v, as the map %+v", data, fromCounters, fromMap)
-	}
+	checkReadsAsItsMap(t, m, CountersOf)
 }
 
 // countCases are counts at the ends of int64 and between.
