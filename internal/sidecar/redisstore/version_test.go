@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -418,12 +419,7 @@ func TestInfoRefusedByProxy(t *testing.T) {
 	ctx := context.Background()
 	for _, reply := range []string{"ERR unsupported command", "ERR command not allowed", "unsupported command 'info'", "ERR unknown command 'info'"} {
 		t.Run(reply, func(t *testing.T) {
-			addr, accepted := redistest.InfoAnswered(t, srv.Addr, reply)
-			s, err := New(Options{URL: "redis://" + addr, Prefix: redistest.Prefix(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s, accepted := infoAnsweredStore(t, srv, reply)
 			s.minMajor = 256
 			s.refused.Store(&refusal{err: &ServerTooOldError{Version: "4.0.14"}, recheck: time.Now()})
 			for i := range 3 {
@@ -452,6 +448,20 @@ func TestInfoRefusedByProxy(t *testing.T) {
 	}
 }
 
+// infoAnsweredStore is a store of the server srv behind a proxy answering INFO with
+// reply (redistest.InfoAnswered), closed when t ends, and the count of connections
+// the proxy accepted.
+func infoAnsweredStore(t *testing.T, srv *redistest.Server, reply string) (*Store, *atomic.Int64) {
+	t.Helper()
+	addr, accepted := redistest.InfoAnswered(t, srv.Addr, reply)
+	s, err := New(Options{URL: "redis://" + addr, Prefix: redistest.Prefix(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, accepted
+}
+
 // TestInfoAnsweredNotServing: a proxy in front of the real server that answers INFO
 // with the reply of a server not serving for now (LOADING, BUSY, MASTERDOWN, NOAUTH)
 // fails each connection: every call fails, names that reply, sent nothing and is the
@@ -467,12 +477,7 @@ func TestInfoAnsweredNotServing(t *testing.T) {
 		"NOAUTH Authentication required.",
 	} {
 		t.Run(reply, func(t *testing.T) {
-			addr, accepted := redistest.InfoAnswered(t, srv.Addr, reply)
-			s, err := New(Options{URL: "redis://" + addr, Prefix: redistest.Prefix(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s, accepted := infoAnsweredStore(t, srv, reply)
 			snap := load(t, newStore(t, Options{}), "s1")
 			if _, err := snap.Apply(plain, engine.ActionIncrementCounter); err != nil {
 				t.Fatal(err)
