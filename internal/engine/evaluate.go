@@ -182,6 +182,9 @@ type evalState struct {
 	// calls keeps, by the slot the rule set gave it, the result of an observation
 	// function applied to a literal argument, for every rule calling it so (Call).
 	calls []slot
+	// outcomes keeps, by the slot the program gave it, the outcome of a condition
+	// rules share (Program.outcomeSlots).
+	outcomes []outcome
 	// lists holds the list facts converted at this occurrence.
 	lists listStore
 	// contrib holds the transform, nudge and warn contributions to a decision.
@@ -291,6 +294,11 @@ func (s *evalState) reset(p *Program, rt *Runtime, occ *Occurrence, buf *Decisio
 		s.calls = make([]slot, n)
 	} else {
 		s.calls = s.calls[:n]
+	}
+	if n := p.outcomes; cap(s.outcomes) < n {
+		s.outcomes = make([]outcome, n)
+	} else {
+		s.outcomes = s.outcomes[:n]
 	}
 	if n := len(p.rs.Rules); len(s.suppressed) < n {
 		s.suppressed = make([]bool, n)
@@ -750,7 +758,7 @@ func (s *evalState) evalRule(r *Rule, selErr error) (bool, copySpan, *transform.
 		s.finding = &s.findings
 	}
 	if r.when != nil {
-		ok, err := r.when.Eval(s)
+		ok, err := s.when(r)
 		if err != nil || !ok {
 			return false, copySpan{}, nil, err
 		}
@@ -770,6 +778,27 @@ func (s *evalState) evalRule(r *Rule, selErr error) (bool, copySpan, *transform.
 		return false, copySpan{}, nil, err
 	}
 	return true, out, tr, nil
+}
+
+// outcome is a condition's outcome at the occurrence gen.
+type outcome struct {
+	gen uint64
+	ok  bool
+	err error
+}
+
+// when evaluates r's condition, once per occurrence for every rule sharing it.
+func (s *evalState) when(r *Rule) (bool, error) {
+	i := s.p.outcomeSlot[r.Index]
+	if i < 0 {
+		return r.when.Eval(s)
+	}
+	o := &s.outcomes[i]
+	if o.gen != s.gen {
+		o.ok, o.err = r.when.Eval(s)
+		o.gen = s.gen
+	}
+	return o.ok, o.err
 }
 
 // detectorFailed is the failure of r's detector (one that failed, or did not run),

@@ -103,6 +103,7 @@ func FuzzLoadRules(f *testing.F) {
 		merged := withoutPlans(p)
 		inReverse, _ := Configure(rrs, nil)
 		tested := withoutListIndex(p)
+		alone := withoutOutcomes(p)
 		for _, anchor := range []string{"tool.pre_invoke", "gw.output", "gw.render"} {
 			// principal_roles absent, with members some clause lists, and of the wrong type.
 			for _, facts := range []map[string]any{nil, {"principal_roles": []any{"admin", "dev"}}, {"principal_roles": "dev"}} {
@@ -121,6 +122,9 @@ func FuzzLoadRules(f *testing.F) {
 				}
 				if again, _ := json.Marshal(tested.Evaluate(NewMemoryRuntime(), occ)); !bytes.Equal(got, again) {
 					t.Fatalf("evaluate %s %v: %s, without the list index %s", anchor, facts, got, again)
+				}
+				if again, _ := json.Marshal(alone.Evaluate(NewMemoryRuntime(), occ)); !bytes.Equal(got, again) {
+					t.Fatalf("evaluate %s %v: %s, each rule evaluating its condition alone %s", anchor, facts, got, again)
 				}
 				// A member's position in the collection decides nothing ([OAR-DOC-31]).
 				if again, _ := json.Marshal(inReverse.Evaluate(NewMemoryRuntime(), occ)); !bytes.Equal(got, again) {

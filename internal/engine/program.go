@@ -2,6 +2,8 @@ package engine
 
 import (
 	"sort"
+
+	"github.com/oar-operator/oar-operator/internal/engine/expr"
 )
 
 // Program is a configured rule set ready to evaluate occurrences. It is immutable and
@@ -19,6 +21,11 @@ type Program struct {
 	// session marks the anchors whose occurrences may touch session state
 	// (UsesSession).
 	session map[string]bool
+	// outcomeSlot gives, by rule index, the slot where an evaluation keeps the outcome
+	// of the rule's condition for every rule sharing it, or -1 when the outcome is the
+	// rule's alone (outcomeSlots); outcomes counts the slots.
+	outcomeSlot []int32
+	outcomes    int
 }
 
 func newProgram(rs *RuleSet, enforcement []Enforcement) *Program {
@@ -46,7 +53,47 @@ func newProgram(rs *RuleSet, enforcement []Enforcement) *Program {
 		p.byAnchor[anchor] = sel
 	}
 	p.session = sessionAnchors(p)
+	p.outcomeSlots()
 	return p
+}
+
+// outcomeSlots numbers the conditions several rules share whose outcome at an
+// occurrence is the same for each: the set compiles a source once per namespace, so
+// rules sharing a condition share its program. A condition reading fire_count or
+// breaker_count reads the evaluated rule's own counter, and a rule with a detector
+// evaluates under its own findings: their outcomes are the rule's alone.
+func (p *Program) outcomeSlots() {
+	p.outcomeSlot = make([]int32, len(p.rs.Rules))
+	users := map[*expr.Program]int32{}
+	for _, r := range p.rs.Rules {
+		p.outcomeSlot[r.Index] = -1
+		if r.when != nil && r.Detector == "" && !p.readsOwnCounter(r.when) {
+			users[r.when]++
+		}
+	}
+	slots := map[*expr.Program]int32{}
+	for _, r := range p.rs.Rules {
+		if r.when == nil || r.Detector != "" || users[r.when] < 2 {
+			continue
+		}
+		i, ok := slots[r.when]
+		if !ok {
+			i = int32(len(slots))
+			slots[r.when] = i
+		}
+		p.outcomeSlot[r.Index] = i
+	}
+	p.outcomes = len(slots)
+}
+
+// readsOwnCounter reports whether cond reads the counter of the rule evaluating it.
+func (p *Program) readsOwnCounter(cond *expr.Program) bool {
+	for _, sym := range cond.Refs() {
+		if b := p.cap.symbol(sym.ID).builtin; b == builtinFireCount || b == builtinBreakerCount {
+			return true
+		}
+	}
+	return false
 }
 
 // orderPlans puts the selection of every plan that needs no test in the order
