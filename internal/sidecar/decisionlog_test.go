@@ -111,7 +111,7 @@ func TestDecisionLogSessionState(t *testing.T) {
 	out := &syncBuffer{}
 	dl := decisionlog.NewWriter(out, decisionlog.Options{Sample: 1})
 	ts := serve(t, sealed(t, testCapability, testRules), Options{DecisionLog: dl,
-		SharedSessions: sharedStore(t, srv.URL, redisstore.Options{Timeout: 100 * time.Millisecond})})
+		SharedSessions: sharedStore(t, srv.URL, redisstore.Options{Timeout: 2 * time.Second})})
 	ts.evaluate(t, shellCall("s1"))
 	ts.evaluate(t, shellCall("s1"))
 	ts.evaluate(t, occ("model.output", "s1", `"facts": {"acme.gateway.tenant_tier": "free"}, "content": "hi"`))
@@ -157,7 +157,7 @@ func TestLogOfAnOutageReplays(t *testing.T) {
 	out := &syncBuffer{}
 	dl := decisionlog.NewWriter(out, decisionlog.Options{Sample: 1})
 	b := sealed(t, testCapability, testRules)
-	ts := serve(t, b, Options{DecisionLog: dl, SharedSessions: sharedStore(t, srv.URL, redisstore.Options{Timeout: 100 * time.Millisecond})})
+	ts := serve(t, b, Options{DecisionLog: dl, SharedSessions: sharedStore(t, srv.URL, redisstore.Options{Timeout: 2 * time.Second})})
 	var decisions []string
 	decisions = append(decisions, ts.evaluate(t, shellCall("s1")).Decision.Decision)
 	srv.Stop()
@@ -259,7 +259,7 @@ func TestLogOfAnUnknownCorrectionOutcome(t *testing.T) {
 	b := sealed(t, testCapability, testRules)
 	srv := redistest.Shared(t)
 	p := newReplyDropper(t, srv.Addr)
-	store := sharedStore(t, "redis://"+p.addr, redisstore.Options{PendingTTL: 299 * time.Millisecond, Timeout: 300 * time.Millisecond})
+	store := sharedStore(t, "redis://"+p.addr, redisstore.Options{PendingTTL: 999 * time.Millisecond, Timeout: time.Second})
 	r := serve(t, b, Options{Events: &failsOnce{}, DecisionLog: dl, SharedSessions: store})
 	store.SetObserver(&afterFirstCommit{Observer: r.Metrics(), do: func() { p.drop.Store(1 << 40) }})
 	first := r.evaluate(t, shellCall("s1"))

@@ -58,7 +58,7 @@ func lostReplyRun(t *testing.T, b *bundle.Bundle, opt Options) (*testSidecar, *r
 	srv := redistest.Shared(t)
 	p := newReplyDropper(t, srv.Addr)
 	prefix := redistest.Prefix(t)
-	opt.SharedSessions = sharedStore(t, "redis://"+p.addr, redisstore.Options{Prefix: prefix, Timeout: 300 * time.Millisecond})
+	opt.SharedSessions = sharedStore(t, "redis://"+p.addr, redisstore.Options{Prefix: prefix, Timeout: time.Second})
 	r := serve(t, b, opt)
 	if d := r.evaluate(t, shellCall("s1")); d.Counters.Get("acme.ops/COUNT_SHELL").Fire != 1 {
 		t.Fatalf("first call %+v", d.Decision)

@@ -28,10 +28,15 @@ func TestMain(m *testing.M) {
 
 // sharedStore is a store on url whose keys start with this run of the test's prefix
 // (redistest.Prefix), so replicas of one test share sessions and other tests, and
-// other runs of the same test (-count), do not. Its cache holds what --session-store-cache holds by default, unless opt says
-// otherwise (a negative CacheSessions: none).
+// other runs of the same test (-count), do not. Its cache holds what
+// --session-store-cache holds by default, unless opt says otherwise (a negative
+// CacheSessions: none). Unless opt sets a Timeout, calls wait seconds, not the default
+// quarter second, which a loaded two-core run of the suite can exceed.
 func sharedStore(t testing.TB, url string, opt redisstore.Options) *redisstore.Store {
 	t.Helper()
+	if opt.Timeout == 0 {
+		opt.Timeout = 5 * time.Second
+	}
 	opt.URL = url
 	if opt.CacheSessions == 0 {
 		opt.CacheSessions = redisstore.DefaultCacheSessions

@@ -18,8 +18,14 @@ import (
 func TestMain(m *testing.M) { redistest.Main(m) }
 
 // newStore is a store on the shared server with the key prefix of this run of the test.
+// A test that sets no Timeout gets seconds, not DefaultTimeout's quarter second: the
+// full suite on two cores can hold the server's answers up longer than that, and such a
+// test is not about timing.
 func newStore(t *testing.T, opt Options) *Store {
 	t.Helper()
+	if opt.Timeout == 0 {
+		opt.Timeout = 5 * time.Second
+	}
 	opt.URL = redistest.Shared(t).URL
 	opt.Prefix = redistest.Prefix(t)
 	s, err := New(opt)
