@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/oar-operator/oar-operator/internal/sidecar/openapi"
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
@@ -103,6 +104,9 @@ func (s *Sidecar) readyz(w http.ResponseWriter, r *http.Request) {
 	store := ""
 	if st := s.opt.SharedSessions; st != nil {
 		store = st.String() + ": reachable"
+		if reply := st.VersionUnchecked(); reply != "" {
+			store += ", its version unchecked (INFO answered " + strconv.Quote(reply) + ")"
+		}
 		if err := st.Ping(r.Context()); err != nil {
 			store = st.String() + ": " + storeState(err) + " (rules needing session state follow their on_error): " + err.Error()
 		}

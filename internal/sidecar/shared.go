@@ -92,20 +92,23 @@ func storeFailure(err error) error {
 }
 
 // storeState is what the failure of a call to the session store says of it, in the
-// answer's failures and /readyz: a server whose version refuses it (too old, or
-// unreadable) is unusable; a server that answered with an error reply (still loading
-// its data, busy with a script, out of memory, asking for a password) is refusing
-// calls, since it was reached and an operator looking for a network fault would look
-// in the wrong place; a session whose hash it cannot read makes it hold unreadable
-// state; any other failure leaves it unreachable.
+// answer's failures and /readyz, by its cause (redisstore.CauseOf): a server whose
+// version refuses it (too old, or unreadable) is unusable; a server that answered with
+// an error reply (still loading its data, busy with a script, out of memory, asking for
+// a password) is refusing calls, since it was reached and an operator looking for a
+// network fault would look in the wrong place; a session whose hash it cannot read
+// makes it hold unreadable state; a call that had its connection and no answer in
+// time finds it not answering in time; any other failure leaves it unreachable.
 func storeState(err error) string {
-	switch {
-	case errors.Is(err, redisstore.ErrServerUnusable):
+	switch redisstore.CauseOf(err) {
+	case redisstore.CauseUnusable:
 		return "unusable"
-	case errors.Is(err, redisstore.ErrUnreadableSession):
+	case redisstore.CauseUnreadableState:
 		return "holding unreadable state"
-	case redisstore.AnsweredWithError(err):
+	case redisstore.CauseRefusing:
 		return "refusing calls"
+	case redisstore.CauseTimeout:
+		return "not answering in time"
 	}
 	return "unreachable"
 }

@@ -3,7 +3,9 @@ package sidecar
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -269,8 +271,8 @@ func TestStoreOutage(t *testing.T) {
 	if after := r.metric(t, "oar_engine_session_store_duration_seconds", nil); after != loads {
 		t.Errorf("an occurrence needing no session state called the store (%v calls, then %v)", loads, after)
 	}
-	if f := r.metric(t, "oar_engine_session_store_failures_total", nil); f < 3 {
-		t.Errorf("%v store failures counted, want at least 3", f)
+	if f := r.metric(t, "oar_engine_session_store_failures_total", map[string]string{"cause": "unreachable"}); f < 3 {
+		t.Errorf("%v store failures counted unreachable, want at least 3", f)
 	}
 	var p Probe
 	rr := r.do(t, http.MethodGet, "/readyz", "")
@@ -309,8 +311,8 @@ func TestServerTooOld(t *testing.T) {
 		}
 	}
 	load := map[string]string{"op": "load"}
-	if failed, trips := r.metric(t, "oar_engine_session_store_failures_total", load), r.metric(t, "oar_engine_session_store_duration_seconds", load); failed != 2 || trips != 1 {
-		t.Errorf("the metrics count %v failed loads and %v round trips; want 2, the second call failing without one", failed, trips)
+	if failed, trips := r.metric(t, "oar_engine_session_store_failures_total", map[string]string{"op": "load", "cause": "unusable"}), r.metric(t, "oar_engine_session_store_duration_seconds", load); failed != 2 || trips != 1 {
+		t.Errorf("the metrics count %v loads failed unusable and %v round trips; want 2, the second call failing without one", failed, trips)
 	}
 	var p Probe
 	rr := r.do(t, http.MethodGet, "/readyz", "")
@@ -334,7 +336,7 @@ func TestUnreadableVersionIsUnusable(t *testing.T) {
 // TestInfoRefusedByProxy: a store behind a proxy that refuses INFO with an error reply
 // of its own wording is used, its version unread, even by a sidecar that would refuse
 // every real version: the calls count as with any server, without failures, and
-// /readyz says it is reachable.
+// /readyz says it is reachable, its version unchecked, quoting the proxy's reply.
 func TestInfoRefusedByProxy(t *testing.T) {
 	addr, _ := redistest.InfoAnswered(t, redistest.Shared(t).Addr, "ERR unsupported command")
 	r := replicas(t, 1, "redis://"+addr, outageRules, redisstore.Options{MinServerMajor: 256})[0]
@@ -347,8 +349,8 @@ func TestInfoRefusedByProxy(t *testing.T) {
 	var p Probe
 	rr := r.do(t, http.MethodGet, "/readyz", "")
 	rr.decode(t, &p)
-	if rr.status != http.StatusOK || !strings.HasSuffix(p.SessionStore, ": reachable") {
-		t.Errorf("/readyz behind a proxy refusing INFO: %d %+v; ready, the store reachable", rr.status, p)
+	if want := `: reachable, its version unchecked (INFO answered "ERR unsupported command")`; rr.status != http.StatusOK || !strings.HasSuffix(p.SessionStore, want) {
+		t.Errorf("/readyz behind a proxy refusing INFO: %d %+v; ready, the session store ending %q", rr.status, p, want)
 	}
 }
 
@@ -373,6 +375,38 @@ func TestStoreRefusingCalls(t *testing.T) {
 		!strings.Contains(p.SessionStore, loading) {
 		t.Errorf("/readyz with the server loading: %d %+v; ready, reporting the store refusing calls", rr.status, p)
 	}
+	if f := r.metric(t, "oar_engine_session_store_failures_total", map[string]string{"op": "load", "cause": "refusing"}); f != 1 {
+		t.Errorf("%v loads counted failed refusing; want 1", f)
+	}
+}
+
+// TestStoreNotAnsweringInTime: a server that takes the store's connections and never
+// answers (here a proxy that swallows what it is sent) fails the calls as not
+// answering in time once the timeout is up, in the answer's failures, /readyz and the
+// failure metric's cause: the connection was had, so nothing says it is unreachable.
+func TestStoreNotAnsweringInTime(t *testing.T) {
+	addr := redistest.Proxy(t, redistest.Shared(t).Addr, func(client, server net.Conn) {
+		_ = server.Close()
+		go func() {
+			defer client.Close()
+			_, _ = io.Copy(io.Discard, client)
+		}()
+	})
+	r := replicas(t, 1, "redis://"+addr, outageRules, redisstore.Options{Timeout: 100 * time.Millisecond})[0]
+	d := r.evaluate(t, shellCall("s1"))
+	if d.Decision.Decision != "block" || len(d.Failures) != 1 || d.Failures[0].Rule != "acme.ops/COUNT_SHELL" ||
+		!strings.Contains(d.Failures[0].Error, "the session store is not answering in time: ") || len(d.Counters) != 0 {
+		t.Errorf("a rule needing state with the server silent: %+v", d.Decision)
+	}
+	var p Probe
+	rr := r.do(t, http.MethodGet, "/readyz", "")
+	rr.decode(t, &p)
+	if rr.status != http.StatusOK || !strings.Contains(p.SessionStore, ": not answering in time (rules needing session state follow their on_error): ") {
+		t.Errorf("/readyz with the server silent: %d %+v; ready, reporting the store not answering in time", rr.status, p)
+	}
+	if f := r.metric(t, "oar_engine_session_store_failures_total", map[string]string{"op": "load", "cause": "timeout"}); f != 1 {
+		t.Errorf("%v loads counted failed by timeout; want 1", f)
+	}
 }
 
 // TestUnreadableSessionState: a session whose hash holds a counter no replica wrote
@@ -393,6 +427,9 @@ func TestUnreadableSessionState(t *testing.T) {
 		!strings.Contains(d.Failures[0].Error, "the session store is holding unreadable state: ") ||
 		!strings.Contains(d.Failures[0].Error, `counter "cacme.ops/COUNT_SHELL"`) || strings.Contains(d.Failures[0].Error, "unreachable") {
 		t.Errorf("a session holding an unreadable counter: %+v", d.Decision)
+	}
+	if f := r.metric(t, "oar_engine_session_store_failures_total", map[string]string{"op": "load", "cause": "unreadable_state"}); f != 1 {
+		t.Errorf("%v loads counted failed on unreadable state; want 1", f)
 	}
 	if d := r.evaluate(t, shellCall("s2")); len(d.Failures) != 0 || d.Counters.Get("acme.ops/COUNT_SHELL").Fire != 1 {
 		t.Errorf("another session of the same store: %+v; unaffected", d.Decision)

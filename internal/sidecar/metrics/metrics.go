@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/oar-operator/oar-operator/internal/sidecar/redisstore"
 	"github.com/oar-operator/oar-operator/internal/sidecar/reload"
 )
 
@@ -156,8 +157,8 @@ func New(src Sources) *Metrics {
 	}, []string{"op"})
 	m.storeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "session_store_failures_total",
-		Help: "Calls to the shared session store that failed (unreachable, timed out, answered with an error reply, its server's version refused), by operation; the occurrence's rules needing session state went to their on_error.",
-	}, []string{"op"})
+		Help: "Calls to the shared session store that failed, by operation and cause: unreachable, timeout, refusing (an error reply), unusable (its server's version refused) or unreadable_state (a session's hash holds what no replica of this version wrote); the occurrence's rules needing session state went to their on_error.",
+	}, []string{"op", "cause"})
 	m.storeConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace, Name: "session_store_conflicts_total",
 		Help: "Commits refused because another replica changed the session since it was read.",
@@ -280,14 +281,14 @@ func (m *Metrics) UndeclaredAnchor(anchor string) {
 func (m *Metrics) RoundTrip(op string, took time.Duration, err error) {
 	m.storeLatency.WithLabelValues(op).Observe(took.Seconds())
 	if err != nil {
-		m.storeFailures.WithLabelValues(op).Inc()
+		m.storeFailures.WithLabelValues(op, string(redisstore.CauseOf(err))).Inc()
 	}
 }
 
 // FailedFast records a call to the shared session store that failed without a round
 // trip, its server's version refused (redisstore.Observer): a failure, and no latency.
-func (m *Metrics) FailedFast(op string, _ error) {
-	m.storeFailures.WithLabelValues(op).Inc()
+func (m *Metrics) FailedFast(op string, err error) {
+	m.storeFailures.WithLabelValues(op, string(redisstore.CauseOf(err))).Inc()
 }
 
 // Conflict records a commit another replica's change refused (redisstore.Observer).

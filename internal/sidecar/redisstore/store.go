@@ -141,7 +141,9 @@ const (
 // Observer is told of every round trip and every conflict, and of what pending markers
 // cost (the sidecar's metrics).
 type Observer interface {
-	// RoundTrip records one call to the store: op is "load", "commit" or "validate".
+	// RoundTrip records one call to the store: op is "load", "commit" or "validate",
+	// and err its failure, a session read that does not parse included
+	// (ErrUnreadableSession).
 	RoundTrip(op string, took time.Duration, err error)
 	// Conflict records a commit refused because another replica changed the session.
 	Conflict()
@@ -207,6 +209,10 @@ type Store struct {
 	// refused is the server's version as a new connection last refused it; nil once
 	// one passed (refusedServer).
 	refused atomic.Pointer[refusal]
+	// withheld is the error reply with which the server refused the last new
+	// connection's INFO, letting it through unchecked; nil once one read the version
+	// (VersionUnchecked).
+	withheld atomic.Pointer[string]
 }
 
 var (
@@ -401,12 +407,15 @@ func (s *Store) read(ctx context.Context, session string) (*state, time.Duration
 		pipe.PExpire(ctx, s.key(session), s.opt.IdleTTL)
 	}
 	_, err = pipe.Exec(ctx)
-	s.observe("load", start, err)
+	took := time.Since(start)
 	if err != nil {
+		s.observe("load", took, err)
 		return nil, 0, fmt.Errorf("reading session %q from %s: %w", session, s.display, err)
 	}
 	fields := read.Val()
+	// A session the store cannot read fails the load as surely as an outage does.
 	st, err := s.parse(session, fields)
+	s.observe("load", took, err)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -558,7 +567,7 @@ func (s *Store) run(ctx context.Context, op string, script *redis.Script, snap *
 	defer cancel()
 	start := time.Now()
 	reply, err := script.Run(ctx, s.client, []string{s.key(snap.session)}, args...).Result()
-	s.observe(op, start, err)
+	s.observe(op, time.Since(start), err)
 	if err != nil {
 		s.cache.drop(snap.session)
 		return false, fmt.Errorf("%s of session %q in %s: %w", op, snap.session, s.display, err)
@@ -624,9 +633,9 @@ func (s *Store) conflict(session string, list []any) {
 	s.cache.put(session, st)
 }
 
-func (s *Store) observe(op string, start time.Time, err error) {
+func (s *Store) observe(op string, took time.Duration, err error) {
 	if s.opt.Observer != nil {
-		s.opt.Observer.RoundTrip(op, time.Since(start), err)
+		s.opt.Observer.RoundTrip(op, took, err)
 	}
 }
 
@@ -706,8 +715,33 @@ func (s *Store) SetObserver(o Observer) { s.opt.Observer = o }
 
 // SetLogger routes the Redis client's own messages (a failed dial, say) into log at
 // debug level: every failure already reaches the answer's failures and the metrics.
-// The client's logger is process-wide.
-func SetLogger(log logr.Logger) { redis.SetLogger(logAdapter{log}) }
+// The stores' own messages go there too, at info level: a server that does not tell
+// its version (VersionUnchecked). The logger is process-wide, as the client's is.
+func SetLogger(log logr.Logger) {
+	redis.SetLogger(logAdapter{log})
+	storeLog.Store(&log)
+}
+
+// storeLog is the logger SetLogger set, or none.
+var storeLog atomic.Pointer[logr.Logger]
+
+func logger() logr.Logger {
+	if l := storeLog.Load(); l != nil {
+		return *l
+	}
+	return logr.Discard()
+}
+
+// VersionUnchecked is the error reply with which the server refused the last new
+// connection's INFO, or "" when that connection read the server's version or none was
+// made yet. Such a connection is used with its version unchecked (checkServer), so a
+// server older than MinServerVersion is found only by the commit script's failure.
+func (s *Store) VersionUnchecked() string {
+	if r := s.withheld.Load(); r != nil {
+		return *r
+	}
+	return ""
+}
 
 type logAdapter struct{ log logr.Logger }
 

@@ -126,16 +126,22 @@ func (s *Store) endRecheck(r *refusal) {
 // remains the judge. A server that does not serve the connection now (notServing: it
 // is LOADING, BUSY, ...) or a lost connection fails the connection, whose version is
 // then unknown. A refusal is remembered for serverRecheck, and a connection let
-// through ends it.
+// through ends it. A server withholding its version is logged once, until a connection
+// reads it again (VersionUnchecked).
 func (s *Store) checkServer(ctx context.Context, cn *redis.Conn) error {
 	info, err := cn.Info(ctx, "server").Result()
 	if versionWithheld(err) {
 		s.refused.Store(nil)
+		if reply := err.Error(); s.withheld.Swap(&reply) == nil {
+			logger().Info("the session store's server does not tell its version: its connections are used unchecked, and a server older than Redis "+MinServerVersion+" will fail every commit",
+				"store", s.display, "reply", reply)
+		}
 		return nil
 	}
 	if err != nil {
 		return &serverCheckError{err: err}
 	}
+	s.withheld.Store(nil)
 	if err := checkVersion(info, s.minMajor); err != nil {
 		s.refused.Store(&refusal{err: err, recheck: time.Now().Add(serverRecheck)})
 		return err
