@@ -259,6 +259,30 @@ func Proxy(t testing.TB, target string, relay func(client, server net.Conn)) str
 	return ln.Addr().String()
 }
 
+// Silent listens on a loopback port until the test ends, takes every connection and
+// never answers: a server that hangs. It returns its host:port.
+func Silent(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer client.Close()
+				_, _ = io.Copy(io.Discard, client)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
 // InfoAnswered is a proxy (Proxy) to the server at target that answers every INFO
 // itself with the error reply reply (its text, such as "ERR unsupported command"), as a
 // proxy that does not forward INFO to its server does, and forwards every other
