@@ -435,7 +435,7 @@ func (s *evalState) run() *Decision {
 			continue
 		}
 		monitor := p.enforcement[i] == EnforceMonitor
-		fired, copyOut, tr, err := s.evalRule(r, s.selErr[i])
+		fired, copyOut, tr, err := s.evalRule(r, s.selectionErr(i))
 		if err == nil && fired && !monitor {
 			err = s.applyOnFire(r, d)
 		}

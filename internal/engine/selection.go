@@ -594,3 +594,12 @@ func (s *evalState) selectWithError(i int, err error) {
 	s.selErr[i] = err
 	s.sel = append(s.sel, i)
 }
+
+// selectionErr is the error rule i was selected with, if any: the map is made only
+// for an occurrence that has one, and most have none.
+func (s *evalState) selectionErr(i int) error {
+	if s.selErr == nil {
+		return nil
+	}
+	return s.selErr[i]
+}
