@@ -818,6 +818,14 @@ func (s *evalState) detectorFailed(r *Rule, err error) error {
 // are in force renders at once: those findings last only while it is evaluated.
 func (s *evalState) checkCopy(r *Rule) bool {
 	for _, sym := range r.copyFacts {
+		// Most of them were read before at this occurrence: checked where they are
+		// kept, as Fact would return them with no findings in force, they cost no call.
+		if sl, ok := s.kept(sym.ID); ok {
+			if sl.err != nil || sl.v.Kind != sym.Type {
+				return false
+			}
+			continue
+		}
 		if v, err := s.Fact(sym.ID); err != nil || v.Kind != sym.Type {
 			return false
 		}
@@ -1088,8 +1096,8 @@ func (s *evalState) addCounter(r *Rule, k CounterKey, before Counts) int {
 // Fact implements expr.Env and copytext.FactEnv.
 func (s *evalState) Fact(id int) (types.Value, error) {
 	// A fact read before at this occurrence, with no detector's findings in force, is
-	// the value occurrenceFact kept; counters are never kept there.
-	if sl := &s.slots[id]; sl.gen == s.gen && s.finding == nil {
+	// the value occurrenceFact kept.
+	if sl, ok := s.kept(id); ok && s.finding == nil {
 		return sl.v, sl.err
 	}
 	info := s.p.cap.symbol(id)
@@ -1135,6 +1143,13 @@ func (s *evalState) found(f *Findings, info *symbolInfo) (v types.Value, found b
 		return types.Zero(info.Type), true, nil
 	}
 	return types.Value{}, false, nil
+}
+
+// kept is the slot where occurrenceFact keeps fact id, and whether it holds the fact
+// at this occurrence; counters are never kept there.
+func (s *evalState) kept(id int) (*slot, bool) {
+	sl := &s.slots[id]
+	return sl, sl.gen == s.gen
 }
 
 // occurrenceFact produces a fact shared by every rule at the occurrence, once.
