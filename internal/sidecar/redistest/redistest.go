@@ -231,56 +231,53 @@ func (s *Server) CPU() (time.Duration, error) {
 	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
+// listen listens on a loopback port until the test ends and hands each connection it
+// accepts to accept. It returns its host:port.
+func listen(t testing.TB, accept func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accept(c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
 // Proxy listens on a loopback port until the test ends and connects each client to
 // the server at target, handing both connections to relay, which owns them: a test
 // makes a real server answer differently in one way (a reply rewritten or lost) with
 // the server itself behind it. It returns the proxy's host:port.
 func Proxy(t testing.TB, target string, relay func(client, server net.Conn)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = client.Close()
-				continue
-			}
-			relay(client, server)
+	return listen(t, func(client net.Conn) {
+		server, err := net.Dial("tcp", target)
+		if err != nil {
+			_ = client.Close()
+			return
 		}
-	}()
-	return ln.Addr().String()
+		relay(client, server)
+	})
 }
 
 // Silent listens on a loopback port until the test ends, takes every connection and
 // never answers: a server that hangs. It returns its host:port.
 func Silent(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer client.Close()
-				_, _ = io.Copy(io.Discard, client)
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return listen(t, func(client net.Conn) {
+		go func() {
+			defer client.Close()
+			_, _ = io.Copy(io.Discard, client)
+		}()
+	})
 }
 
 // InfoAnswered is a proxy (Proxy) to the server at target that answers every INFO
