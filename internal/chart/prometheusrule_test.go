@@ -60,7 +60,7 @@ func TestPrometheusRule(t *testing.T) {
 			t.Errorf("%s: summary %q names no resource", rule.Alert, s)
 		}
 	}
-	want := []string{"OARBundleNearSizeLimit", "OARCapabilityNarrowed", "OAREngineBundleRefused", "OAREngineServesUnpublishedBundle", "OARResourceNotReady"}
+	want := []string{"OARBundleNearSizeLimit", "OARCapabilityNarrowed", "OAREngineBundleRefused", "OAREngineServesUnpublishedBundle", "OAREngineSessionStoreFailing", "OARResourceNotReady"}
 	if slices.Sort(names); !slices.Equal(names, want) {
 		t.Errorf("alerts %v, want %v", names, want)
 	}
@@ -124,17 +124,7 @@ func TestEngineBundleRefusedFiresWhileRefused(t *testing.T) {
 }
 
 func engineBundleRefusedFiresWhileRefused(t *testing.T, vs valueSet) {
-	pr := mustRender(t, "oar-system", vs).find(t, "PrometheusRule", "oar-operator")
-	rules := alertRules(t, pr)
-	i := slices.IndexFunc(rules, func(r alertRule) bool { return r.Alert == "OAREngineBundleRefused" })
-	if i < 0 {
-		t.Fatal("no OAREngineBundleRefused")
-	}
-	rule := rules[i]
-	hold, err := time.ParseDuration(rule.For)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rule, hold := renderedAlert(t, vs, "OAREngineBundleRefused")
 	const scrape, refusedAt, supersededAt, end = time.Minute, 5 * time.Minute, 40 * time.Minute, 60 * time.Minute
 	shortSupersededAt := refusedAt + hold - 2*scrape
 	series := func(pod string, superseded time.Duration) []string {
@@ -154,6 +144,73 @@ func engineBundleRefusedFiresWhileRefused(t *testing.T, vs valueSet) {
 	if v := out.verdicts[rule.Alert]; out.code != 0 || v.Error != "" || !slices.Equal(v.Firing, want) {
 		t.Errorf("%s (for: %s, expr %s) fired %+v (exit %d, %s); want %+v", rule.Alert, rule.For, rule.Expr, v.Firing, out.code, v.Error, want)
 	}
+}
+
+// TestEngineSessionStoreFailingFiresWhileFailing evaluates OAREngineSessionStoreFailing
+// as the chart renders it, with Prometheus' own engine, over two sidecars scraped every
+// minute: agent-0's loads time out once a minute for 35 minutes, agent-1's for three
+// minutes, a blip. The alert fires for agent-0, naming the cause, from the moment its
+// failures have lasted for: until the last one leaves the 5-minute window, and never
+// for agent-1, with values.yaml's for: and a shorter one.
+func TestEngineSessionStoreFailingFiresWhileFailing(t *testing.T) {
+	for _, vs := range []valueSet{
+		{name: "values.yaml's for:", values: "metrics: {prometheusRule: {enabled: true}}"},
+		valueSetNamed(t, "PrometheusRule"),
+	} {
+		t.Run(vs.name, func(t *testing.T) { engineSessionStoreFailingFiresWhileFailing(t, vs) })
+	}
+}
+
+func engineSessionStoreFailingFiresWhileFailing(t *testing.T, vs valueSet) {
+	rule, hold := renderedAlert(t, vs, "OAREngineSessionStoreFailing")
+	const scrape, from, until, end = time.Minute, 5 * time.Minute, 40 * time.Minute, 60 * time.Minute
+	series := func(pod string, from, until time.Duration) string {
+		sel := fmt.Sprintf(`{namespace="agents",pod=%q,op="load",cause="timeout"}`, pod)
+		return "oar_engine_session_store_failures_total" + sel + counted(scrape, end, func(t time.Duration) bool { return t >= from && t < until })
+	}
+	out := promqlCheckRaw(t, promqlInput{
+		Metrics:     exportedMetrics(t),
+		Expressions: map[string]string{rule.Alert: rule.Expr},
+		Alerts: &promqlAlerts{For: map[string]string{rule.Alert: rule.For}, Interval: scrape.String(),
+			Series: []string{series("agent-0", from, until), series("agent-1", 10*time.Minute, 13*time.Minute)}},
+	})
+	// The last rise is between the samples at until - 2 scrapes and until - 1: the
+	// 5-minute window holds both until 2 scrapes after until.
+	want := []promqlFiring{{Labels: `{cause="timeout", namespace="agents", pod="agent-0"}`, From: (from + hold).String(), To: (until + 2*scrape).String()}}
+	if v := out.verdicts[rule.Alert]; out.code != 0 || v.Error != "" || !slices.Equal(v.Firing, want) {
+		t.Errorf("%s (for: %s, expr %s) fired %+v (exit %d, %s); want %+v", rule.Alert, rule.For, rule.Expr, v.Firing, out.code, v.Error, want)
+	}
+}
+
+// renderedAlert is the alert named name of the PrometheusRule the chart renders with
+// vs, and its for:.
+func renderedAlert(t *testing.T, vs valueSet, name string) (alertRule, time.Duration) {
+	t.Helper()
+	rules := alertRules(t, mustRender(t, "oar-system", vs).find(t, "PrometheusRule", "oar-operator"))
+	i := slices.IndexFunc(rules, func(r alertRule) bool { return r.Alert == name })
+	if i < 0 {
+		t.Fatalf("no %s", name)
+	}
+	hold, err := time.ParseDuration(rules[i].For)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules[i], hold
+}
+
+// counted describes a counter in the notation of Prometheus' PromQL tests: one sample
+// every interval from time 0 until end, counting one more at each sample where one(t)
+// holds.
+func counted(interval, end time.Duration, one func(t time.Duration) bool) string {
+	var b strings.Builder
+	n := 0
+	for t := time.Duration(0); t < end; t += interval {
+		if one(t) {
+			n++
+		}
+		fmt.Fprintf(&b, " %d", n)
+	}
+	return b.String()
 }
 
 // sampled describes a series in the notation of Prometheus' PromQL tests: one sample
@@ -297,6 +354,7 @@ func exportedMetrics(t *testing.T) []string {
 	sm.Reloaded(&reload.Served{Bundle: &bundle.Bundle{Digest: "sha256:0"}, LoadedAt: time.Now(),
 		Loaded: &bundle.Loaded{Capability: &engine.Capability{Host: "acme.gateway"}, RuleSet: &engine.RuleSet{}}})
 	sm.ReloadFailed(fmt.Errorf("refused"))
+	sm.RoundTrip("load", time.Millisecond, errors.New("unreachable"))
 	gather(sm.Registry())
 	for _, n := range []string{"oar_operator_resource_ready", "oar_engine_bundle_info"} {
 		if !names[n] {
