@@ -115,11 +115,17 @@ func alertRules(t *testing.T, pr *unstructured.Unstructured) []alertRule {
 // fires for agent-0 from the moment the refusal has lasted for: until it is superseded,
 // and never for agent-1, with values.yaml's for: and a shorter one.
 func TestEngineBundleRefusedFiresWhileRefused(t *testing.T) {
+	withAlertValues(t, engineBundleRefusedFiresWhileRefused)
+}
+
+// withAlertValues runs check on the chart rendered with values.yaml's for: and with the
+// PrometheusRule value set's, a shorter one.
+func withAlertValues(t *testing.T, check func(*testing.T, valueSet)) {
 	for _, vs := range []valueSet{
 		{name: "values.yaml's for:", values: "metrics: {prometheusRule: {enabled: true}}"},
 		valueSetNamed(t, "PrometheusRule"),
 	} {
-		t.Run(vs.name, func(t *testing.T) { engineBundleRefusedFiresWhileRefused(t, vs) })
+		t.Run(vs.name, func(t *testing.T) { check(t, vs) })
 	}
 }
 
@@ -153,12 +159,7 @@ func engineBundleRefusedFiresWhileRefused(t *testing.T, vs valueSet) {
 // failures have lasted for: until the last one leaves the 5-minute window, and never
 // for agent-1, with values.yaml's for: and a shorter one.
 func TestEngineSessionStoreFailingFiresWhileFailing(t *testing.T) {
-	for _, vs := range []valueSet{
-		{name: "values.yaml's for:", values: "metrics: {prometheusRule: {enabled: true}}"},
-		valueSetNamed(t, "PrometheusRule"),
-	} {
-		t.Run(vs.name, func(t *testing.T) { engineSessionStoreFailingFiresWhileFailing(t, vs) })
-	}
+	withAlertValues(t, engineSessionStoreFailingFiresWhileFailing)
 }
 
 func engineSessionStoreFailingFiresWhileFailing(t *testing.T, vs valueSet) {
