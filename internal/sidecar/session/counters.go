@@ -1,24 +1,23 @@
 package session
 
 import (
-	"cmp"
 	"hash/maphash"
-	"strings"
+	"math/bits"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
 )
 
-// counterKey is engine.CounterKey within one session, with a hash of it that orders
-// the session's counters first: the qualified rule ids of a pack share long prefixes,
-// and a binary search comparing them byte by byte cost more than the rest of a read.
+// counterKey is engine.CounterKey within one session, with a hash of it by which the
+// session's index finds it: the qualified rule ids of a pack share long prefixes, and
+// telling keys apart by their hash first spares comparing those byte by byte.
 type counterKey struct {
 	hash        uint64
 	rule, scope string
 	scoped      bool
 }
 
-// hashSeed seeds the keys' hashes. The order they give lasts as long as the process,
-// as the counters do.
+// hashSeed seeds the keys' hashes. The index they place keys in lasts as long as the
+// process, as the counters do.
 var hashSeed = maphash.MakeSeed()
 
 // set makes key k's. It fills the key in place, member by member: returned, or
@@ -34,22 +33,11 @@ func (key *counterKey) set(k *engine.CounterKey) {
 	key.hash, key.rule, key.scope, key.scoped = h, k.Rule, k.Scope, k.Scoped
 }
 
-// compare orders keys by hash, then by their members, which tell apart the keys whose
-// hashes collide.
-func (k *counterKey) compare(o *counterKey) int {
-	if k.hash != o.hash {
-		return cmp.Compare(k.hash, o.hash)
-	}
-	if c := strings.Compare(k.rule, o.rule); c != 0 {
-		return c
-	}
-	if k.scoped != o.scoped {
-		if k.scoped {
-			return 1
-		}
-		return -1
-	}
-	return strings.Compare(k.scope, o.scope)
+// equal reports whether k and o are the same key. Keys whose hashes differ are told
+// apart without reading a string, and the rule ids it matches are most often one
+// string, whose bytes it then does not read.
+func (k *counterKey) equal(o *counterKey) bool {
+	return k.hash == o.hash && k.scoped == o.scoped && k.rule == o.rule && k.scope == o.scope
 }
 
 // counter is one counter of a session.
@@ -58,34 +46,133 @@ type counter struct {
 	counts engine.Counts
 }
 
-// counters are one session's counters, sorted by key (compare). A session holds few
-// counters, and at that size a sorted slice takes about half the memory of a map, which
-// matters when the table holds a hundred thousand sessions; the hash adds 8 bytes to a
-// counter's 56. The slice grows as append grows it (slices.Insert), doubling while it is
-// small: growing it by a quarter to spare memory, as it once did, allocated a third more
-// per evaluation on a workload whose sessions begin and gather counters, and the
-// counters of all sessions are bounded (MaxTotalCounters).
-type counters []counter
-
-// find returns the position of k, or where it belongs, and whether it is there. It
-// searches in place: a search through slices.BinarySearchFunc copied each counter it
-// compared.
-func (cs counters) find(k *counterKey) (int, bool) {
-	lo, hi := 0, len(cs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if c := &cs[m].key; c.hash < k.hash || c.hash == k.hash && c.compare(k) < 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo, lo < len(cs) && cs[lo].key.equal(k)
+// counters are one session's counters, in the order they were added, and once there
+// are more than scanned of them an index that finds one by its key's hash.
+//
+// The index is a table of positions in list, open-addressed with linear probing and at
+// most half full: a read probes about one slot and compares one key. It replaced a list
+// sorted by hash and searched by halves, which on the generated workload's tool calls
+// (sessions of about 60 counters, six reads and writes per evaluation) read six
+// counters a search, each most likely in a cache line of its own, and moved half the
+// list at every counter added. The index costs 8 to 16 bytes a counter beside the
+// counter's 64; a session with few counters, as most are, has none.
+type counters struct {
+	list []counter
+	// slots holds, for each key indexed, its position in list plus one; 0 is a free
+	// slot. Its length is a power of two, 1<<(64-shift), and a key's probe starts at
+	// the slot its hash's top bits name. It is nil while list holds scanned or fewer.
+	slots []uint32
+	shift uint8
 }
 
-// equal reports whether k and o are the same key, for about 2 ns less a read than
-// compare: it need not order the strings, only match them, and the rule ids it matches
-// are most often one string, whose bytes it then does not read.
-func (k *counterKey) equal(o *counterKey) bool {
-	return k.hash == o.hash && k.scoped == o.scoped && k.rule == o.rule && k.scope == o.scope
+// scanned is the most counters a session holds without an index: up to this many,
+// comparing each hash in turn reads no more cache lines than a probe into the index
+// and the counter it names.
+const scanned = 8
+
+// len is the number of counters.
+func (cs *counters) len() int { return len(cs.list) }
+
+// find returns the position of k in list, and whether it is there.
+func (cs *counters) find(k *counterKey) (int, bool) {
+	if cs.slots == nil {
+		for i := range cs.list {
+			if cs.list[i].key.equal(k) {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	mask := len(cs.slots) - 1
+	for j := int(k.hash >> cs.shift); ; j = (j + 1) & mask {
+		p := cs.slots[j]
+		if p == 0 {
+			return 0, false
+		}
+		if cs.list[p-1].key.equal(k) {
+			return int(p - 1), true
+		}
+	}
+}
+
+// add appends a zero counter of key k, which find did not find, and returns its
+// position.
+func (cs *counters) add(k *counterKey) int {
+	cs.list = append(cs.list, counter{key: *k})
+	i := len(cs.list) - 1
+	switch {
+	case len(cs.list) <= scanned:
+	case 2*len(cs.list) > len(cs.slots):
+		cs.reindex()
+	default:
+		cs.place(i)
+	}
+	return i
+}
+
+// remove deletes the counter at position i, moving the last counter into its place.
+func (cs *counters) remove(i int) {
+	last := len(cs.list) - 1
+	if cs.slots != nil {
+		cs.unplace(cs.slotOf(i))
+		if i != last {
+			cs.slots[cs.slotOf(last)] = uint32(i + 1)
+		}
+	}
+	cs.list[i] = cs.list[last]
+	cs.list[last] = counter{} // drop the strings it held
+	cs.list = cs.list[:last]
+	if len(cs.list) <= scanned {
+		cs.slots = nil
+	}
+}
+
+// reindex builds the index for the counters in list, at most half full.
+func (cs *counters) reindex() {
+	size := 1 << bits.Len(uint(2*len(cs.list)-1))
+	cs.slots = make([]uint32, size)
+	cs.shift = uint8(64 - bits.TrailingZeros(uint(size)))
+	for i := range cs.list {
+		cs.place(i)
+	}
+}
+
+// home is the slot where the probe for a key with hash h starts.
+func (cs *counters) home(h uint64) int { return int(h >> cs.shift) }
+
+// place indexes the counter at position i, in the first free slot from its home.
+func (cs *counters) place(i int) {
+	mask := len(cs.slots) - 1
+	j := cs.home(cs.list[i].key.hash)
+	for cs.slots[j] != 0 {
+		j = (j + 1) & mask
+	}
+	cs.slots[j] = uint32(i + 1)
+}
+
+// slotOf is the slot that indexes the counter at position i.
+func (cs *counters) slotOf(i int) int {
+	mask := len(cs.slots) - 1
+	j := cs.home(cs.list[i].key.hash)
+	for cs.slots[j] != uint32(i+1) {
+		j = (j + 1) & mask
+	}
+	return j
+}
+
+// unplace frees slot j, moving back into it each later key of its probe run that
+// would otherwise no longer be found: one whose home is not after j, cyclically, up to
+// its own slot. Linear probing needs no tombstones this way.
+func (cs *counters) unplace(j int) {
+	mask := len(cs.slots) - 1
+	for n := (j + 1) & mask; cs.slots[n] != 0; n = (n + 1) & mask {
+		h := cs.home(cs.list[cs.slots[n]-1].key.hash)
+		// The key at n stays when its home lies cyclically in (j, n].
+		if (h-j-1)&mask < (n-j)&mask {
+			continue
+		}
+		cs.slots[j] = cs.slots[n]
+		j = n
+	}
+	cs.slots[j] = 0
 }

@@ -30,7 +30,6 @@ package session
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -140,11 +139,11 @@ func New(opt Options) *Store {
 func (s *Store) Get(k engine.CounterKey) (engine.Counts, error) {
 	var c engine.Counts
 	s.mu.Lock()
-	if st := s.lookup(k.Session); st != nil && len(st.counters) > 0 {
+	if st := s.lookup(k.Session); st != nil && st.counters.len() > 0 {
 		var key counterKey
 		key.set(&k)
 		if i, ok := st.counters.find(&key); ok {
-			c = st.counters[i].counts
+			c = st.counters.list[i].counts
 		}
 	}
 	s.mu.Unlock()
@@ -160,8 +159,8 @@ func (s *Store) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, erro
 	key.set(&k)
 	i, exists := st.counters.find(&key)
 	if !exists {
-		if len(st.counters) >= s.opt.MaxCounters {
-			return engine.Counts{}, fmt.Errorf("session %q already holds %d counters, cannot add %s: %w", k.Session, len(st.counters), k.ReportKey(), ErrCounterLimit)
+		if st.counters.len() >= s.opt.MaxCounters {
+			return engine.Counts{}, fmt.Errorf("session %q already holds %d counters, cannot add %s: %w", k.Session, st.counters.len(), k.ReportKey(), ErrCounterLimit)
 		}
 		for s.total >= s.opt.MaxTotalCounters {
 			victim := s.evictable(st)
@@ -172,10 +171,10 @@ func (s *Store) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, erro
 			s.remove(victim)
 			s.evictedLRU++
 		}
-		st.counters = slices.Insert(st.counters, i, counter{key: key})
+		i = st.counters.add(&key)
 		s.total++
 	}
-	c := &st.counters[i].counts
+	c := &st.counters.list[i].counts
 	*c = c.After(a)
 	return *c, nil
 }
@@ -200,10 +199,10 @@ func (s *Store) Restore(k engine.CounterKey, c engine.Counts) error {
 	case !exists:
 		return fmt.Errorf("session %q no longer holds counter %s", k.Session, k.ReportKey())
 	case c == engine.Counts{}:
-		st.counters = slices.Delete(st.counters, i, i+1)
+		st.counters.remove(i)
 		s.total--
 	default:
-		st.counters[i].counts = c
+		st.counters.list[i].counts = c
 	}
 	return nil
 }
@@ -401,7 +400,7 @@ func (s *Store) expire(now time.Time) {
 }
 
 func (s *Store) remove(st *state) {
-	s.total -= len(st.counters)
+	s.total -= st.counters.len()
 	st.prev.next, st.next.prev = st.next, st.prev
 	st.prev, st.next = nil, nil
 	delete(s.byID, st.id)

@@ -504,7 +504,7 @@ func checkTable(t *testing.T, s *Store) {
 		if s.byID[st.id] != st {
 			t.Errorf("session %q is in the recency list, not in the table", st.id)
 		}
-		counted += len(st.counters)
+		counted += st.counters.len()
 		listed++
 	}
 	if listed != len(s.byID) || counted != s.total {
