@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 )
 
 // MaxValueLen bounds Error.Value so a huge offending document never floods a message.
@@ -88,10 +87,9 @@ func JoinPath(prefix, field string) string {
 }
 
 // Truncate shortens s to MaxValueLen code points, marking the cut.
+// It reads no further than the cut, so a long source costs its diagnostics no more than a
+// short one.
 func Truncate(s string) string {
-	if utf8.RuneCountInString(s) <= MaxValueLen {
-		return s
-	}
 	n := 0
 	for i := range s {
 		if n == MaxValueLen {
