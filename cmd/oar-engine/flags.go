@@ -45,7 +45,7 @@ is unreachable or refuses its calls follows its on_error, and /readyz reports th
 it. By default, counters and activity windows are kept per session in memory,
 bounded by --max-sessions, --session-idle-ttl and --max-counters, across reloads; size
 --max-counters to the container's memory (a counter, one per distinct counter_scope
-value of a scoped rule, takes about 150 bytes). A session_id is at most 1,024 bytes.
+value of a scoped rule, takes about 160 bytes). A session_id is at most 1,024 bytes.
 Logs are JSON on stderr; publish_event records are JSON lines on stdout.
 
 --decision-log=stdout|FILE (off by default) writes one JSON line of kind "decision"
