@@ -65,9 +65,9 @@ type counters struct {
 	slots []uint32
 }
 
-// scanned is the most counters a session holds without an index: up to this many,
-// comparing each hash in turn reads no more cache lines than a probe into the index
-// and the counter it names.
+// scanned is the most counters a session holds without an index, finding one by
+// comparing each hash in turn: most sessions hold few counters, and so keep no index's
+// memory, and a few counters side by side are read in a short, predictable walk.
 const scanned = 8
 
 // len is the number of counters.
