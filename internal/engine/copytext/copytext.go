@@ -189,6 +189,9 @@ type compiler struct {
 	refIndex map[string]int
 	open     []frame
 	textLen  int
+	// at is the byte offset that offset converted last and atCount its code-point
+	// offset, so that converting the next one counts only the bytes in between.
+	at, atCount int
 }
 
 // frame is a conditional whose endif has not been seen yet.
@@ -197,6 +200,7 @@ type frame struct {
 	construct string
 	branch    int // index of its opBranch
 	jump      int // index of the opJump its else added, or -1
+	offset    int // code-point offset of start, or -1 until frameOffset sets it
 }
 
 // word is one lexed word inside a construct.
@@ -369,7 +373,7 @@ func (c *compiler) ifTag(i int, construct string, args []word) {
 		c.fail("OAR-COPY-3", i, "malformed conditional %s at offset %d: expected {%% if identifier %%} or {%% if not identifier %%}",
 			quote(construct), c.offset(i))
 		// Keep the structure so the matching else and endif are not reported too.
-		c.open = append(c.open, frame{start: i, construct: construct, branch: -1, jump: -1})
+		c.open = append(c.open, frame{start: i, construct: construct, branch: -1, jump: -1, offset: -1})
 		return
 	}
 	ref, ok := c.resolve(name, false)
@@ -378,7 +382,7 @@ func (c *compiler) ifTag(i int, construct string, args []word) {
 		branch = len(c.prog)
 		c.prog = append(c.prog, instr{op: opBranch, ref: ref, negate: negate})
 	}
-	c.open = append(c.open, frame{start: i, construct: construct, branch: branch, jump: -1})
+	c.open = append(c.open, frame{start: i, construct: construct, branch: branch, jump: -1, offset: -1})
 }
 
 func (c *compiler) elseTag(i int, construct string) {
@@ -389,7 +393,7 @@ func (c *compiler) elseTag(i int, construct string) {
 	f := &c.open[len(c.open)-1]
 	if f.jump >= 0 {
 		c.fail("OAR-COPY-3", i, "second %s at offset %d in conditional %s at offset %d",
-			quote(construct), c.offset(i), quote(f.construct), c.offset(f.start))
+			quote(construct), c.offset(i), quote(f.construct), c.frameOffset())
 		return
 	}
 	f.jump = len(c.prog)
@@ -458,8 +462,37 @@ func (c *compiler) fail(clause string, at int, format string, args ...any) {
 	})
 }
 
-// offset converts a byte offset into src to a code-point offset.
-func (c *compiler) offset(at int) int { return codepoint.Count(c.src[:at]) }
+// offset converts a byte offset into src to a code-point offset, counting from the
+// offset converted last rather than from the start of src, so a template with a
+// diagnostic per construct costs its length and not its square. Offsets mostly come in
+// source order, but not always: a malformed construct's comes after those inside it
+// that its message gives, a second else names its conditional's, and unclosed
+// conditionals are reported at the end; so going back is counted too. Every offset
+// asked for is at or just past an ASCII byte, which is never part of a longer code
+// point, so the counts on either side of it add up to the count from the start.
+func (c *compiler) offset(at int) int {
+	if at >= c.at {
+		c.atCount += codepoint.Count(c.src[c.at:at])
+	} else {
+		c.atCount -= codepoint.Count(c.src[at:c.at])
+	}
+	c.at = at
+	return c.atCount
+}
+
+// frameOffset is the code-point offset of the innermost open conditional. It converts
+// every open conditional not yet converted, outermost first, so that nested
+// conditionals each with a second else count back over the source once, not once each.
+func (c *compiler) frameOffset() int {
+	k := len(c.open)
+	for k > 0 && c.open[k-1].offset < 0 {
+		k--
+	}
+	for ; k < len(c.open); k++ {
+		c.open[k].offset = c.offset(c.open[k].start)
+	}
+	return c.open[len(c.open)-1].offset
+}
 
 // quote names a construct in a message, shortened when it is long.
 func quote(s string) string {

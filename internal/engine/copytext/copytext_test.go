@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
 	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
@@ -484,6 +485,7 @@ func FuzzCompile(f *testing.F) {
 		}
 		n := utf8.RuneCountInString(src)
 		for _, d := range errs {
+			at := codepoint.Skip(src, d.Offset)
 			switch {
 			case d.Clause != "OAR-COPY-2" && d.Clause != "OAR-COPY-3" && d.Clause != "OAR-COPY-4" && d.Clause != "OAR-FACT-27":
 				t.Fatalf("Compile(%q): unexpected clause in %v", src, d)
@@ -491,6 +493,8 @@ func FuzzCompile(f *testing.F) {
 				t.Fatalf("Compile(%q): offset %d outside the source: %v", src, d.Offset, d)
 			case !strings.Contains(d.Message, "at offset "+strconv.Itoa(d.Offset)):
 				t.Fatalf("Compile(%q): message does not give the offset: %v", src, d)
+			case at == len(src) || d.Clause == "OAR-COPY-3" && src[at] != '{' || d.Clause != "OAR-COPY-3" && !isNameStart(src[at]):
+				t.Fatalf("Compile(%q): offset %d is not at the construct or name: %v", src, d.Offset, d)
 			}
 		}
 		if tpl == nil {
@@ -504,4 +508,16 @@ func FuzzCompile(f *testing.F) {
 			t.Fatalf("literal %q rendered as %q", src, out)
 		}
 	})
+}
+
+// BenchmarkCompileManyDiagnostics compiles a template with one diagnostic per
+// binding, so the cost of locating diagnostics shows against the source length.
+func BenchmarkCompileManyDiagnostics(b *testing.B) {
+	src := strings.Repeat("{{ zz }} ", 20000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, errs := Compile(src, testSyms); len(errs) != 20000 {
+			b.Fatalf("got %d diagnostics, want 20000", len(errs))
+		}
+	}
 }
