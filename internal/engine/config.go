@@ -21,9 +21,10 @@ func Configure(rs *RuleSet, configs []any) (*Program, diag.List) {
 		enforcement[i] = r.Enforcement
 	}
 	var all diag.List
+	refs := &configResolver{rs: rs, work: suggestionWork}
 	for i, doc := range configs {
 		var l diag.List
-		applyConfig(&l, rs, doc, enforcement)
+		applyConfig(&l, refs, doc, enforcement)
 		for _, e := range l {
 			if e.Index < 0 {
 				e.Index = i
@@ -40,7 +41,8 @@ func Configure(rs *RuleSet, configs []any) (*Program, diag.List) {
 
 // applyConfig validates one configuration document ([OAR-CFG-1]) and applies it to
 // enforcement, which it changes only when the document is valid.
-func applyConfig(l *diag.List, rs *RuleSet, doc any, enforcement []Enforcement) {
+func applyConfig(l *diag.List, refs *configResolver, doc any, enforcement []Enforcement) {
+	rs := refs.rs
 	obj, ok := doc.(map[string]any)
 	if !ok {
 		l.Add(fieldErr("OAR-CFG-1", "", doc, "a configuration document must be a JSON object; got %s", types.DescribeJSON(doc)))
@@ -78,7 +80,7 @@ func applyConfig(l *diag.List, rs *RuleSet, doc any, enforcement []Enforcement) 
 					l.Add(fieldErr("OAR-CFG-3", path, m[ref], "enforcement for %q must be one of enforce, monitor, off%s", ref, enumHint(m[ref], isStr)))
 					continue
 				}
-				i, ok := resolveConfigRef(l, rs, ref, path)
+				i, ok := refs.resolve(l, ref, path)
 				if !ok {
 					continue
 				}
@@ -94,7 +96,7 @@ func applyConfig(l *diag.List, rs *RuleSet, doc any, enforcement []Enforcement) 
 	if list, ok := getStringList(l, obj, "disable", "disable", "OAR-CFG-2"); ok {
 		for j, ref := range list {
 			path := fmt.Sprintf("disable[%d]", j)
-			if i, ok := resolveConfigRef(l, rs, ref, path); ok {
+			if i, ok := refs.resolve(l, ref, path); ok {
 				stmts = append(stmts, statement{rule: i, level: EnforceOff, field: path, ref: ref})
 			}
 		}
@@ -139,20 +141,34 @@ func enumHint(v any, isStr bool) string {
 	return yamlHint(v)
 }
 
-// resolveConfigRef resolves a rule identifier in a configuration document: an exact
+// configResolver resolves the rule identifiers of the configuration documents of one
+// Configure call.
+type configResolver struct {
+	rs *RuleSet
+	// byID is the loaded rules by bare id, in set order, made at the first bare
+	// identifier that is not a qualified one: a document may name every rule of a large
+	// set, and finding each by going through the set cost the square of its size.
+	byID map[string][]*Rule
+	// work is what is left for "did you mean" (suggestionWork).
+	work int
+}
+
+// resolve resolves a rule identifier in a configuration document: an exact
 // qualified-identifier match first, then — for a bare id only — every loaded rule with
 // that id, refusing an ambiguous one ([OAR-CFG-8]) and one naming nothing ([OAR-CFG-4]).
-func resolveConfigRef(l *diag.List, rs *RuleSet, ref, path string) (int, bool) {
+func (c *configResolver) resolve(l *diag.List, ref, path string) (int, bool) {
+	rs := c.rs
 	if r, ok := rs.Rule(ref); ok {
 		return r.Index, true
 	}
 	if !strings.Contains(ref, "/") {
-		var matches []*Rule
-		for _, r := range rs.Rules {
-			if r.ID == ref {
-				matches = append(matches, r)
+		if c.byID == nil {
+			c.byID = make(map[string][]*Rule, len(rs.Rules))
+			for _, r := range rs.Rules {
+				c.byID[r.ID] = append(c.byID[r.ID], r)
 			}
 		}
+		matches := c.byID[ref]
 		switch len(matches) {
 		case 1:
 			return matches[0].Index, true
@@ -168,7 +184,8 @@ func resolveConfigRef(l *diag.List, rs *RuleSet, ref, path string) (int, bool) {
 			return 0, false
 		}
 	}
-	e := fieldErr("OAR-CFG-4", path, ref, "configuration names rule %q, which is not loaded", ref).Suggest(ref, rs.configRefs(ref))
+	e := fieldErr("OAR-CFG-4", path, ref, "configuration names rule %q, which is not loaded", ref)
+	e.SuggestWithin(ref, rs.configRefs(ref), &c.work)
 	e.Rule = ref
 	l.Add(e)
 	return 0, false

@@ -180,9 +180,11 @@ func loadRules(c *Capability, docs []any, checkOnly bool, store ConditionStore) 
 	resolved := s.resolvedFor(len(shaped))
 	forEach(len(shaped), func(i int) {
 		resolved[i] = resolvedRule{}
-		rs.resolveRule(&resolved[i].l, &resolved[i].warnings, shaped[i].r, shaped[i].req, byIndex)
+		rs.resolveRule(&resolved[i].l, &resolved[i].warnings, &resolved[i].owed, shaped[i].r, shaped[i].req, byIndex)
 	})
+	work := suggestionWork
 	for i, m := range shaped {
+		rs.suggestRefs(&work, resolved[i].owed)
 		all = append(all, resolved[i].l.WithContext(m.r.Index, m.r.QID)...)
 		rs.Warnings = append(rs.Warnings, resolved[i].warnings...)
 	}
@@ -207,7 +209,10 @@ type loadMember struct {
 }
 
 // resolvedRule is what pass 2 says of one well-formed rule.
-type resolvedRule struct{ l, warnings diag.List }
+type resolvedRule struct {
+	l, warnings diag.List
+	owed        []owedSuggestion
+}
 
 // loadScratch is the room a set needs only while it loads, used again by the next set
 // loaded: what a set of a thousand rules would otherwise allocate each time. What it
@@ -726,7 +731,7 @@ type condition struct {
 // compileWhen compiles a condition of a rule in namespace, once per set for a source
 // that compiles; ok reports that it compiled. The condition is returned by value, so
 // that precompile can write a set's conditions into one slice.
-func (rs *RuleSet) compileWhen(src, namespace string) (cond condition, ok bool, errs diag.List) {
+func (rs *RuleSet) compileWhen(src, namespace string, owed *[]owedSuggestion) (cond condition, ok bool, errs diag.List) {
 	key := [2]string{namespace, src}
 	if hit := rs.compiled.when[key]; hit != nil {
 		return *hit, true, nil
@@ -734,7 +739,7 @@ func (rs *RuleSet) compileWhen(src, namespace string) (cond condition, ok bool, 
 	if refs, ok := rs.keptCondition(src); ok {
 		return condition{refs: refs}, true, nil
 	}
-	cond, ok, errs, keep := rs.compileSource(src, namespace)
+	cond, ok, errs, keep := rs.compileSource(src, namespace, owed)
 	if keep {
 		rs.compiled.kept.KeepChecked(src, cond.refs)
 	}
@@ -756,8 +761,11 @@ func (rs *RuleSet) keptCondition(src string) ([]types.Symbol, bool) {
 
 // compileSource compiles, or only checks, the condition src of a rule in namespace;
 // ok reports that it compiled, and keep that its outcome is for the ConditionStore to
-// keep: the set is checked with one, and the condition names no rule.
-func (rs *RuleSet) compileSource(src, namespace string) (cond condition, ok bool, errs diag.List, keep bool) {
+// keep: the set is checked with one, and the condition names no rule. owed, when not
+// nil, gathers the diagnostics of the rules its fire_count_of and breaker_count_of name
+// and the set lacks, for the set to suggest for (suggestRefs); precompile passes nil,
+// since a source that fails is compiled again for each rule that has it.
+func (rs *RuleSet) compileSource(src, namespace string, owed *[]owedSuggestion) (cond condition, ok bool, errs diag.List, keep bool) {
 	c := rs.Capability
 	opts := expr.Options{Symbols: c, MaxNodes: c.ExpressionNodesMax}
 	// namesRule says whether the outcome depends on the set as well. Only a condition
@@ -773,9 +781,10 @@ func (rs *RuleSet) compileSource(src, namespace string) (cond condition, ok bool
 			}
 			return rs.resolve(ref, namespace)
 		}
-		opts.RuleRefs = func(ref string) iter.Seq[string] {
-			*namesRule = true
-			return rs.ruleRefs(ref, namespace)
+		if owed != nil {
+			opts.UnresolvedRule = func(e *diag.Error, ref string) {
+				*owed = append(*owed, owedSuggestion{e: e, ref: ref, namespace: namespace})
+			}
 		}
 	}
 	if rs.compiled.checkOnly {
@@ -851,7 +860,7 @@ func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 				return
 			}
 			var errs diag.List
-			conds[i], compiled[i], errs, keep[i] = rs.compileSource(whens[i][1], whens[i][0])
+			conds[i], compiled[i], errs, keep[i] = rs.compileSource(whens[i][1], whens[i][0], nil)
 			compiled[i] = compiled[i] && len(errs) == 0
 			return
 		}
@@ -877,8 +886,10 @@ func (rs *RuleSet) precompile(rules iter.Seq2[*Rule, requirements]) {
 }
 
 // resolveRule checks a well-formed rule against the capability and the set, adding its
-// diagnostics to l and its load-time advice to warnings.
-func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements, byIndex []*Rule) {
+// diagnostics to l, its load-time advice to warnings, and to owed the diagnostics about
+// references to rules that resolve to none, whose "did you mean" the set adds once
+// every rule is resolved (suggestRefs).
+func (rs *RuleSet) resolveRule(l, warnings *diag.List, owed *[]owedSuggestion, r *Rule, req requirements, byIndex []*Rule) {
 	c := rs.Capability
 	rs.resolveAnchor(l, r)
 	rs.checkRequires(l, r, req)
@@ -962,7 +973,7 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 		}
 	}
 	if req.hasWhen {
-		cond, ok, errs := rs.compileWhen(req.when, r.Namespace)
+		cond, ok, errs := rs.compileWhen(req.when, r.Namespace, owed)
 		for _, e := range errs {
 			e.Field = diag.JoinPath("when", e.Field)
 			l.Add(e)
@@ -1050,7 +1061,8 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 		path := fmt.Sprintf("overrides[%d]", i)
 		j, ok := rs.resolve(ref, r.Namespace)
 		if !ok {
-			l.Add(fieldErr("OAR-EVAL-13", path, ref, "overrides entry %q resolves to no loaded rule", ref)).Suggest(ref, rs.ruleRefs(ref, r.Namespace))
+			e := l.Add(fieldErr("OAR-EVAL-13", path, ref, "overrides entry %q resolves to no loaded rule", ref))
+			*owed = append(*owed, owedSuggestion{e: e, ref: ref, namespace: r.Namespace})
 			continue
 		}
 		target := byIndex[j]
@@ -1067,7 +1079,8 @@ func (rs *RuleSet) resolveRule(l, warnings *diag.List, r *Rule, req requirements
 	if req.onError != "" {
 		j, ok := rs.resolve(req.onError, r.Namespace)
 		if !ok {
-			l.Add(fieldErr("OAR-OPS-5", "on_error", req.onError, "on_error names %q, which resolves to no loaded rule", req.onError)).Suggest(req.onError, rs.ruleRefs(req.onError, r.Namespace))
+			e := l.Add(fieldErr("OAR-OPS-5", "on_error", req.onError, "on_error names %q, which resolves to no loaded rule", req.onError))
+			*owed = append(*owed, owedSuggestion{e: e, ref: req.onError, namespace: r.Namespace})
 		} else {
 			r.OnErrorRule = j
 		}

@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,5 +148,100 @@ func TestCFG4_UnknownRulesSuggestTheCloseOne(t *testing.T) {
 			_, errs := Configure(rs, mustDocs(t, `{"oar_config":"1.0",`+tc.config+`}`))
 			checkSuggestion(t, errs, tc.clause, tc.field, tc.want)
 		})
+	}
+}
+
+// suggestedPrefix checks that the diagnostics of clause in l are n, that in the order
+// of what they are about (at) a first part of them has a "did you mean" and the rest
+// none, and returns how many have.
+func suggestedPrefix(t *testing.T, l diag.List, clause string, n int, at func(*diag.Error) int) int {
+	t.Helper()
+	var of []*diag.Error
+	for _, e := range l {
+		if e.Clause == clause {
+			of = append(of, e)
+		}
+	}
+	slices.SortFunc(of, func(a, b *diag.Error) int { return cmp.Compare(at(a), at(b)) })
+	if len(of) != n {
+		t.Fatalf("%d %s diagnostics, want %d", len(of), clause, n)
+	}
+	suggested := 0
+	for suggested < len(of) && of[suggested].Suggestion != "" {
+		suggested++
+	}
+	for _, e := range of[suggested:] {
+		if e.Suggestion != "" {
+			t.Fatalf("a suggestion after the first %d stopped: %v", suggested, e)
+		}
+	}
+	return suggested
+}
+
+// TestUnknownRuleReferencesAreSuggestedForWithinABound: each reference to a rule that
+// resolves to none is compared with every rule of the set for its "did you mean", so a
+// set whose every rule names one it lacks cost the square of its size (8,000 rules: 12
+// s at the webhook). The references are all refused ([OAR-EVAL-13], [OAR-FIRE-11],
+// [OAR-CFG-4]); the first ones in member order are suggested for, as far as
+// suggestionWork goes, the same ones at every load however the rules were spread over
+// the processors.
+func TestUnknownRuleReferencesAreSuggestedForWithinABound(t *testing.T) {
+	const n = 3000
+	id := func(i int) string { return fmt.Sprintf("R%04d", i) }
+	cp := mustCap(t, testCapability)
+	overriding := make([]any, n)
+	for i := range n {
+		overriding[i] = map[string]any{"oar": "1.0", "id": id(i), "kind": "policy", "anchor": "tool.pre_invoke", "effect": "warn", "overrides": []any{id(i) + "X"}}
+	}
+	_, first := LoadRules(cp, overriding)
+	suggested := suggestedPrefix(t, first, "OAR-EVAL-13", n, func(e *diag.Error) int { return e.Index })
+	if suggested == 0 || suggested == n {
+		t.Fatalf("%d of %d unknown overrides suggested for; want the first ones, not all", suggested, n)
+	}
+	if got := first[0].Suggestion; got != id(0) {
+		t.Errorf("first suggestion %q, want %q", got, id(0))
+	}
+	for range 3 {
+		_, again := LoadRules(cp, overriding)
+		if fmt.Sprint(again) != fmt.Sprint(first) {
+			t.Fatal("loading the set again gave other diagnostics")
+		}
+	}
+
+	// One condition naming n rules the set lacks.
+	refs := make([]string, n)
+	for i := range refs {
+		refs[i] = fmt.Sprintf(`fire_count_of(%q)`, id(i)+"X")
+	}
+	counting := []any{map[string]any{"oar": "1.0", "id": "COUNTING", "kind": "policy", "anchor": "tool.pre_invoke", "effect": "warn",
+		"when": strings.Join(refs, " + ") + " > 0"}}
+	for i := range n {
+		counting = append(counting, map[string]any{"oar": "1.0", "id": id(i), "kind": "policy", "anchor": "tool.pre_invoke", "effect": "warn"})
+	}
+	capBig := mustCap(t, strings.Replace(testCapability, `"supports_transform":true,`, `"supports_transform":true,"expression_nodes_max":65536,`, 1))
+	_, errs := LoadRules(capBig, counting)
+	if suggested := suggestedPrefix(t, errs, "OAR-FIRE-11", n, func(e *diag.Error) int { return e.Offset }); suggested == 0 || suggested == n {
+		t.Fatalf("%d of %d unknown fire_count_of names suggested for", suggested, n)
+	}
+
+	// A configuration disabling n rules the set lacks.
+	rs, errs := LoadRules(cp, counting[1:])
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	disable := make([]any, n)
+	for i := range disable {
+		disable[i] = id(i) + "X"
+	}
+	_, errs = Configure(rs, []any{map[string]any{"oar_config": "1.0", "disable": disable}})
+	member := func(e *diag.Error) int {
+		var i int
+		if _, err := fmt.Sscanf(e.Field, "disable[%d]", &i); err != nil {
+			t.Fatalf("%v: %v", e, err)
+		}
+		return i
+	}
+	if suggested := suggestedPrefix(t, errs, "OAR-CFG-4", n, member); suggested == 0 || suggested == n {
+		t.Fatalf("%d of %d unknown configured rules suggested for", suggested, n)
 	}
 }

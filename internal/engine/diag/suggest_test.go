@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 func TestDistance(t *testing.T) {
@@ -31,6 +32,14 @@ func TestDistance(t *testing.T) {
 		}
 		if got := Distance([]rune(c.b), []rune(c.a)); got != c.want {
 			t.Errorf("Distance(%q, %q) = %d; want %d (symmetric)", c.b, c.a, got, c.want)
+		}
+		// Bounded by a limit, the distance is exact up to it and above it past it.
+		for limit := range c.want + 2 {
+			var rows [3][]int
+			got := distance([]rune(c.a), []rune(c.b), limit, &rows)
+			if c.want <= limit && got != c.want || c.want > limit && got <= limit {
+				t.Errorf("distance(%q, %q, %d) = %d; the distance is %d", c.a, c.b, limit, got, c.want)
+			}
 		}
 	}
 }
@@ -110,5 +119,56 @@ func FuzzDistance(f *testing.F) {
 		if s, ok := Closest(a, slices.Values([]string{a, b})); ok && s == a {
 			t.Fatalf("Closest(%q) suggested the name itself", a)
 		}
+		for _, limit := range []int{0, 1, 2, 5, d - 1, d} {
+			var rows [3][]int
+			if got := distance(ra, rb, limit, &rows); got != d && (d <= limit || got <= limit) {
+				t.Fatalf("distance(%q, %q, %d) = %d; Distance is %d", a, b, limit, got, d)
+			}
+		}
+		_, ok := Closest(a, slices.Values([]string{b}))
+		if want := a != b && isClose(a, b); ok != want {
+			t.Fatalf("Closest(%q, [%q]) suggests %v; the definition says %v", a, b, ok, want)
+		}
 	})
+}
+
+// isClose is Closest's definition for one candidate, written plainly: no length set
+// aside before the distance, every distance computed whole.
+func isClose(name, cand string) bool {
+	a, b := []rune(name), []rune(cand)
+	if len(a) > MaxSuggestLen || len(b) > MaxSuggestLen {
+		return false
+	}
+	for i := range a {
+		a[i] = unicode.ToLower(a[i])
+	}
+	for i := range b {
+		b[i] = unicode.ToLower(b[i])
+	}
+	n := len(a)
+	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
+		a, b = a[1:], b[1:]
+	}
+	for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
+		a, b = a[:len(a)-1], b[:len(b)-1]
+	}
+	limit := max(len(a), len(b), 3) / 3
+	d := Distance(a, b)
+	return d <= limit && d < n
+}
+
+// TestClosestComparesNoLongName: a name, or a candidate, past MaxSuggestLen code
+// points is compared with nothing, however close, so no suggestion costs the square of
+// a long name's length.
+func TestClosestComparesNoLongName(t *testing.T) {
+	long := strings.Repeat("é", MaxSuggestLen)
+	if s, ok := Closest(long+"x", slices.Values([]string{long + "y"})); ok {
+		t.Errorf("a name past the bound was compared: suggested %q", s)
+	}
+	if s, ok := Closest(long[:len(long)-2]+"x", slices.Values([]string{long + "y"})); ok {
+		t.Errorf("a candidate past the bound was compared: suggested %q", s)
+	}
+	if s, ok := Closest(long[:len(long)-2]+"x", slices.Values([]string{long[:len(long)-2] + "y"})); !ok {
+		t.Errorf("names within the bound one edit apart: no suggestion (%q)", s)
+	}
 }

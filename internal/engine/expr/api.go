@@ -8,8 +8,7 @@
 package expr
 
 import (
-	"iter"
-
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
 	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
@@ -40,9 +39,12 @@ type Options struct {
 	// ResolveRule resolves the string-literal argument of a RuleRef function
 	// ([OAR-FIRE-11]) to a rule index, or returns ok=false when no loaded rule matches.
 	ResolveRule func(ref string) (rule int, ok bool)
-	// RuleRefs yields the references a RuleRef argument could have meant when
-	// ResolveRule finds none, for its diagnostic's "did you mean"; nil suggests none.
-	RuleRefs func(ref string) iter.Seq[string]
+	// UnresolvedRule is given the diagnostic of each RuleRef argument ResolveRule finds
+	// no rule for, and the argument, for the caller to add the diagnostic's "did you
+	// mean" (diag.Error.Suggest) or not: the candidates are the rules of a whole set,
+	// and comparing every unknown reference of the set with all of them is work the
+	// caller bounds across the set. nil adds none.
+	UnresolvedRule func(e *diag.Error, ref string)
 	// CallSlot, when not nil, numbers the calls of observation functions whose argument
 	// is a literal: it returns a slot (not negative) for the function fn applied to arg,
 	// the same one for every call of that function with that argument, which the

@@ -273,8 +273,8 @@ func (c *checker) checkObservation(n *call) types.Kind {
 		}
 		if !ok {
 			e := newError(c.src, "OAR-FIRE-11", arg.pos(), "%s(%s) at offset %d names no loaded rule", n.name, strconv.Quote(clip(lit.s)), arg.pos())
-			if c.opts.RuleRefs != nil {
-				e.Suggest(lit.s, c.opts.RuleRefs(lit.s))
+			if c.opts.UnresolvedRule != nil {
+				c.opts.UnresolvedRule(e, lit.s)
 			}
 			c.errs.Add(e)
 			return n.sym.Type

@@ -97,10 +97,10 @@ func resolveRule(ref string) (int, bool) {
 	return r, ok
 }
 
-// ruleRefs offers every rule the fake ResolveRule knows as a suggestion.
-func ruleRefs(string) iter.Seq[string] { return maps.Keys(testRules) }
+// suggestRule offers every rule the fake ResolveRule knows as a suggestion.
+func suggestRule(e *diag.Error, ref string) { e.Suggest(ref, maps.Keys(testRules)) }
 
-var testOptions = Options{Symbols: testSymbols, MaxNodes: 256, ResolveRule: resolveRule, RuleRefs: ruleRefs}
+var testOptions = Options{Symbols: testSymbols, MaxNodes: 256, ResolveRule: resolveRule, UnresolvedRule: suggestRule}
 
 // errProvider is what the fake environment returns for a failing provider.
 var errProvider = errors.New("provider unavailable")
