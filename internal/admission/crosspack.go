@@ -218,12 +218,5 @@ func (p *packContext) concerns(e *diag.Error) bool {
 			return true
 		}
 	}
-	if e.Clause == "OAR-CFG-4" && !strings.Contains(e.Rule, "/") {
-		for q := range p.removed {
-			if idOf(q) == e.Rule {
-				return true
-			}
-		}
-	}
-	return false
+	return e.Clause == "OAR-CFG-4" && !strings.Contains(e.Rule, "/") && p.removedIDs[e.Rule]
 }

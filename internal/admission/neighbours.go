@@ -28,6 +28,9 @@ type neighbours struct {
 	// configs are the published configurations that are incumbents (readIncumbents), in
 	// the order they apply; read packsOnly, whatever became of their objects.
 	configs []bundle.Config
+	// pendingByID maps each bare id to the first rule by identifier, of the packs not
+	// published, that has it: made by pending when first asked.
+	pendingByID map[string]pendingRule
 }
 
 // publishedPack is a pack's published generation, its rules' qualified identifiers,

@@ -266,16 +266,34 @@ func identities(capability map[string]any, packs []publishedPack, names map[stri
 // as ref, and the rule's qualified identifier (the first such rule by identifier); ""
 // when there is none.
 func pending(n *neighbours, ref string) (pack, qid string) {
-	for q, p := range n.owner {
-		if _, published := n.publishedOwner[q]; published || (qid != "" && q > qid) {
-			continue
+	if strings.Contains(ref, "/") {
+		if p, ok := n.owner[ref]; ok {
+			if _, published := n.publishedOwner[ref]; !published {
+				return p, ref
+			}
 		}
-		if q == ref || !strings.Contains(ref, "/") && idOf(q) == ref {
-			pack, qid = p, q
+		return "", ""
+	}
+	if n.pendingByID == nil {
+		// Made once: a configuration may name thousands of rules the set lacks, each
+		// looked up here, and going through every rule of every pack for each cost the
+		// product of the two.
+		n.pendingByID = map[string]pendingRule{}
+		for q, p := range n.owner {
+			if _, published := n.publishedOwner[q]; published {
+				continue
+			}
+			if cur, ok := n.pendingByID[idOf(q)]; !ok || q < cur.qid {
+				n.pendingByID[idOf(q)] = pendingRule{pack: p, qid: q}
+			}
 		}
 	}
-	return pack, qid
+	r := n.pendingByID[ref]
+	return r.pack, r.qid
 }
+
+// pendingRule is a rule of a pack not published yet (pending).
+type pendingRule struct{ pack, qid string }
 
 // configErrors renders diagnostics about a configuration document under spec.config.
 func configErrors(errs diag.List) field.ErrorList {

@@ -82,6 +82,13 @@ func TestOperatorConfigAdmission(t *testing.T) {
 		}
 		t.Logf("warning: %s", hasWarning(t, warned.take(), "[OAR-CFG-4]", "spec.config.enforcement.acme.later/PENDING", `RulePack "later"`))
 	})
+	t.Run("a rule of a pack not published yet, by bare id", func(t *testing.T) {
+		doc := map[string]any{"oar_config": "1.0", "disable": []any{"PENDING"}}
+		if err := c.Create(ctx, operatorConfig(t, ns, "waiting-bare", "gateway", doc), client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("warning: %s", hasWarning(t, warned.take(), "[OAR-CFG-4]", "spec.config.disable[0]", `RulePack "later"`, "acme.later/PENDING"))
+	})
 	t.Run("unquoted version says to quote it", func(t *testing.T) {
 		err := c.Create(ctx, operatorConfig(t, ns, "unquoted", "gateway", map[string]any{"oar_config": json.Number("1.0")}), client.DryRunAll)
 		msg := hasCause(t, causes(t, err), "spec.config.oar_config", "OAR-CFG-1", "")

@@ -197,8 +197,9 @@ type packContext struct {
 	n    *neighbours
 	// refs are each rule's references, once the Capability loads.
 	refs [][]reference
-	// removed are the rules of the pack's published generation it no longer has.
-	removed map[string]bool
+	// removed are the rules of the pack's published generation it no longer has, and
+	// removedIDs their bare ids.
+	removed, removedIDs map[string]bool
 	// cap is the Capability, once it loads, and anchor an anchor stand-in rules may use
 	// under it.
 	cap    *engine.Capability
@@ -213,12 +214,12 @@ type packContext struct {
 // newPackContext is the context of the pack whose rules, with the qualified
 // identifiers qids, are under validation next to n.
 func newPackContext(rules []any, qids []string, n *neighbours) *packContext {
-	p := &packContext{rules: rules, qids: qids, n: n, removed: map[string]bool{}}
+	p := &packContext{rules: rules, qids: qids, n: n, removed: map[string]bool{}, removedIDs: map[string]bool{}}
 	p.ours = idSet(p.qids)
 	if n.own != nil {
 		for _, q := range qualifiedIDs(n.own.Rules) {
 			if q != "" && !p.ours[q] {
-				p.removed[q] = true
+				p.removed[q], p.removedIDs[idOf(q)] = true, true
 			}
 		}
 	}
