@@ -211,6 +211,13 @@ func TestMalformedRequests(t *testing.T) {
 		t.Errorf("malformed rejections %v, want 9", got)
 	}
 
+	// One problem per step: the answer counts all 150 and lists the first 100.
+	many := occ("tool.pre_invoke", "s", `"recent_activity": [`+strings.Repeat("1,", 149)+`1]`)
+	if p := ts.problem(t, http.StatusBadRequest, http.MethodPost, "/v1/evaluate", many); len(p.Diagnostics) != maxProblemDiagnostics ||
+		!strings.HasSuffix(p.Error, "(and 149 more; the first 100 are listed)") || p.Diagnostics[99].Field != "recent_activity[99]" {
+		t.Errorf("150 problems: %d listed, error %q", len(p.Diagnostics), p.Error)
+	}
+
 	big := occ("tool.pre_invoke", "s", `"content": "`+strings.Repeat("x", 600)+`"`)
 	if p := ts.problem(t, http.StatusRequestEntityTooLarge, http.MethodPost, "/v1/evaluate", big); !strings.Contains(p.Error, "512 bytes") {
 		t.Errorf("too large: %+v", p)

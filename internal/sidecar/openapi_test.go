@@ -357,6 +357,7 @@ func TestErrorAnswersConformToOpenAPI(t *testing.T) {
 		{"facts not an object", occ("tool.pre_invoke", "s", `"facts": []`), true},
 		{"duplicate member", `{"anchor": "tool.pre_invoke", "anchor": "x"}`, false},
 		{"long session", occ("tool.pre_invoke", strings.Repeat("s", MaxSessionIDBytes+1), ""), false},
+		{"more problems than are listed", occ("tool.pre_invoke", "s", `"recent_activity": [`+strings.Repeat("1,", 149)+`1]`), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ts.mustConform(t, http.MethodPost, evaluate, tt.body, http.StatusBadRequest)

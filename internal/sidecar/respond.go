@@ -24,11 +24,22 @@ type Problem struct {
 	Bundle string `json:"bundle,omitempty"`
 }
 
-// problemOf makes a Problem of diagnostics, the first one as the message.
+// maxProblemDiagnostics is the most diagnostics a Problem lists. An occurrence of a
+// megabyte can hold a hundred thousand problems (an unknown member, a step of
+// recent_activity that is not a string, each one of its own): listed, they made an
+// answer of 75 MB.
+const maxProblemDiagnostics = 100
+
+// problemOf makes a Problem of diagnostics, the first one as the message, which counts
+// them all; it lists at most maxProblemDiagnostics.
 func problemOf(errs diag.List, bundle string) Problem {
 	msg := errs[0].Format("")
-	if len(errs) > 1 {
-		msg = fmt.Sprintf("%s (and %d more)", msg, len(errs)-1)
+	switch n := len(errs); {
+	case n > maxProblemDiagnostics:
+		msg = fmt.Sprintf("%s (and %d more; the first %d are listed)", msg, n-1, maxProblemDiagnostics)
+		errs = errs[:maxProblemDiagnostics]
+	case n > 1:
+		msg = fmt.Sprintf("%s (and %d more)", msg, n-1)
 	}
 	return Problem{Error: msg, Diagnostics: errs, Bundle: bundle}
 }
