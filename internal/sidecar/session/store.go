@@ -5,15 +5,17 @@
 // table of sessions, so a session's counters and window live and die together.
 //
 // The state lives outside any bundle: a reload swaps the program, never the store, so
-// sessions keep their counters and window across reloads. Memory is bounded four ways:
+// sessions keep their counters and window across reloads. Memory is bounded five ways:
 // at most MaxSessions sessions (the least recently used is evicted first), a session
-// idle for IdleTTL is forgotten, a session holds at most MaxCounters counters, and all
+// idle for IdleTTL is forgotten, a session holds at most MaxCounters counters, all
 // sessions together hold at most MaxTotalCounters (the least recently used sessions are
 // evicted to make room; scoped counters, one per distinct scope value, are what can
-// otherwise outgrow a container's memory long before MaxSessions is reached). A counter
-// that cannot be added within the per-session bound, or within the total one with no
-// other session it may evict, cannot be applied, which the engine routes to the rule's
-// on_error ([OAR-FIRE-9]) instead of silently dropping a counter.
+// otherwise outgrow a container's memory long before MaxSessions is reached), and the
+// text they hold — counter scope values and activity steps, which the occurrences
+// supply and can make as long as a request — at most MaxTotalText bytes, likewise. A
+// counter that cannot be added within the per-session bound, or within a total one with
+// no other session it may evict, cannot be applied, which the engine routes to the
+// rule's on_error ([OAR-FIRE-9]) instead of silently dropping a counter.
 //
 // A session being evaluated is pinned (Pin, Unpin): no bound evicts it and it does
 // not expire, so the evaluation reads and writes one state from its first read to its
@@ -34,6 +36,7 @@ import (
 	"time"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
 
 // Defaults: MaxSessions and MaxCounters replace zero fields of Options; DefaultIdleTTL
@@ -43,6 +46,7 @@ const (
 	DefaultIdleTTL          = 30 * time.Minute
 	DefaultMaxCounters      = 4096
 	DefaultMaxTotalCounters = 100_000
+	DefaultMaxTotalText     = 64 << 20
 )
 
 // ErrCounterLimit is matched (errors.Is) by the error of an Apply that would give a
@@ -64,6 +68,10 @@ type Options struct {
 	MaxCounters int
 	// MaxTotalCounters is the most counters all sessions hold together.
 	MaxTotalCounters int
+	// MaxTotalText is the most bytes of counter scope values and activity steps all
+	// sessions hold together. A session's own window is kept past it when no other
+	// session is left to evict, as a step cannot be refused.
+	MaxTotalText int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -77,6 +85,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxTotalCounters <= 0 {
 		o.MaxTotalCounters = DefaultMaxTotalCounters
+	}
+	if o.MaxTotalText <= 0 {
+		o.MaxTotalText = DefaultMaxTotalText
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -95,7 +106,9 @@ type state struct {
 	usedWhilePinned bool
 	counters        counters
 	window          []string
-	prev, next      *state
+	// text is the bytes of its counters' scope values and of its window's steps.
+	text       int
+	prev, next *state
 }
 
 // Store is the sidecar's session table. It is safe for concurrent use.
@@ -109,8 +122,9 @@ type Store struct {
 	// last's (equal pointers: no byte is read) spares hashing it into byID at each of
 	// them. remove clears it: it is never a session byID no longer holds.
 	last *state
-	// total is the number of counters of all sessions.
-	total int
+	// total is the number of counters of all sessions, and text the bytes of their
+	// scope values and steps.
+	total, text int
 	// evictedLRU and evictedTTL count sessions forgotten for each reason.
 	evictedLRU, evictedTTL uint64
 	// pinsBeforeState counts the Pins of sessions that held no state when pinned; the
@@ -163,16 +177,21 @@ func (s *Store) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, erro
 			return engine.Counts{}, fmt.Errorf("session %q already holds %d counters, cannot add %s: %w", k.Session, st.counters.len(), k.ReportKey(), ErrCounterLimit)
 		}
 		for s.total >= s.opt.MaxTotalCounters {
-			victim := s.evictable(st)
-			if victim == nil {
+			if !s.evictOther(st) {
 				return engine.Counts{}, fmt.Errorf("the sessions hold %d counters, the most --max-counters allows, and no session other than %q can be evicted (none is left, or every other is being evaluated): cannot add %s: %w",
 					s.total, k.Session, k.ReportKey(), ErrCounterLimit)
 			}
-			s.remove(victim)
-			s.evictedLRU++
+		}
+		for s.text+len(k.Scope) > s.opt.MaxTotalText {
+			if !s.evictOther(st) {
+				return engine.Counts{}, fmt.Errorf("the sessions hold %d bytes of counter scopes and activity steps, and a scope of %d bytes would pass the most --max-session-text-bytes allows, with no session other than %q to evict (none is left, or every other is being evaluated): cannot add %s: %w",
+					s.text, len(k.Scope), k.Session, diag.Truncate(k.ReportKey()), ErrCounterLimit)
+			}
 		}
 		i = st.counters.add(&key)
 		s.total++
+		st.text += len(k.Scope)
+		s.text += len(k.Scope)
 	}
 	c := &st.counters.list[i].counts
 	*c = c.After(a)
@@ -199,6 +218,8 @@ func (s *Store) Restore(k engine.CounterKey, c engine.Counts) error {
 	case !exists:
 		return fmt.Errorf("session %q no longer holds counter %s", k.Session, k.ReportKey())
 	case c == engine.Counts{}:
+		st.text -= len(st.counters.list[i].key.scope)
+		s.text -= len(st.counters.list[i].key.scope)
 		st.counters.remove(i)
 		s.total--
 	default:
@@ -281,6 +302,10 @@ func (s *Store) Append(session, step string, max int) {
 	st := s.lookupOrCreate(session)
 	old := st.window
 	if len(old) >= max {
+		for _, dropped := range old[:len(old)-max+1] {
+			st.text -= len(dropped)
+			s.text -= len(dropped)
+		}
 		old = old[len(old)-max+1:]
 	}
 	if len(old) == cap(old) {
@@ -289,7 +314,24 @@ func (s *Store) Append(session, step string, max int) {
 		old = w
 	}
 	st.window = append(old, step)
+	st.text += len(step)
+	s.text += len(step)
+	for s.text > s.opt.MaxTotalText && s.evictOther(st) {
+	}
 }
+
+// evictOther forgets the least recently used session that is neither pinned nor keep,
+// to make room under a bound, and reports whether there was one.
+func (s *Store) evictOther(keep *state) bool {
+	victim := s.evictable(keep)
+	if victim == nil {
+		return false
+	}
+	s.remove(victim)
+	s.evictedLRU++
+	return true
+}
+
 
 // Len returns the number of sessions held.
 func (s *Store) Len() int {
@@ -401,6 +443,7 @@ func (s *Store) expire(now time.Time) {
 
 func (s *Store) remove(st *state) {
 	s.total -= st.counters.len()
+	s.text -= st.text
 	st.prev.next, st.next.prev = st.next, st.prev
 	st.prev, st.next = nil, nil
 	delete(s.byID, st.id)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -284,6 +285,58 @@ func TestCounterLimit(t *testing.T) {
 	}
 }
 
+// TestTextBound: the scope values and activity steps sessions hold, which occurrences
+// supply and can make as long as a request, are bounded in bytes together
+// (MaxTotalText): a long one forgets the least recently used other sessions to make
+// room; a scope no eviction makes room for is refused as a counter past a bound is
+// (ErrCounterLimit, the rule's on_error); a window is kept even past the bound, since a
+// step cannot be refused. Restoring a counter to zero and dropping old steps give their
+// bytes back.
+func TestTextBound(t *testing.T) {
+	s := New(Options{MaxTotalText: 1000})
+	long := func(c string) string { return strings.Repeat(c, 400) }
+	scoped := func(session, scope string) engine.CounterKey {
+		return engine.CounterKey{Rule: "r", Session: session, Scope: scope, Scoped: true}
+	}
+	mustApply(t, s, scoped("a", long("a")), engine.ActionIncrementCounter)
+	mustApply(t, s, scoped("b", long("b")), engine.ActionIncrementCounter)
+	checkTable(t, s)
+	// A third 400-byte scope passes 1,000: a, used least recently, is forgotten.
+	mustApply(t, s, scoped("c", long("c")), engine.ActionIncrementCounter)
+	if got, _ := s.Get(scoped("a", long("a"))); got.Fire != 0 {
+		t.Errorf("a was kept past the text bound: fire_count %d", got.Fire)
+	}
+	if got, _ := s.Get(scoped("b", long("b"))); got.Fire != 1 {
+		t.Errorf("b was forgotten: fire_count %d", got.Fire)
+	}
+	checkTable(t, s)
+	// Pinned, b and c cannot be evicted: a scope needing their room is refused.
+	s.Pin("b")
+	s.Pin("c")
+	if _, err := s.Apply(scoped("d", long("d")), engine.ActionIncrementCounter); !errors.Is(err, ErrCounterLimit) || !strings.Contains(err.Error(), "--max-session-text-bytes") {
+		t.Errorf("a scope past the bound with every other session pinned: %v, want ErrCounterLimit", err)
+	}
+	s.Unpin("b")
+	s.Unpin("c")
+	checkTable(t, s)
+	// Set back to zero, c's counter gives its bytes back.
+	if err := s.Restore(scoped("c", long("c")), engine.Counts{}); err != nil {
+		t.Fatal(err)
+	}
+	checkTable(t, s)
+	// A window of long steps forgets other sessions, and is kept past the bound alone.
+	for i := range 4 {
+		s.Append("w", long(fmt.Sprint(i)), 3)
+		checkTable(t, s)
+	}
+	if got := len(s.Window("w")); got != 3 {
+		t.Errorf("window of %d steps, want 3", got)
+	}
+	if s.Len() != 1 {
+		t.Errorf("%d sessions held beside a window of 1,200 bytes, want it alone", s.Len())
+	}
+}
+
 // TestRestore: Restore sets a counter back to what it held before an occurrence, as
 // the engine does for a rule whose later side-effect failed ([OAR-OPS-4]); a counter
 // set back to zero no longer counts against the bounds, and one the store does not hold
@@ -493,22 +546,34 @@ func TestPinnedSessionIsUsedWhenUnpinned(t *testing.T) {
 }
 
 // checkTable fails t unless the store's bookkeeping agrees with the sessions it holds:
-// total counts their counters, the recency list links exactly them, and the session
-// looked up last (lookup's shortcut) is one of them.
+// total counts their counters and text the bytes of their scopes and steps, the
+// recency list links exactly them, and the session looked up last (lookup's shortcut)
+// is one of them.
 func checkTable(t *testing.T, s *Store) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	counted, listed := 0, 0
+	counted, listed, text := 0, 0, 0
 	for st := s.root.next; st != &s.root; st = st.next {
 		if s.byID[st.id] != st {
 			t.Errorf("session %q is in the recency list, not in the table", st.id)
 		}
 		counted += st.counters.len()
 		listed++
+		own := 0
+		for _, c := range st.counters.list {
+			own += len(c.key.scope)
+		}
+		for _, step := range st.window {
+			own += len(step)
+		}
+		if own != st.text {
+			t.Errorf("session %q holds %d bytes of scopes and steps, its text says %d", st.id, own, st.text)
+		}
+		text += own
 	}
-	if listed != len(s.byID) || counted != s.total {
-		t.Errorf("%d sessions listed, %d held; %d counters, total says %d", listed, len(s.byID), counted, s.total)
+	if listed != len(s.byID) || counted != s.total || text != s.text {
+		t.Errorf("%d sessions listed, %d held; %d counters, total says %d; %d bytes of text, text says %d", listed, len(s.byID), counted, s.total, text, s.text)
 	}
 	if s.last != nil && s.byID[s.last.id] != s.last {
 		t.Errorf("the session looked up last, %q, is no longer held", s.last.id)
