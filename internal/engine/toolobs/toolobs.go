@@ -22,6 +22,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
 	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
@@ -279,7 +280,7 @@ func appendEscaped(buf []byte, s string) ([]byte, error) {
 		}
 		if c >= utf8.RuneSelf {
 			if !valid && !utf8.ValidString(s[i:]) {
-				return nil, fmt.Errorf("%w: string %q is not valid UTF-8", ErrNotCanonical, s)
+				return nil, fmt.Errorf("%w: string %q is not valid UTF-8", ErrNotCanonical, diag.Truncate(s))
 			}
 			valid = true
 			continue
@@ -380,14 +381,14 @@ func exactInt(i int64) bool {
 func numberValue(n json.Number) (float64, error) {
 	s := string(n)
 	if !isJSONNumber(s) {
-		return 0, fmt.Errorf("%w: malformed number %q", ErrNotCanonical, s)
+		return 0, fmt.Errorf("%w: malformed number %q", ErrNotCanonical, diag.Truncate(s))
 	}
 	if strings.ContainsAny(s, ".eE") {
 		// A double: the nearest binary64, which is 0 for an underflow and
 		// infinite, and refused, for an overflow.
 		d, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsInf(d, 0) {
-			return 0, fmt.Errorf("%w: number %s is not a finite binary64", ErrNotCanonical, s)
+			return 0, fmt.Errorf("%w: number %s is not a finite binary64", ErrNotCanonical, diag.Truncate(s))
 		}
 		return d, nil
 	}
@@ -405,7 +406,7 @@ func numberValue(n json.Number) (float64, error) {
 	b, _ := new(big.Int).SetString(s, 10)
 	d, acc := new(big.Float).SetInt(b).Float64()
 	if acc != big.Exact || math.IsInf(d, 0) {
-		return 0, fmt.Errorf("%w: integer %s has no exact binary64 value", ErrNotCanonical, s)
+		return 0, fmt.Errorf("%w: integer %s has no exact binary64 value", ErrNotCanonical, diag.Truncate(s))
 	}
 	return d, nil
 }

@@ -412,3 +412,24 @@ func TestSmallIntFastPathAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsQuoteLongValuesCut: a value canonical JSON refuses is quoted in the error
+// cut to diag.MaxValueLen code points, so an argument as long as a request does not make
+// each rule failing on the fingerprint repeat it whole in the answer.
+func TestErrorsQuoteLongValuesCut(t *testing.T) {
+	for name, v := range map[string]any{
+		"a string that is not UTF-8": strings.Repeat("\xed\xa0\x80", 10_000),
+		"a malformed number":         json.Number(strings.Repeat("1", 10_000) + "x"),
+		"a number past binary64":     json.Number("1" + strings.Repeat("0", 10_000) + ".5"),
+		"an integer binary64 rounds": json.Number(strings.Repeat("9", 300)),
+	} {
+		_, err := CanonicalJSON(map[string]any{"a": v})
+		if err == nil || !errors.Is(err, ErrNotCanonical) {
+			t.Errorf("%s: %v, want ErrNotCanonical", name, err)
+			continue
+		}
+		if n := len(err.Error()); n > 1000 {
+			t.Errorf("%s: an error of %d bytes", name, n)
+		}
+	}
+}
