@@ -25,11 +25,20 @@ type state struct {
 // the state the refusal returns. A session that stays on one replica — the usual case —
 // then costs one round trip an occurrence instead of two. When full, an arbitrary entry
 // makes room: an evicted session costs one read, never a wrong decision.
+//
+// The text it holds — counter keys and activity steps, which occurrences supply and can
+// make as long as a request — is bounded as well, by maxText bytes: more makes room the
+// same way, and a state longer than that alone is not kept.
 type sessionCache struct {
-	mu      sync.Mutex
-	max     int
-	entries map[string]*state
+	mu           sync.Mutex
+	max, maxText int
+	entries      map[string]*state
+	text         int // the bytes of text of the states in entries
 }
+
+// maxCacheText is the most bytes of counter keys and activity steps a replica's
+// cache keeps.
+const maxCacheText = 64 << 20
 
 // newSessionCache returns a cache of at most max sessions, or nil (no cache) when max
 // is zero or less. A nil cache holds nothing.
@@ -37,7 +46,7 @@ func newSessionCache(max int) *sessionCache {
 	if max <= 0 {
 		return nil
 	}
-	return &sessionCache{max: max, entries: make(map[string]*state)}
+	return &sessionCache{max: max, maxText: maxCacheText, entries: make(map[string]*state)}
 }
 
 func (c *sessionCache) get(session string) *state {
@@ -55,13 +64,39 @@ func (c *sessionCache) put(session string, st *state) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, held := c.entries[session]; !held && len(c.entries) >= c.max {
-		for victim := range c.entries {
-			delete(c.entries, victim)
+	c.remove(session)
+	size := st.text()
+	if size > c.maxText {
+		return
+	}
+	for victim := range c.entries {
+		if len(c.entries) < c.max && c.text+size <= c.maxText {
 			break
 		}
+		c.remove(victim)
 	}
 	c.entries[session] = st
+	c.text += size
+}
+
+// remove forgets session's state, if held.
+func (c *sessionCache) remove(session string) {
+	if old, held := c.entries[session]; held {
+		c.text -= old.text()
+		delete(c.entries, session)
+	}
+}
+
+// text is the bytes of st's counter keys and activity steps.
+func (st *state) text() int {
+	n := 0
+	for k := range st.counters {
+		n += len(k)
+	}
+	for _, step := range st.window {
+		n += len(step)
+	}
+	return n
 }
 
 func (c *sessionCache) drop(session string) {
@@ -70,5 +105,5 @@ func (c *sessionCache) drop(session string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.entries, session)
+	c.remove(session)
 }

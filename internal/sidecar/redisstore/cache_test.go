@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,6 +116,38 @@ func TestCacheIsBounded(t *testing.T) {
 		if n := s.cache.len(); n != max {
 			t.Errorf("CacheSessions %d: the cache holds %d sessions", max, n)
 		}
+	}
+}
+
+// TestCacheTextIsBounded: the text the cache holds (counter keys and activity steps,
+// as long as occurrences make them) stays within maxText: a state that needs room
+// makes it by forgetting others, and one longer than maxText alone is not kept.
+func TestCacheTextIsBounded(t *testing.T) {
+	c := newSessionCache(10)
+	c.maxText = 100
+	long := func(n int) *state {
+		return &state{counters: map[string]engine.Counts{strings.Repeat("k", n): {Fire: 1}}, window: []string{"read"}}
+	}
+	c.put("a", long(40))
+	c.put("b", long(40))
+	if c.len() != 2 || c.text != 88 {
+		t.Fatalf("two states of 44 bytes: %d held, %d bytes", c.len(), c.text)
+	}
+	c.put("c", long(40))
+	if c.len() != 2 || c.text != 88 || c.get("c") == nil {
+		t.Errorf("a third state of 44 bytes under a bound of 100: %d held, %d bytes, c held %v", c.len(), c.text, c.get("c") != nil)
+	}
+	c.put("c", long(10))
+	if c.len() != 2 || c.text != 58 {
+		t.Errorf("c replaced by a shorter state: %d held, %d bytes", c.len(), c.text)
+	}
+	c.put("d", long(200))
+	if c.get("d") != nil || c.text > 100 {
+		t.Errorf("a state of 204 bytes under a bound of 100 was kept (%d bytes)", c.text)
+	}
+	c.drop("c")
+	if c.get("c") != nil || c.text > 44 {
+		t.Errorf("c dropped: %d bytes left", c.text)
 	}
 }
 
