@@ -3,6 +3,7 @@ package transform
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strconv"
@@ -205,6 +206,57 @@ func FuzzApply(f *testing.F) {
 	})
 }
 
+// TestApplyManySpansMatchesReference cross-checks Apply against the reference on span
+// sets far larger than the fuzzer builds: thousands of spans over thousands of code
+// points, so that zero-width spans, overlaps within and across transforms, adjacent
+// spans, insertions inside and beside rewrites and consumed insertions all occur many
+// times in one call.
+func TestApplyManySpansMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 23))
+	units := []string{"a", "b", " ", "é", "日", "😀", "\xff", "\xed\xa0\x80"}
+	for round := range 6 {
+		var b strings.Builder
+		for range 2000 + rng.IntN(2000) {
+			b.WriteString(units[rng.IntN(len(units))])
+		}
+		content := b.String()
+		n := codepoint.Count(content)
+		// Longer spans make overlaps, and so merges and skips, more likely.
+		longest := []int{2, 8, 40}[round%3]
+		var ts []Transform
+		for i := range 12 {
+			tr := Transform{
+				Rule:        "ns/rule-" + strconv.Itoa(i),
+				Action:      Action(rng.IntN(3)),
+				Replacement: fuzzReplacements[rng.IntN(len(fuzzReplacements))],
+				Whole:       rng.IntN(40) == 0,
+			}
+			at := rng.IntN(n + 1)
+			for range rng.IntN(600) {
+				switch rng.IntN(4) {
+				case 0: // adjacent to the span before
+				case 1: // beside or inside the span before
+					at = max(0, at-rng.IntN(longest+1))
+				default:
+					at = rng.IntN(n + 2)
+				}
+				width := 0
+				if rng.IntN(3) > 0 {
+					width = 1 + rng.IntN(longest)
+				}
+				tr.Spans = append(tr.Spans, Span{at, at + width})
+				at += width
+			}
+			ts = append(ts, tr)
+		}
+		got, skips := Apply(content, n, ts)
+		want, wantSkips := reference(content, ts)
+		if got != want || !reflect.DeepEqual(skips, wantSkips) {
+			t.Fatalf("round %d: Apply differs from the reference:\n got %q %+v\nwant %q %+v", round, got, skips, want, wantSkips)
+		}
+	}
+}
+
 func benchContent() string {
 	var b strings.Builder
 	for b.Len() < 4096 {
@@ -240,6 +292,32 @@ func BenchmarkApply50Spans(b *testing.B) {
 			b.SetBytes(int64(len(content)))
 			for b.Loop() {
 				Apply(content, codepoint.Count(content), bc.ts)
+			}
+		})
+	}
+}
+
+// BenchmarkApplyManySpans is the shape that was once quadratic: a zero-width span
+// after every other code point, then a one-code-point rewrite ending at each of them,
+// which therefore consumes none.
+func BenchmarkApplyManySpans(b *testing.B) {
+	const n = 20000
+	content := strings.Repeat("x", 2*n)
+	points := Transform{Rule: "ns/secrets", Action: Redact, Replacement: DefaultRedaction}
+	cells := Transform{Rule: "ns/pii", Action: Replace, Replacement: "#"}
+	for i := range n {
+		points.Spans = append(points.Spans, Span{2*i + 1, 2*i + 1})
+		cells.Spans = append(cells.Spans, Span{2 * i, 2*i + 1})
+	}
+	mixed := Transform{Rule: "ns/mixed", Action: Replace, Replacement: "#", Spans: append(slices.Clone(points.Spans), cells.Spans...)}
+	for _, bc := range []struct {
+		name string
+		ts   []Transform
+	}{{"2x20000", []Transform{points, cells}}, {"1x40000", []Transform{mixed}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Apply(content, len(content), bc.ts)
 			}
 		})
 	}

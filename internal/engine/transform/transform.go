@@ -36,7 +36,6 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -109,10 +108,12 @@ type Skip struct {
 	Reason     string
 }
 
-// rewrite is an applied replacement of a non-empty original range.
+// rewrite is an applied replacement of a non-empty original range. seen is how many
+// insertions had been made when it was applied: only those can it consume.
 type rewrite struct {
 	start, end int
 	text       string
+	seen       int
 }
 
 // insertion is text anchored before original code point point. at is where it is
@@ -123,13 +124,23 @@ type insertion struct {
 	text      string
 }
 
-// editor holds the edits made so far, in original coordinates.
+// editor holds the edits made so far, in original coordinates. Every edit begins and
+// ends at an offset of some span to apply, so the editor indexes those offsets: each
+// question about the edits takes logarithmic time rather than a scan of them, and a
+// rewrite costs in proportion to the offsets it covers, which no other rewrite covers.
 type editor struct {
-	// rewrites are disjoint and sorted by start; they are the non-empty ranges of the
-	// rewritten set of [OAR-OPS-16]. The zero-width ranges annotations record overlap
+	// points are the distinct offsets of the spans to apply, ascending. Interval i is
+	// [points[i], points[i+1]); the one beginning at the last point is never rewritten.
+	points []int
+	// owner[i] is the rewrite that removed interval i, or -1. The rewrites are the
+	// non-empty ranges of the rewritten set of [OAR-OPS-16] and are disjoint, so an
+	// interval has at most one. The zero-width ranges annotations record overlap
 	// nothing, so they need no entry.
-	rewrites []rewrite
-	// insertions are in the order applied.
+	owner []int
+	// removed marks the intervals that have an owner.
+	removed fenwick
+	// rewrites and insertions are in the order applied.
+	rewrites   []rewrite
 	insertions []insertion
 }
 
@@ -140,19 +151,27 @@ type editor struct {
 // (package codepoint) as one; any other byte that is not UTF-8 counts as one and is
 // kept as it is. n is codepoint.Count(content), which the caller has already counted.
 func Apply(content string, n int, ts []Transform) (string, []Skip) {
-	// Size the working slices once: no transform yields more spans than it carries.
-	total, most := 0, 1
+	// Resolve every transform's spans first, since the editor is indexed by their
+	// offsets. No transform yields more spans than it carries.
+	total := 0
 	for i := range ts {
 		total += max(len(ts[i].Spans), 1)
-		most = max(most, len(ts[i].Spans))
 	}
-	ed := editor{rewrites: make([]rewrite, 0, total)}
+	all := make([]Span, 0, total)
+	// The editor's indexes and where each transform's spans begin in all share one
+	// allocation, as a transform over a few spans is the usual case.
+	ints := make([]int, 6*total+1+len(ts)+1)
+	from := ints[6*total+1:]
+	for i := range ts {
+		from[i] = len(all)
+		all = ts[i].spans(n, all)
+	}
+	from[len(ts)] = len(all)
+	ed := newEditor(all, ints[:6*total+1])
 	var skips []Skip
-	scratch := make([]Span, 0, most)
 	for i := range ts {
 		t := &ts[i]
-		scratch = t.spans(n, scratch[:0])
-		for _, s := range scratch {
+		for _, s := range all[from[i]:from[i+1]] {
 			if t.Action == Annotate {
 				// An annotation removes nothing and records a zero-width range at its
 				// insertion point, which overlaps nothing ([OAR-OPS-21]).
@@ -180,12 +199,13 @@ func (t *Transform) spans(n int, buf []Span) []Span {
 	if t.Whole {
 		return append(buf, Span{0, n})
 	}
+	from := len(buf)
 	for _, s := range t.Spans {
 		if s.Start >= 0 && s.Start <= s.End && s.End <= n {
 			buf = append(buf, s)
 		}
 	}
-	return mergeSpans(buf)
+	return append(buf[:from], mergeSpans(buf[from:])...)
 }
 
 // mergeSpans merges spans that share a code point into one covering span
@@ -216,38 +236,68 @@ func mergeSpans(s []Span) []Span {
 	return out
 }
 
+// newEditor returns an editor for applying spans, which it does not keep, with its
+// indexes in room, at least 6*len(spans)+1 zeroed ints.
+func newEditor(spans []Span, room []int) editor {
+	points := room[: 0 : 2*len(spans)]
+	for _, s := range spans {
+		points = append(points, s.Start, s.End)
+	}
+	slices.Sort(points)
+	points = slices.Compact(points)
+	owner := room[2*len(spans) : 2*len(spans)+len(points)]
+	for i := range owner {
+		owner[i] = -1
+	}
+	return editor{
+		points:   points,
+		owner:    owner,
+		removed:  fenwick(room[4*len(spans) : 4*len(spans)+len(points)+1]),
+		rewrites: make([]rewrite, 0, len(spans)),
+	}
+}
+
+// index returns the interval beginning at p, an offset of a span being applied.
+func (ed *editor) index(p int) int {
+	i, _ := slices.BinarySearch(ed.points, p)
+	return i
+}
+
 // overlaps reports whether the non-empty span s shares a code point with a range
 // already rewritten.
 func (ed *editor) overlaps(s Span) bool {
-	// The rewrites are disjoint and sorted, so their ends are sorted too.
-	i := sort.Search(len(ed.rewrites), func(i int) bool { return ed.rewrites[i].end > s.Start })
-	return i < len(ed.rewrites) && ed.rewrites[i].start < s.End
+	return ed.removed.count(ed.index(s.End)) > ed.removed.count(ed.index(s.Start))
 }
 
 // replace rewrites the non-empty span s, which overlaps no earlier rewrite. It
-// consumes every insertion anchored at a point it begins at or strictly contains;
-// one anchored at its end survives ([OAR-OPS-21]).
+// consumes every insertion already made at a point it begins at or strictly contains;
+// one anchored at its end survives ([OAR-OPS-21]). render drops the consumed ones, so
+// that a rewrite need not look at insertions anchored elsewhere.
 func (ed *editor) replace(s Span, text string) {
-	kept := ed.insertions[:0]
-	for _, in := range ed.insertions {
-		if in.point < s.Start || in.point >= s.End {
-			kept = append(kept, in)
-		}
+	r := len(ed.rewrites)
+	ed.rewrites = append(ed.rewrites, rewrite{start: s.Start, end: s.End, text: text, seen: len(ed.insertions)})
+	for i, end := ed.index(s.Start), ed.index(s.End); i < end; i++ {
+		ed.owner[i] = r
+		ed.removed.add(i)
 	}
-	ed.insertions = kept
-	i := sort.Search(len(ed.rewrites), func(i int) bool { return ed.rewrites[i].start > s.Start })
-	ed.rewrites = slices.Insert(ed.rewrites, i, rewrite{start: s.Start, end: s.End, text: text})
 }
 
 // insert anchors text before original code point p.
 func (ed *editor) insert(p int, text string) {
 	at := p
-	// A rewrite strictly containing p removed the code point p was anchored to.
-	i := sort.Search(len(ed.rewrites), func(i int) bool { return ed.rewrites[i].end > p })
-	if i < len(ed.rewrites) && ed.rewrites[i].start < p {
-		at = ed.rewrites[i].end
+	// A rewrite strictly containing p removed the code point p was anchored to: it
+	// owns the intervals on both sides of p.
+	if i := ed.index(p); i > 0 && ed.owner[i] >= 0 && ed.owner[i-1] == ed.owner[i] {
+		at = ed.rewrites[ed.owner[i]].end
 	}
 	ed.insertions = append(ed.insertions, insertion{point: p, at: at, text: text})
+}
+
+// consumed reports whether a rewrite applied after the kth insertion, in, removed its
+// point. At most one rewrite covers that point.
+func (ed *editor) consumed(k int, in insertion) bool {
+	r := ed.owner[ed.index(in.point)]
+	return r >= 0 && ed.rewrites[r].seen > k
 }
 
 // render builds the result from the original content and the edits in one pass.
@@ -256,10 +306,19 @@ func (ed *editor) render(content string, ascii bool) string {
 	if len(ed.rewrites) == 0 && len(ed.insertions) == 0 {
 		return content
 	}
-	ins := ed.insertions
+	// Drop the consumed insertions while the owners still number the rewrites in the
+	// order applied, and only then sort both.
+	ins := ed.insertions[:0]
+	for k, in := range ed.insertions {
+		if !ed.consumed(k, in) {
+			ins = append(ins, in)
+		}
+	}
 	slices.SortStableFunc(ins, func(a, b insertion) int { return cmp.Compare(a.at, b.at) })
+	rw := ed.rewrites
+	slices.SortFunc(rw, func(a, b rewrite) int { return cmp.Compare(a.start, b.start) })
 	size := len(content)
-	for _, r := range ed.rewrites {
+	for _, r := range rw {
 		size += len(r.text)
 	}
 	for _, in := range ins {
@@ -268,7 +327,6 @@ func (ed *editor) render(content string, ascii bool) string {
 	var b strings.Builder
 	b.Grow(size)
 	cur := cursor{s: content, ascii: ascii}
-	rw := ed.rewrites
 	for len(rw) > 0 || len(ins) > 0 {
 		// Insertions at a point precede a rewrite beginning there: inserted text
 		// belongs to the content beginning at its point ([OAR-OPS-21]).
@@ -285,6 +343,27 @@ func (ed *editor) render(content string, ascii bool) string {
 	}
 	b.WriteString(content[cur.byte:])
 	return b.String()
+}
+
+// fenwick counts marked intervals by prefix (a Fenwick tree, one longer than the
+// intervals), so that whether a run of intervals holds a mark is a difference of two
+// counts.
+type fenwick []int
+
+// add marks interval i, which is not yet marked.
+func (f fenwick) add(i int) {
+	for i++; i < len(f); i += i & -i {
+		f[i]++
+	}
+}
+
+// count returns how many of intervals [0, i) are marked.
+func (f fenwick) count(i int) int {
+	c := 0
+	for ; i > 0; i -= i & -i {
+		c += f[i]
+	}
+	return c
 }
 
 // cursor walks a string forward by code points, tracking the byte offset.
