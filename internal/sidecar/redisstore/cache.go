@@ -38,7 +38,7 @@ type sessionCache struct {
 
 // maxCacheText is the most bytes of counter keys and activity steps a replica's
 // cache keeps.
-const maxCacheText = 64 << 20
+const maxCacheText = 32 << 20
 
 // newSessionCache returns a cache of at most max sessions, or nil (no cache) when max
 // is zero or less. A nil cache holds nothing.

@@ -46,7 +46,7 @@ const (
 	DefaultIdleTTL          = 30 * time.Minute
 	DefaultMaxCounters      = 4096
 	DefaultMaxTotalCounters = 100_000
-	DefaultMaxTotalText     = 64 << 20
+	DefaultMaxTotalText     = 32 << 20
 )
 
 // ErrCounterLimit is matched (errors.Is) by the error of an Apply that would give a
@@ -70,7 +70,9 @@ type Options struct {
 	MaxTotalCounters int
 	// MaxTotalText is the most bytes of counter scope values and activity steps all
 	// sessions hold together. A session's own window is kept past it when no other
-	// session is left to evict, as a step cannot be refused.
+	// session is left to evict, as a step cannot be refused. The default leaves room
+	// for 100,000 counters scoped by a 64-character fingerprint five times over, and
+	// stays well inside the injected sidecar's 128 MiB limit beside a large bundle.
 	MaxTotalText int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
