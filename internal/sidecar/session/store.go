@@ -334,7 +334,6 @@ func (s *Store) evictOther(keep *state) bool {
 	return true
 }
 
-
 // Len returns the number of sessions held.
 func (s *Store) Len() int {
 	s.mu.Lock()
