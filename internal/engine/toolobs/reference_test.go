@@ -4,7 +4,8 @@ package toolobs
 // work on issue #14, renamed with a ref prefix, so the differential tests in
 // fingerprint_test.go catch any byte the optimised encoder writes differently. Numbers
 // were not rewritten: the reference writes them with the package's own functions,
-// which their tests check.
+// which their tests check. Its errors quote a value as the package's do since, cut to
+// diag.MaxValueLen code points.
 
 import (
 	"crypto/sha256"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
 	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
@@ -211,7 +213,7 @@ func refAppendString(buf []byte, s string) ([]byte, error) {
 		}
 		if c >= utf8.RuneSelf {
 			if !valid && !utf8.ValidString(s[i:]) {
-				return nil, fmt.Errorf("%w: string %q is not valid UTF-8", ErrNotCanonical, s)
+				return nil, fmt.Errorf("%w: string %q is not valid UTF-8", ErrNotCanonical, diag.Truncate(s))
 			}
 			valid = true
 			continue
