@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/oar-operator/oar-operator/internal/bundle"
 	"github.com/oar-operator/oar-operator/internal/decisionlog"
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
 	"github.com/oar-operator/oar-operator/internal/replay"
 	"github.com/oar-operator/oar-operator/internal/sidecar/standalone"
 )
@@ -240,7 +242,10 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 		}
 		return fmt.Sprint(line)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	// The aligned tables reach w through one buffer: tabwriter writes a padded cell in
+	// small pieces.
+	bw := bufio.NewWriter(w)
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
 	p("replayed %d occurrences in %d sessions from %s\n", r.Occurrences, r.Sessions, strings.Join(logs, ", "))
 	for _, b := range r.Bundles {
@@ -279,7 +284,7 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 			if c.UncertainSince != nil {
 				note += " (unconfirmed: the session's state is unknown since " + c.UncertainSince.String() + ")"
 			}
-			p("%s\t%s\t%s\t%s\t%s → %s%s\t%s\t%s\n", at(c.Log, c.Line), c.Session, c.Anchor, orDash(c.Tool), outcome(c.Before), outcome(c.After), note,
+			p("%s\t%s\t%s\t%s\t%s → %s%s\t%s\t%s\n", at(c.Log, c.Line), c.Session, c.Anchor, cell(orDash(c.Tool)), outcome(c.Before), outcome(c.After), note,
 				strings.Join(c.Rules, ", "), strings.Join(c.Differs, ", "))
 		}
 		if r.ChangesNotListed > 0 {
@@ -290,7 +295,7 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 	if len(r.Mismatches) > 0 {
 		p("line\tsession\tanchor\ttool\tlogged → replayed\twhy\n")
 		for _, m := range r.Mismatches {
-			p("%s\t%s\t%s\t%s\t%s → %s\t%s\n", at(m.Log, m.Line), m.Session, m.Anchor, orDash(m.Tool), outcome(m.Logged), outcome(m.Before), m.Reason)
+			p("%s\t%s\t%s\t%s\t%s → %s\t%s\n", at(m.Log, m.Line), m.Session, m.Anchor, cell(orDash(m.Tool)), outcome(m.Logged), outcome(m.Before), m.Reason)
 		}
 		if r.MismatchesNotListed > 0 {
 			p("... and %d more\n", r.MismatchesNotListed)
@@ -307,8 +312,17 @@ func writeReport(w io.Writer, r *replay.Report, logs []string) error {
 		}
 		p("\n")
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
+
+// cell is a tool name as a table shows it, cut to diag.MaxValueLen code points: a
+// tool name is the model's to choose, and tabwriter pads every row of a column to its
+// widest cell (one name of 100,000 characters made a report of 400 MB). The JSON report
+// has the names whole.
+func cell(name string) string { return diag.Truncate(name) }
 
 // countTable prints changes counted by name and, with unconfirmed, how many of them
 // the log confirms and how many it cannot.
@@ -316,14 +330,19 @@ func countTable(p func(string, ...any), title string, all, unconfirmed replay.Co
 	if !withUnconfirmed {
 		p("%s\toccurrences\n", title)
 		for _, c := range all {
-			p("%s\t%d\n", c.Name, c.Count)
+			p("%s\t%d\n", cell(c.Name), c.Count)
 		}
 		return
 	}
 	p("%s\toccurrences\tconfirmed\tunconfirmed\n", title)
+	// By name once: looking each row up in the table cost the square of its rows.
+	of := make(map[string]int, len(unconfirmed))
+	for _, c := range unconfirmed {
+		of[c.Name] = c.Count
+	}
 	for _, c := range all {
-		u := unconfirmed.Of(c.Name)
-		p("%s\t%d\t%d\t%d\n", c.Name, c.Count, c.Count-u, u)
+		u := of[c.Name]
+		p("%s\t%d\t%d\t%d\n", cell(c.Name), c.Count, c.Count-u, u)
 	}
 }
 

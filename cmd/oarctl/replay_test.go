@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
 	"github.com/oar-operator/oar-operator/internal/replay"
 	"github.com/oar-operator/oar-operator/internal/sidecar/standalone"
 )
@@ -357,4 +359,26 @@ func TestReplayUnsettledOutcome(t *testing.T) {
 		"4     agent-01  tool.pre_invoke  shell  nudge (acme.security/SHELL_AFTER_FETCH) → block (acme.security/SHELL_AFTER_FETCH) (unconfirmed: the session's state is unknown since line 3 of " + unknownLog + ")",
 		"the before side against the log: 4 of 4 decisions reproduced, 0 not",
 	})
+}
+
+// TestReplayTablesCutLongToolNames: a tool name is the model's to choose, and the text
+// report's tables pad every row to the widest cell, so a name is shown cut to
+// diag.MaxValueLen code points: one of 100,000 characters among a thousand tools no
+// longer makes every row 100,000 wide.
+func TestReplayTablesCutLongToolNames(t *testing.T) {
+	long := strings.Repeat("T", 100_000)
+	r := &replay.Report{ByTool: replay.Counts{{Name: long, Count: 1}}}
+	for i := range 1000 {
+		r.ByTool = append(r.ByTool, replay.Count{Name: fmt.Sprintf("tool_%d", i), Count: 1})
+	}
+	var out strings.Builder
+	if err := writeReport(&out, r, []string{"decisions.jsonl"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := out.Len(); n > 400_000 {
+		t.Errorf("a report of %d bytes", n)
+	}
+	if !strings.Contains(out.String(), strings.Repeat("T", diag.MaxValueLen)+"…") {
+		t.Error("the long name is not shown cut")
+	}
 }

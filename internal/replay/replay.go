@@ -301,12 +301,21 @@ const (
 // every version but the empty one, which a session that expires has again.
 func commitFates(s []decisionlog.Entry) map[string]fate {
 	read := map[string]bool{}
-	changedTo := map[string][]string{} // a version -> the versions commits left it for
+	// changedTo maps a version to the versions commits left it for, each once: lines
+	// whose commits left it for one version repeat it, and a list of the repeats made
+	// the check below cost the square of the session's lines.
+	changedTo := map[string]map[string]bool{}
+	leftFor := func(read, written string) {
+		if changedTo[read] == nil {
+			changedTo[read] = map[string]bool{}
+		}
+		changedTo[read][written] = true
+	}
 	for _, e := range s {
 		if st := e.Record.SessionState; st != nil {
 			read[st.Read] = true
 			if st.Written != st.Read {
-				changedTo[st.Read] = append(changedTo[st.Read], st.Written)
+				leftFor(st.Read, st.Written)
 			}
 		}
 		if u := e.Record.SessionOutcomeUnknown; u != nil {
@@ -317,7 +326,7 @@ func commitFates(s []decisionlog.Entry) map[string]fate {
 	for _, e := range s {
 		if u := e.Record.SessionOutcomeUnknown; u != nil && read[u.Written] {
 			fates[u.Written] = fateApplied
-			changedTo[u.Read] = append(changedTo[u.Read], u.Written)
+			leftFor(u.Read, u.Written)
 		}
 	}
 	for _, e := range s {
@@ -325,7 +334,8 @@ func commitFates(s []decisionlog.Entry) map[string]fate {
 		if u == nil || fates[u.Written] == fateApplied || u.Read == "" {
 			continue
 		}
-		if slices.ContainsFunc(changedTo[u.Read], func(w string) bool { return w != u.Written }) {
+		// Another commit changed the version it read: one left it for another version.
+		if to := changedTo[u.Read]; len(to) > 1 || len(to) == 1 && !to[u.Written] {
 			fates[u.Written] = fateNotApplied
 		}
 	}
