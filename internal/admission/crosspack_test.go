@@ -16,20 +16,27 @@ import (
 // controller answers by holding the update back, and the webhook says so.
 func TestAPackDroppingARuleAConfigurationNamesByBareIDIsWarnedOf(t *testing.T) {
 	needEnv(t)
-	ns := namespace(t)
 	ctx := context.Background()
-	mustCreate(t, capabilityObject(ns, "gateway", gatewaySpec()))
-	base := rulePack(t, ns, "base", "gateway", 0, []map[string]any{rule("acme.base", "A"), rule("acme.base", "K")})
-	mustCreate(t, base)
-	quiet := operatorConfig(t, ns, "quiet", "gateway", map[string]any{"oar_config": "1.0", "disable": []any{"A"}})
-	mustCreate(t, quiet)
-	published(t, ns, "gateway", []*rulesv1alpha1.RulePack{base}, "quiet")
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(base), base); err != nil {
-		t.Fatal(err)
-	}
+	base := publishedWithQuiet(t, namespace(t), "A")
 	edited := base.DeepCopy()
 	edited.Spec.Rules = rawRules(t, []map[string]any{rule("acme.base", "K")})
 	v := &RulePackValidator{Cluster: &ClientCluster{Reader: k8s}}
 	warnings, _ := verdict(t, func() (admission.Warnings, error) { return v.ValidateUpdate(ctx, base, edited) })
 	hasWarning(t, warnings, "[OAR-CFG-4]", `OperatorConfig "quiet" spec.config.disable[0]`, "hold this update back")
+}
+
+// publishedWithQuiet publishes, under Capability "gateway" in ns, RulePack "base" with
+// rules acme.base/A and acme.base/K and OperatorConfig "quiet" disabling the rule named
+// disabled, and returns base as the API server holds it.
+func publishedWithQuiet(t *testing.T, ns, disabled string) *rulesv1alpha1.RulePack {
+	t.Helper()
+	mustCreate(t, capabilityObject(ns, "gateway", gatewaySpec()))
+	base := rulePack(t, ns, "base", "gateway", 0, []map[string]any{rule("acme.base", "A"), rule("acme.base", "K")})
+	mustCreate(t, base)
+	mustCreate(t, operatorConfig(t, ns, "quiet", "gateway", map[string]any{"oar_config": "1.0", "disable": []any{disabled}}))
+	published(t, ns, "gateway", []*rulesv1alpha1.RulePack{base}, "quiet")
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(base), base); err != nil {
+		t.Fatal(err)
+	}
+	return base
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	rulesv1alpha1 "github.com/oar-operator/oar-operator/api/v1alpha1"
@@ -86,15 +85,7 @@ func TestPublishedPackTheCacheHasNotSeen(t *testing.T) {
 	needEnv(t)
 	ns := namespace(t)
 	ctx := context.Background()
-	mustCreate(t, capabilityObject(ns, "gateway", gatewaySpec()))
-	base := rulePack(t, ns, "base", "gateway", 0, []map[string]any{rule("acme.base", "A"), rule("acme.base", "K")})
-	mustCreate(t, base)
-	quiet := operatorConfig(t, ns, "quiet", "gateway", map[string]any{"oar_config": "1.0", "disable": []any{"acme.base/A"}})
-	mustCreate(t, quiet)
-	published(t, ns, "gateway", []*rulesv1alpha1.RulePack{base}, "quiet")
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(base), base); err != nil {
-		t.Fatal(err)
-	}
+	base := publishedWithQuiet(t, ns, "acme.base/A")
 	mgrMu.Lock()
 	reader := cached
 	mgrMu.Unlock()
