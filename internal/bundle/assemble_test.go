@@ -791,3 +791,27 @@ func TestStoredLenIsExact(t *testing.T) {
 		}
 	}
 }
+
+// TestAChainOfRefusalsIsRefusedWholeEitherWay: packs each naming a rule of the next,
+// the last naming one no pack defines, are each LoadFailed ([OAR-EVAL-13]) — the last
+// for its own reference, every other because the pack it names is refused — whether
+// the chain runs with the packs' order or against it, and a pack beside the chain is
+// published.
+func TestAChainOfRefusalsIsRefusedWholeEitherWay(t *testing.T) {
+	for _, reversed := range []bool{false, true} {
+		chain := refusalChain(t, 12)
+		if reversed {
+			for k := range chain {
+				chain[k].CreationTime = at(len(chain) - k)
+			}
+		}
+		res, err := Assemble(Input{Capability: capability(t), Packs: append(chain, pack("beside", 1, 100, rule(t, "beside.sec", "OK")))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantPublished(t, res, "beside@1")
+		for _, p := range chain {
+			wantOutcome(t, res.Packs[p.Name], false, 0, ReasonLoadFailed)
+		}
+	}
+}

@@ -67,3 +67,20 @@ func BenchmarkAssembleOneConflict(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAssembleRefusalChain assembles 160 new packs in a chain: each one's rule
+// overrides the next pack's, and the last one's overrides a rule no pack defines. No
+// pack loads, and each is refused only once the one after it is.
+func BenchmarkAssembleRefusalChain(b *testing.B) {
+	in := Input{Capability: capability(b), Packs: refusalChain(b, 160)}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := Assemble(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Bundle.Packs) != 0 {
+			b.Fatalf("published %d packs", len(res.Bundle.Packs))
+		}
+	}
+}

@@ -135,3 +135,19 @@ func benchRule(t testing.TB, p, i int) any {
 	 "copy":{"what":"{{ tool }} touched a protected path in pack %d","fix":"{%% if principal %%}Ask {{ principal }}{%% else %%}Ask an owner{%% endif %%}."}}`,
 		p, i, []string{"schema", "policy", "invariant"}[i%3], i%7, i, []string{"warn", "nudge", "allow"}[i%3], p))
 }
+
+// refusalChain is n new packs, pack k's one rule overriding pack k+1's, the last one's
+// overriding a rule no pack defines: a chain of references each pack is refused by
+// only once the pack it names is.
+func refusalChain(t testing.TB, n int) []PackInput {
+	packs := make([]PackInput, n)
+	for k := range packs {
+		target := fmt.Sprintf("c%d.sec/R", k+1)
+		if k == n-1 {
+			target = "nope.sec/X"
+		}
+		packs[k] = PackInput{Name: fmt.Sprintf("c%03d", k), Generation: 1, CreationTime: at(k), Rules: []any{decode(t, fmt.Sprintf(
+			`{"oar":"1.0","namespace":"c%d.sec","id":"R","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","overrides":[%q]}`, k, target))}}
+	}
+	return packs
+}

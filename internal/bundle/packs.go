@@ -223,6 +223,14 @@ func (a *assembler) explainDangling(taken []pick) {
 // alone loads every generation on its own, then each one that does not load with
 // stubs for the rules every other pack may contribute, until no more is refused. A
 // generation refused here does not load in any set: LoadFailed, and sticky.
+//
+// A refusal takes the refused generation's stubs from the loads after it, so it can
+// refuse another; the rounds go through the generations forward and backward in turn,
+// so that a chain of such refusals running either way ends in two rounds. Going
+// forward only, a chain running backward (each pack naming a rule of the next, the
+// last naming none there is) was refused one pack a round: 160 packs took 2 s and
+// 1.3 GB. Which generations are refused does not depend on the order: a refusal only
+// ever takes stubs away, which never lets another generation load.
 func (a *assembler) alone() {
 	var pending []pick
 	for _, s := range a.slots {
@@ -235,9 +243,13 @@ func (a *assembler) alone() {
 			}
 		}
 	}
-	for refused := true; refused; {
+	for refused, backward := true, false; refused; backward = !backward {
 		refused = false
-		for _, p := range pending {
+		for k := range pending {
+			p := pending[k]
+			if backward {
+				p = pending[len(pending)-1-k]
+			}
 			if p.o.fail != nil {
 				continue
 			}
