@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/oar-operator/oar-operator/internal/engine/codepoint"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
 	"github.com/oar-operator/oar-operator/internal/engine/toolobs"
 	"github.com/oar-operator/oar-operator/internal/engine/transform"
 	"github.com/oar-operator/oar-operator/internal/engine/types"
@@ -1033,7 +1034,7 @@ func (s *evalState) readCounter(r *Rule, k CounterKey) (Counts, error) {
 	}
 	i := s.snapshotCounter(r, k)
 	if err := s.ctrs[i].err; err != nil {
-		return Counts{}, &ProviderError{Clause: "OAR-OPS-3", Fact: "counter " + k.ReportKey(), Err: err}
+		return Counts{}, &ProviderError{Clause: "OAR-OPS-3", Fact: "counter " + diag.Truncate(k.ReportKey()), Err: err}
 	}
 	return s.ctrs[i].before, nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/engine/diag"
 )
 
 // counts is one counter as read and as this occurrence left it.
@@ -96,7 +97,7 @@ func (s *Snapshot) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, e
 	c, ok := s.counters[f]
 	if !ok {
 		if s.maxCounters > 0 && len(s.counters) >= s.maxCounters {
-			return engine.Counts{}, fmt.Errorf("session %q already holds %d counters, cannot add %s: %w", s.session, len(s.counters), k.ReportKey(), ErrCounterLimit)
+			return engine.Counts{}, fmt.Errorf("session %q already holds %d counters, cannot add %s: %w", s.session, len(s.counters), diag.Truncate(k.ReportKey()), ErrCounterLimit)
 		}
 		c.added = true
 	}
@@ -127,7 +128,7 @@ func (s *Snapshot) Restore(k engine.CounterKey, c engine.Counts) error {
 		now.now = c
 		s.counters[f] = now
 	case c != engine.Counts{}:
-		return fmt.Errorf("session %q holds no counter %s to restore", s.session, k.ReportKey())
+		return fmt.Errorf("session %q holds no counter %s to restore", s.session, diag.Truncate(k.ReportKey()))
 	}
 	return nil
 }

@@ -176,12 +176,12 @@ func (s *Store) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, erro
 	i, exists := st.counters.find(&key)
 	if !exists {
 		if st.counters.len() >= s.opt.MaxCounters {
-			return engine.Counts{}, fmt.Errorf("session %q already holds %d counters, cannot add %s: %w", k.Session, st.counters.len(), k.ReportKey(), ErrCounterLimit)
+			return engine.Counts{}, fmt.Errorf("session %q already holds %d counters, cannot add %s: %w", k.Session, st.counters.len(), diag.Truncate(k.ReportKey()), ErrCounterLimit)
 		}
 		for s.total >= s.opt.MaxTotalCounters {
 			if !s.evictOther(st) {
 				return engine.Counts{}, fmt.Errorf("the sessions hold %d counters, the most --max-counters allows, and no session other than %q can be evicted (none is left, or every other is being evaluated): cannot add %s: %w",
-					s.total, k.Session, k.ReportKey(), ErrCounterLimit)
+					s.total, k.Session, diag.Truncate(k.ReportKey()), ErrCounterLimit)
 			}
 		}
 		for s.text+len(k.Scope) > s.opt.MaxTotalText {
@@ -218,7 +218,7 @@ func (s *Store) Restore(k engine.CounterKey, c engine.Counts) error {
 	switch {
 	case !exists && c == engine.Counts{}:
 	case !exists:
-		return fmt.Errorf("session %q no longer holds counter %s", k.Session, k.ReportKey())
+		return fmt.Errorf("session %q no longer holds counter %s", k.Session, diag.Truncate(k.ReportKey()))
 	case c == engine.Counts{}:
 		st.text -= len(st.counters.list[i].key.scope)
 		s.text -= len(st.counters.list[i].key.scope)
