@@ -94,9 +94,9 @@ type Outcome struct {
 	SkippedTransforms []engine.SkippedSpan     `json:"skipped_transforms,omitempty"`
 	Advisories        []engine.Advisory        `json:"advisories,omitempty"`
 	Copy              engine.Copy              `json:"copy,omitempty"`
-	// Content is the content the decision delivers, transformed; compared, not
-	// reported (it can be sensitive, and without the logged text it is the
-	// placeholder's).
+	// Content is the content the decision delivers, transformed; compared, then
+	// dropped, never reported (it can be sensitive, as long as a request, and without
+	// the logged text it is the placeholder's).
 	Content *string `json:"-"`
 }
 
@@ -495,6 +495,10 @@ type runner struct {
 	unrepro map[string]*Unreproducible
 	// modified names the rules the change touches (modifiedRules).
 	modified map[string]bool
+	// placeholder stands for content that was not logged: a line's is its first
+	// content.length bytes, so lines share one string of the longest length seen
+	// instead of each making its own (a length may be up to 64 Mi).
+	placeholder string
 }
 
 func (r *runner) count(table, name string) {
@@ -555,7 +559,10 @@ func (r *runner) replay(e decisionlog.Entry) {
 	occ := e.Occ
 	if !rec.Reproducible() {
 		stand := *occ
-		stand.Content, stand.HasContent = strings.Repeat("x", rec.Content.Length), true
+		if len(r.placeholder) < rec.Content.Length {
+			r.placeholder = strings.Repeat("x", rec.Content.Length)
+		}
+		stand.Content, stand.HasContent = r.placeholder[:rec.Content.Length], true
 		occ = &stand
 		r.unreproducible(fmt.Sprintf("%s (%s mode): replayed with a placeholder of its length, so decisions and transform spans reproduce but the transformed text does not", ReasonContent, rec.Content.Mode), Place{e.Source, e.Line})
 	}
@@ -583,6 +590,11 @@ func (r *runner) replay(e decisionlog.Entry) {
 		tool = e.Occ.ToolCall.Name
 	}
 
+	parts := differs(before, after)
+	// The content delivered is compared, never reported: the outcomes the report keeps
+	// drop it, as it can be as long as a request or a logged content.length.
+	before.Content, after.Content = nil, nil
+
 	logged := Outcome{Decision: rec.Decision, Rule: rec.Rule, Code: rec.Code, Fired: rec.Fired, Applied: rec.Applied}
 	if same(logged, before) {
 		r.rep.Reproduced++
@@ -594,7 +606,6 @@ func (r *runner) replay(e decisionlog.Entry) {
 		}
 	}
 
-	parts := differs(before, after)
 	if len(parts) == 0 {
 		return
 	}
