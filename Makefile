@@ -47,6 +47,7 @@ FUZZ_TARGETS := \
 	./internal/engine:FuzzGrammarMatchers \
 	./internal/engine:FuzzCopyEncodesAsItsMap \
 	./internal/engine:FuzzCountersEncodeAsTheirMap \
+	./internal/engine:FuzzConfigChecker \
 	./internal/engine/fixture:FuzzRunFixture \
 	./internal/occurrence:FuzzDecode \
 	./internal/decisionlog:FuzzReadDecisionLog \

@@ -136,7 +136,10 @@ type Result struct {
 //     ConfigMapLimit is held back the same way (BundleTooLarge). A pack whose
 //     reference names a rule of a pack left out is left out.
 //  3. Configurations are taken by (order, name) against the packs taken: the current
-//     generation if it applies, else the last published one, else left out. A
+//     generation if it applies, else the last published one, else left out; one
+//     whose addition would push the bundle over ConfigMapLimit is left out the same
+//     way (BundleTooLarge), but when every configuration's first generation that
+//     applies fits with the others, they are all taken. A
 //     published configuration is an incumbent: a newcomer or an incumbent's edit that
 //     would leave it out is refused instead (Conflict naming it), and the packs are
 //     decided again. One left out all the same is named in Dropped, and so is one
@@ -282,6 +285,10 @@ type option struct {
 	// part is the pack's canonical JSON inside the bundle.
 	part []byte
 	fail *failure
+	// alone says whether the rules were loaded on their own yet (alone()), and
+	// failsAlone whether they were refused then: the answer never changes, and rule 3
+	// decides the packs again after each pack it refuses.
+	alone, failsAlone bool
 }
 
 // slot is one pack and the generations it may contribute, current first.

@@ -815,3 +815,60 @@ func TestAChainOfRefusalsIsRefusedWholeEitherWay(t *testing.T) {
 		}
 	}
 }
+
+// A newcomer that leaves no room for a published configuration is refused for it, as
+// one that makes its names ambiguous is, though it defines no rule the configuration
+// names: the configuration's size, not its rules, is what it takes away.
+func TestANewcomerLeavingNoRoomForAPublishedConfigurationIsRefused(t *testing.T) {
+	// Rule ids of random letters, named again by the configuration more than the
+	// deflate window after them, so that the configuration compresses little.
+	r := rand.New(rand.NewPCG(7, 7))
+	var rules []any
+	var names []string
+	for range 200 {
+		id := make([]byte, 40)
+		for i := range id {
+			id[i] = 'A' + byte(r.IntN(26))
+		}
+		rules = append(rules, rule(t, "a-base.sec", string(id)))
+		names = append(names, fmt.Sprintf("%q", "a-base.sec/"+string(id)))
+	}
+	base := pack("a-base", 1, 1, rules...)
+	ops := ConfigInput{Name: "ops", Generation: 1, Order: 1, CreationTime: at(1),
+		Document: config(t, `{"oar_config":"1.0","disable":[`+strings.Join(names, ",")+`]}`)}
+	newcomer := func(n int) PackInput { return pack("b-new", 1, 2, bulky(t, "b-new.sec", "B", n, 5)) }
+	fits := func(n int, cfgs ...ConfigInput) bool {
+		b := &Bundle{Capability: capability(t), Packs: []Pack{{Name: "a-base", Generation: 1, Rules: base.Rules}, {Name: "b-new", Generation: 1, Rules: newcomer(n).Rules}}}
+		for _, c := range cfgs {
+			b.Configs = append(b.Configs, Config{Name: c.Name, Generation: c.Generation, Order: c.Order, Document: c.Document})
+		}
+		_, err := Encode(b)
+		return err == nil
+	}
+	// The largest newcomer with which the configuration still fits, to 512 bytes.
+	lo, hi := 64<<10, 2*ConfigMapLimit
+	for hi-lo > 512 {
+		if mid := (lo + hi) / 2; fits(mid, ops) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	n := hi + 512
+	if fits(n, ops) || !fits(n) {
+		t.Fatalf("a newcomer of %d bytes: the test wants it to fit alone and not with the configuration", n)
+	}
+
+	in := Input{Capability: capability(t), Packs: []PackInput{base}, Configs: []ConfigInput{ops}}
+	in.Current = assembled(t, in)
+	in.Packs = append(in.Packs, newcomer(n))
+	res := mustAssemble(t, in)
+	wantPublished(t, res, "a-base@1")
+	wantOutcome(t, res.Configs["ops"], true, 1, "")
+	got := res.Packs["b-new"]
+	wantOutcome(t, got, false, 0, ReasonConflict)
+	if got.ConflictsWith != "ops" || !strings.Contains(got.Message, "too large") {
+		t.Errorf("conflicts with %q, message %q: want configuration ops, left out for its size", got.ConflictsWith, got.Message)
+	}
+	wantLoads(t, res)
+}

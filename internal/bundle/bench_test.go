@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -81,6 +82,70 @@ func BenchmarkAssembleRefusalChain(b *testing.B) {
 		}
 		if len(res.Bundle.Packs) != 0 {
 			b.Fatalf("published %d packs", len(res.Bundle.Packs))
+		}
+	}
+}
+
+// BenchmarkAssembleGonePackConfigs publishes pack gone and 320 configurations, each
+// enforcing one of its rules; then gone is deleted and 320 one-rule newcomers arrive.
+// Every configuration is left out, and no newcomer is why: none defines a rule a
+// configuration names.
+func BenchmarkAssembleGonePackConfigs(b *testing.B) {
+	const n = 320
+	in, newcomers := gonePackConfigs(b, n)
+	in.Packs = append(in.Packs[:0], newcomers...)
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := Assemble(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Bundle.Packs) != n || len(res.Bundle.Configs) != 0 {
+			b.Fatalf("published %d packs, %d configurations", len(res.Bundle.Packs), len(res.Bundle.Configs))
+		}
+	}
+}
+
+// BenchmarkAssembleAmbiguousConfigs publishes pack base, rules X0…X319, and 320
+// configurations, configuration k naming Xk by its bare id; then 320 newcomers arrive,
+// newcomer k defining an Xk of its own, which makes configuration k's name ambiguous.
+// Each newcomer is refused for the configuration it would leave out.
+func BenchmarkAssembleAmbiguousConfigs(b *testing.B) {
+	const n = 320
+	in, newcomers := ambiguousConfigs(b, n)
+	in.Packs = append(in.Packs, newcomers...)
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := Assemble(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Bundle.Packs) != 1 || len(res.Bundle.Configs) != n {
+			b.Fatalf("published %d packs, %d configurations", len(res.Bundle.Packs), len(res.Bundle.Configs))
+		}
+	}
+}
+
+// BenchmarkAssembleManyConfigs publishes 2,000 configurations, each naming one rule of
+// a pack, with one more naming a rule no pack defines: configurations are then taken
+// one by one.
+func BenchmarkAssembleManyConfigs(b *testing.B) {
+	const n = 2000
+	in := Input{Capability: capability(b), Packs: benchPacks(b, 200, 10)}
+	for k := range n {
+		in.Configs = append(in.Configs, ConfigInput{Name: fmt.Sprintf("cfg-%04d", k), Generation: 1, Order: int64(k), CreationTime: at(k),
+			Document: config(b, fmt.Sprintf(`{"oar_config":"1.0","enforcement":{"bench.pack-%03d/RULE_%04d":"monitor"}}`, k%200, k%10))})
+	}
+	in.Configs = append(in.Configs, ConfigInput{Name: "stray", Generation: 1, Order: n, CreationTime: at(n),
+		Document: config(b, `{"oar_config":"1.0","disable":["nope.sec/X"]}`)})
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := Assemble(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Bundle.Configs) != n {
+			b.Fatalf("published %d configurations", len(res.Bundle.Configs))
 		}
 	}
 }

@@ -151,3 +151,53 @@ func refusalChain(t testing.TB, n int) []PackInput {
 	}
 	return packs
 }
+
+// gonePackConfigs returns the published state of pack gone, rules G0…Gn-1, and n
+// configurations, configuration k enforcing gone.sec/Gk; and n one-rule newcomers,
+// none defining a rule a configuration names.
+func gonePackConfigs(t testing.TB, n int) (Input, []PackInput) {
+	t.Helper()
+	var rules []any
+	for k := range n {
+		rules = append(rules, rule(t, "gone.sec", fmt.Sprintf("G%d", k)))
+	}
+	in := Input{Capability: capability(t), Packs: []PackInput{pack("gone", 1, 0, rules...)}}
+	for k := range n {
+		in.Configs = append(in.Configs, ConfigInput{Name: fmt.Sprintf("cfg-%03d", k), Generation: 1, Order: int64(k), CreationTime: at(k),
+			Document: config(t, fmt.Sprintf(`{"oar_config":"1.0","enforcement":{"gone.sec/G%d":"enforce"}}`, k))})
+	}
+	in.Current = mustAssemble(t, in).Bundle
+	if len(in.Current.Configs) != n {
+		t.Fatalf("published %d configurations", len(in.Current.Configs))
+	}
+	newcomers := make([]PackInput, n)
+	for k := range newcomers {
+		newcomers[k] = pack(fmt.Sprintf("new-%03d", k), 1, n+k, rule(t, fmt.Sprintf("q%d.sec", k), "N"))
+	}
+	return in, newcomers
+}
+
+// ambiguousConfigs returns the published state of pack base, rules X0…Xn-1, and n
+// configurations, configuration k enforcing Xk by its bare id; and n newcomers,
+// newcomer k defining a rule Xk of its own.
+func ambiguousConfigs(t testing.TB, n int) (Input, []PackInput) {
+	t.Helper()
+	var rules []any
+	for k := range n {
+		rules = append(rules, rule(t, "base.sec", fmt.Sprintf("X%d", k)))
+	}
+	in := Input{Capability: capability(t), Packs: []PackInput{pack("base", 1, 0, rules...)}}
+	for k := range n {
+		in.Configs = append(in.Configs, ConfigInput{Name: fmt.Sprintf("cfg-%03d", k), Generation: 1, Order: int64(k), CreationTime: at(k),
+			Document: config(t, fmt.Sprintf(`{"oar_config":"1.0","enforcement":{"X%d":"enforce"}}`, k))})
+	}
+	in.Current = mustAssemble(t, in).Bundle
+	if len(in.Current.Configs) != n {
+		t.Fatalf("published %d configurations", len(in.Current.Configs))
+	}
+	newcomers := make([]PackInput, n)
+	for k := range newcomers {
+		newcomers[k] = pack(fmt.Sprintf("new-%03d", k), 1, n+k, rule(t, fmt.Sprintf("q%d.sec", k), fmt.Sprintf("X%d", k)))
+	}
+	return in, newcomers
+}

@@ -238,7 +238,11 @@ func (a *assembler) alone() {
 			if o.fail != nil {
 				continue
 			}
-			if _, errs := engine.LoadRules(a.cap, o.rules); len(errs) > 0 {
+			if !o.alone {
+				_, errs := engine.LoadRules(a.cap, o.rules)
+				o.alone, o.failsAlone = true, len(errs) > 0
+			}
+			if o.failsAlone {
 				pending = append(pending, pick{s, o})
 			}
 		}
@@ -599,24 +603,30 @@ func (a *assembler) configs(rs *engine.RuleSet, packs []pick) []*cfgOption {
 			return all
 		}
 	}
+	// Most often every configuration whose first generation applying fits does: each
+	// is then taken without one size check per configuration, which compressed the
+	// whole bundle each time once it is near the limit (2,000 configurations: 21 s).
+	check := engine.NewConfigChecker(rs)
+	var first []*cfgOption
+	for _, s := range a.cfgs {
+		for _, o := range s.opts {
+			if applies(check, o) {
+				first = append(first, o)
+				s.chosen = o
+				break
+			}
+		}
+	}
+	if a.tooLarge(packs, first) == nil {
+		return first
+	}
+	for _, s := range a.cfgs {
+		s.chosen = nil
+	}
 	var taken []*cfgOption
 	for _, s := range a.cfgs {
 		for _, o := range s.opts {
-			if o.fail != nil { // unreadable
-				continue
-			}
-			_, errs := engine.Configure(rs, append(cfgDocs(taken), o.doc))
-			if len(errs) > 0 {
-				var own diag.List
-				for _, e := range errs {
-					if e.Index == len(taken) {
-						cp := *e
-						cp.Index = -1
-						own = append(own, &cp)
-					}
-				}
-				o.fail = &failure{reason: ReasonLoadFailed, errs: own, message: fmt.Sprintf(
-					"generation %d does not apply to the published rules: %s", o.gen, describe(own))}
+			if !applies(check, o) {
 				continue
 			}
 			if tl := a.tooLarge(packs, append(taken, o)); tl != nil {
@@ -629,6 +639,26 @@ func (a *assembler) configs(rs *engine.RuleSet, packs []pick) []*cfgOption {
 		}
 	}
 	return taken
+}
+
+// applies says configuration generation o applies to the rule set check checks
+// against, and records why when it does not. A document's diagnostics depend on the
+// rule set and that document alone, so it is checked alone: applying every one taken
+// before it again, and making a program each time, cost the square of their number.
+func applies(check *engine.ConfigChecker, o *cfgOption) bool {
+	if o.fail != nil { // unreadable, or refused before
+		return false
+	}
+	errs := check.Errors(o.doc)
+	if len(errs) == 0 {
+		return true
+	}
+	for _, e := range errs {
+		e.Index = -1
+	}
+	o.fail = &failure{reason: ReasonLoadFailed, errs: errs, message: fmt.Sprintf(
+		"generation %d does not apply to the published rules: %s", o.gen, describe(errs))}
+	return false
 }
 
 func cfgDocs(cfgs []*cfgOption) []any {
@@ -646,46 +676,149 @@ func cfgDocs(cfgs []*cfgOption) []any {
 // instead): a published configuration is an incumbent too, and neither evicts one.
 // Newcomers are tried first. It returns nil when there is none: the configuration is
 // then left out, for what no pack change undoes (a pack it names was deleted).
+//
+// Only changes that could matter are loaded, each at most once: a configuration's
+// diagnostics depend on the rules it names alone, so a change touching none of them
+// cannot make it apply, unless it was left out for its size. Loading every change for
+// every configuration left out cost the cube of their number (a deleted pack named
+// by 320 configurations, 320 newcomers: 54 s).
 func (a *assembler) configEvictor(taken []pick, cfgs []*cfgOption) (*pick, *cfgSlot) {
 	if a.in.Current == nil {
 		return nil, nil
 	}
 	_, published := a.in.incumbents()
+	type undone struct {
+		rest  []pick
+		check *engine.ConfigChecker // nil when rest does not load
+	}
+	undos := map[int]*undone{}
+	changes := make([]map[string]bool, len(taken))
+	before := 0 // cfgs[:before] are the configurations taken before slot j
 	for _, s := range a.cfgs {
-		if _, ok := published[s.name]; s.chosen != nil || !ok {
+		if s.chosen != nil {
+			before++
 			continue
 		}
-		var before []*cfgOption
-		for _, c := range cfgs {
-			if a.cfgIndex(c) < a.cfgIndex(s.opts[0]) {
-				before = append(before, c)
-			}
+		if _, ok := published[s.name]; !ok {
+			continue
 		}
-		for i := len(taken) - 1; i >= 0; i-- {
-			rest, ok := undo(taken, i)
-			if !ok {
+		// names is nil when any change may matter.
+		names, live, sized := map[string]bool{}, false, false
+		for _, o := range s.opts {
+			if o.fail != nil && o.fail.sticky {
 				continue
 			}
-			var docs []any
-			for _, p := range rest {
-				docs = append(docs, p.o.rules...)
+			live = true
+			sized = sized || o.fail != nil && o.fail.reason == ReasonBundleTooLarge
+			for _, n := range configNames(o.doc) {
+				names[n] = true
 			}
-			rs, errs := engine.LoadRules(a.cap, docs)
-			if len(errs) > 0 {
+		}
+		if !live {
+			continue
+		}
+		if sized {
+			names = nil
+		}
+		for i := len(taken) - 1; i >= 0; i-- {
+			if names != nil {
+				if changes[i] == nil {
+					changes[i] = changedNames(taken[i])
+				}
+				if !overlaps(names, changes[i]) {
+					continue
+				}
+			}
+			u, seen := undos[i]
+			if !seen {
+				u = &undone{}
+				undos[i] = u
+				if rest, ok := undo(taken, i); ok {
+					var docs []any
+					for _, p := range rest {
+						docs = append(docs, p.o.rules...)
+					}
+					if rs, errs := engine.LoadRules(a.cap, docs); len(errs) == 0 {
+						u.rest, u.check = rest, engine.NewConfigChecker(rs)
+					}
+				}
+			}
+			if u.check == nil {
 				continue
 			}
 			for _, o := range s.opts {
 				if o.fail != nil && o.fail.sticky {
 					continue
 				}
-				with := append(slices.Clone(before), o)
-				if _, errs := engine.Configure(rs, cfgDocs(with)); len(errs) == 0 && a.tooLarge(rest, with) == nil {
+				with := append(slices.Clone(cfgs[:before]), o)
+				if allApply(u.check, with) && a.tooLarge(u.rest, with) == nil {
 					return &taken[i], s
 				}
 			}
 		}
 	}
 	return nil, nil
+}
+
+// allApply says every configuration document of cfgs applies.
+func allApply(check *engine.ConfigChecker, cfgs []*cfgOption) bool {
+	for _, c := range cfgs {
+		if len(check.Errors(c.doc)) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// configNames returns the rule identifiers a configuration document names: its
+// enforcement members and disable entries.
+func configNames(doc map[string]any) []string {
+	var out []string
+	if m, ok := doc["enforcement"].(map[string]any); ok {
+		for k := range m {
+			out = append(out, k)
+		}
+	}
+	if l, ok := doc["disable"].([]any); ok {
+		for _, v := range l {
+			if s, ok := v.(string); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// changedNames returns the names by which a configuration can name the rules pick p's
+// change adds, removes or edits (see undo): the qualified identifiers and bare ids of
+// the rules of its generation, and for an incumbent of its last published one too.
+func changedNames(p pick) map[string]bool {
+	out := map[string]bool{}
+	add := func(o *option) {
+		for _, q := range o.qids {
+			if q != "" {
+				out[q] = true
+				out[q[strings.LastIndex(q, "/")+1:]] = true
+			}
+		}
+	}
+	add(p.o)
+	if p.s.incumbent && len(p.s.opts) > 1 {
+		add(p.s.opts[1])
+	}
+	return out
+}
+
+func overlaps(a, b map[string]bool) bool {
+	if len(b) < len(a) {
+		a, b = b, a
+	}
+	for k := range a {
+		if b[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // undo returns taken without the change pick i brings: a newcomer left out, an
@@ -703,14 +836,4 @@ func undo(taken []pick, i int) ([]pick, bool) {
 	rest := slices.Clone(taken)
 	rest[i] = pick{p.s, p.s.opts[1]}
 	return rest, true
-}
-
-// cfgIndex is the position of the configuration slot holding o.
-func (a *assembler) cfgIndex(o *cfgOption) int {
-	for i, s := range a.cfgs {
-		if slices.Contains(s.opts, o) {
-			return i
-		}
-	}
-	return -1
 }

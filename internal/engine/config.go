@@ -39,8 +39,35 @@ func Configure(rs *RuleSet, configs []any) (*Program, diag.List) {
 	return newProgram(rs, enforcement), nil
 }
 
+// ConfigChecker reports the diagnostics Configure gives one configuration document
+// against a rule set, without making a program: a document's diagnostics depend on the
+// rule set and that document alone. It is for checking many documents one by one (bundle
+// assembly), each check costing the document's size, not the rule set's.
+type ConfigChecker struct {
+	refs configResolver
+}
+
+// NewConfigChecker returns a checker of configuration documents against rs.
+func NewConfigChecker(rs *RuleSet) *ConfigChecker {
+	return &ConfigChecker{refs: configResolver{rs: rs}}
+}
+
+// Errors returns what Configure(rs, []any{doc}) reports, sorted, each with Index 0.
+func (c *ConfigChecker) Errors(doc any) diag.List {
+	c.refs.work = suggestionWork
+	var l diag.List
+	applyConfig(&l, &c.refs, doc, nil)
+	for _, e := range l {
+		if e.Index < 0 {
+			e.Index = 0
+		}
+	}
+	l.Sort()
+	return l
+}
+
 // applyConfig validates one configuration document ([OAR-CFG-1]) and applies it to
-// enforcement, which it changes only when the document is valid.
+// enforcement, which it changes only when the document is valid (nil: only validates).
 func applyConfig(l *diag.List, refs *configResolver, doc any, enforcement []Enforcement) {
 	rs := refs.rs
 	obj, ok := doc.(map[string]any)
@@ -117,7 +144,7 @@ func applyConfig(l *diag.List, refs *configResolver, doc any, enforcement []Enfo
 			l.Add(e)
 		}
 	}
-	if len(*l) > before {
+	if len(*l) > before || enforcement == nil {
 		return
 	}
 	for _, s := range stmts {
