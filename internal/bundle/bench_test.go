@@ -149,3 +149,30 @@ func BenchmarkAssembleManyConfigs(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAssembleSharedBareID publishes pack base, rule X, and 320 configurations
+// each naming X by its bare id; then 320 newcomers arrive, each defining an X of its
+// own. No one newcomer left out would make X name one rule again, so every
+// configuration is left out, each having tried every newcomer.
+func BenchmarkAssembleSharedBareID(b *testing.B) {
+	const n = 320
+	in := Input{Capability: capability(b), Packs: []PackInput{pack("base", 1, 0, rule(b, "base.sec", "X"))}}
+	for k := range n {
+		in.Configs = append(in.Configs, ConfigInput{Name: fmt.Sprintf("cfg-%03d", k), Generation: 1, Order: int64(k), CreationTime: at(k),
+			Document: config(b, `{"oar_config":"1.0","enforcement":{"X":"enforce"}}`)})
+	}
+	in.Current = mustAssemble(b, in).Bundle
+	for k := range n {
+		in.Packs = append(in.Packs, pack(fmt.Sprintf("new-%03d", k), 1, n+k, rule(b, fmt.Sprintf("q%d.sec", k), "X")))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := Assemble(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Bundle.Packs) != n+1 || len(res.Bundle.Configs) != 0 {
+			b.Fatalf("published %d packs, %d configurations", len(res.Bundle.Packs), len(res.Bundle.Configs))
+		}
+	}
+}

@@ -750,8 +750,12 @@ func (a *assembler) configEvictor(taken []pick, cfgs []*cfgOption) (*pick, *cfgS
 				if o.fail != nil && o.fail.sticky {
 					continue
 				}
-				with := append(slices.Clone(cfgs[:before]), o)
-				if allApply(u.check, with) && a.tooLarge(u.rest, with) == nil {
+				// o first: the configurations before it apply unless the change
+				// touches what they name, so o is what fails most often.
+				if !u.check.Applies(o.doc) || !allApply(u.check, cfgs[:before]) {
+					continue
+				}
+				if a.tooLarge(u.rest, append(slices.Clone(cfgs[:before]), o)) == nil {
 					return &taken[i], s
 				}
 			}
@@ -763,7 +767,7 @@ func (a *assembler) configEvictor(taken []pick, cfgs []*cfgOption) (*pick, *cfgS
 // allApply says every configuration document of cfgs applies.
 func allApply(check *engine.ConfigChecker, cfgs []*cfgOption) bool {
 	for _, c := range cfgs {
-		if len(check.Errors(c.doc)) > 0 {
+		if !check.Applies(c.doc) {
 			return false
 		}
 	}

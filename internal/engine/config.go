@@ -66,6 +66,17 @@ func (c *ConfigChecker) Errors(doc any) diag.List {
 	return l
 }
 
+// Applies says whether doc applies: whether Errors would report nothing. It skips what
+// only the diagnostics' text needs (an ambiguous identifier's matches listed in order, a
+// suggestion for an unknown one), which costs the size of the rule set.
+func (c *ConfigChecker) Applies(doc any) bool {
+	c.refs.quiet = true
+	defer func() { c.refs.quiet = false }()
+	var l diag.List
+	applyConfig(&l, &c.refs, doc, nil)
+	return len(l) == 0
+}
+
 // applyConfig validates one configuration document ([OAR-CFG-1]) and applies it to
 // enforcement, which it changes only when the document is valid (nil: only validates).
 func applyConfig(l *diag.List, refs *configResolver, doc any, enforcement []Enforcement) {
@@ -178,6 +189,8 @@ type configResolver struct {
 	byID map[string][]*Rule
 	// work is what is left for "did you mean" (suggestionWork).
 	work int
+	// quiet says only whether an identifier resolves matters, not why it does not.
+	quiet bool
 }
 
 // resolve resolves a rule identifier in a configuration document: an exact
@@ -201,6 +214,10 @@ func (c *configResolver) resolve(l *diag.List, ref, path string) (int, bool) {
 			return matches[0].Index, true
 		case 0:
 		default:
+			if c.quiet {
+				l.Add(fieldErr("OAR-CFG-8", path, ref, "bare identifier %q is ambiguous", ref))
+				return 0, false
+			}
 			names := make([]string, len(matches))
 			for i, r := range matches {
 				names[i] = r.QID
@@ -212,7 +229,9 @@ func (c *configResolver) resolve(l *diag.List, ref, path string) (int, bool) {
 		}
 	}
 	e := fieldErr("OAR-CFG-4", path, ref, "configuration names rule %q, which is not loaded", ref)
-	e.SuggestWithin(ref, rs.configRefs(ref), &c.work)
+	if !c.quiet {
+		e.SuggestWithin(ref, rs.configRefs(ref), &c.work)
+	}
 	e.Rule = ref
 	l.Add(e)
 	return 0, false

@@ -16,7 +16,8 @@ const configCheckRules = `[
 
 // FuzzConfigChecker: a ConfigChecker, fresh or already used on other documents,
 // reports what Configure reports for the document alone, and what Configure reports
-// for it after other documents that apply. Bundle assembly checks configuration
+// for it after other documents that apply; Applies says it applies when, and only
+// when, there is nothing to report. Bundle assembly checks configuration
 // documents one by one on that ground.
 func FuzzConfigChecker(f *testing.F) {
 	for _, s := range []string{
@@ -59,6 +60,12 @@ func FuzzConfigChecker(f *testing.F) {
 		}
 		if got := used.Errors(doc); !sameDiagnostics(got, want) {
 			t.Fatalf("a used checker reports %v, Configure %v", got, want)
+		}
+		if got := used.Applies(doc); got != (len(want) == 0) {
+			t.Fatalf("Applies says %v; Configure reports %v", got, want)
+		}
+		if got := used.Errors(doc); !sameDiagnostics(got, want) {
+			t.Fatalf("after Applies the checker reports %v, Configure %v", got, want)
 		}
 		_, after := Configure(rs, append(applying[:len(applying):len(applying)], doc))
 		for _, e := range after {
