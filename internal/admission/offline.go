@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,27 +49,53 @@ func Judge(ctx context.Context, objects []client.Object) ([]Verdict, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Each object is judged in a view of its own, which reads only what the views
+	// share safely: up to GOMAXPROCS views at a time.
 	out := make([]Verdict, len(created))
-	for i, obj := range created {
-		view := set.without(obj)
-		var ws warnings
-		var kind schema.GroupKind
-		switch o := obj.(type) {
-		case *rulesv1alpha1.RulePack:
-			kind = rulePackKind
-			ws, err = (&RulePackValidator{Cluster: view}).validate(ctx, o)
-		case *rulesv1alpha1.Capability:
-			kind = capabilityKind
-			ws, err = (&CapabilityValidator{Cluster: view}).create(ctx, o)
-		case *rulesv1alpha1.OperatorConfig:
-			kind = operatorConfigKind
-			ws, err = (&OperatorConfigValidator{Cluster: view}).validate(ctx, o)
-		}
-		if out[i], err = shown(kind, ws, err); err != nil {
-			return nil, fmt.Errorf("%s %s/%s: %w", kind.Kind, obj.GetNamespace(), obj.GetName(), err)
+	errs := make([]error, len(created))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(created)) {
+		wg.Go(func() {
+			for i := range next {
+				out[i], errs[i] = judge(ctx, set.without(created[i]), created[i])
+			}
+		})
+	}
+	for i := range created {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// judge is the webhook's verdict on obj, created into the cluster cl.
+func judge(ctx context.Context, cl Cluster, obj client.Object) (Verdict, error) {
+	var ws warnings
+	var kind schema.GroupKind
+	var err error
+	switch o := obj.(type) {
+	case *rulesv1alpha1.RulePack:
+		kind = rulePackKind
+		ws, err = (&RulePackValidator{Cluster: cl}).validate(ctx, o)
+	case *rulesv1alpha1.Capability:
+		kind = capabilityKind
+		ws, err = (&CapabilityValidator{Cluster: cl}).create(ctx, o)
+	case *rulesv1alpha1.OperatorConfig:
+		kind = operatorConfigKind
+		ws, err = (&OperatorConfigValidator{Cluster: cl}).validate(ctx, o)
+	}
+	v, err := shown(kind, ws, err)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("%s %s/%s: %w", kind.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return v, nil
 }
 
 // newSet copies the objects as the API server creates them, at generation 1, into a
@@ -77,7 +105,9 @@ func newSet(objects []client.Object) (*setCluster, []client.Object, error) {
 		kind string
 		name types.NamespacedName
 	}
-	set := &setCluster{}
+	var capabilities []*rulesv1alpha1.Capability
+	var packs []*rulesv1alpha1.RulePack
+	var configs []*rulesv1alpha1.OperatorConfig
 	created := make([]client.Object, len(objects))
 	seen := map[key]bool{}
 	for i, obj := range objects {
@@ -88,17 +118,17 @@ func newSet(objects []client.Object) (*setCluster, []client.Object, error) {
 		seen[k] = true
 		switch o := obj.DeepCopyObject().(type) {
 		case *rulesv1alpha1.RulePack:
-			set.packs, created[i] = append(set.packs, o), o
+			packs, created[i] = append(packs, o), o
 		case *rulesv1alpha1.Capability:
-			set.capabilities, created[i] = append(set.capabilities, o), o
+			capabilities, created[i] = append(capabilities, o), o
 		case *rulesv1alpha1.OperatorConfig:
-			set.configs, created[i] = append(set.configs, o), o
+			configs, created[i] = append(configs, o), o
 		default:
 			return nil, nil, fmt.Errorf("%s: a %T is not a RulePack, Capability or OperatorConfig", k.name, obj)
 		}
 		created[i].SetGeneration(1)
 	}
-	return set, created, nil
+	return newSetCluster(capabilities, packs, configs), created, nil
 }
 
 // shown is what kubectl shows of a validator's answer, whose warnings ws the webhook

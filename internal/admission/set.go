@@ -24,22 +24,47 @@ import (
 // webhook was down, or before its Capability changed); the controller leaves it out.
 
 // setCluster is a Cluster over a set of objects without one of them, absent: what the
-// webhook reads when absent is created into a cluster holding the others.
+// webhook reads when absent is created into a cluster holding the others. The views of
+// one set share its objects and the assembly inputs made of them, which they only read:
+// views may be read at once, each by one goroutine.
 type setCluster struct {
-	capabilities []*rulesv1alpha1.Capability
-	packs        []*rulesv1alpha1.RulePack
-	configs      []*rulesv1alpha1.OperatorConfig
-	absent       client.Object
+	*objectSet
+	absent client.Object
 	// bundles holds each Capability's bundle once assembled, nil when it has none.
 	bundles map[types.NamespacedName]*bundle.Bundle
 }
 
+// objectSet is what the views of one set share.
+type objectSet struct {
+	capabilities []*rulesv1alpha1.Capability
+	packs        []*rulesv1alpha1.RulePack
+	configs      []*rulesv1alpha1.OperatorConfig
+	// packInputs and configInputs are each object as assembly sees it, made once: the
+	// input a view assembles is made of the others', and assembly only reads them.
+	packInputs   map[*rulesv1alpha1.RulePack]bundle.PackInput
+	configInputs map[*rulesv1alpha1.OperatorConfig]bundle.ConfigInput
+}
+
 var _ Cluster = &setCluster{}
+
+// newSetCluster returns the view of a set of objects in which every one exists. The
+// objects must not change after.
+func newSetCluster(capabilities []*rulesv1alpha1.Capability, packs []*rulesv1alpha1.RulePack, configs []*rulesv1alpha1.OperatorConfig) *setCluster {
+	set := &objectSet{capabilities: capabilities, packs: packs, configs: configs,
+		packInputs:   make(map[*rulesv1alpha1.RulePack]bundle.PackInput, len(packs)),
+		configInputs: make(map[*rulesv1alpha1.OperatorConfig]bundle.ConfigInput, len(configs))}
+	for _, p := range packs {
+		set.packInputs[p] = resource.AssemblyPack(p)
+	}
+	for _, c := range configs {
+		set.configInputs[c] = resource.AssemblyConfig(c)
+	}
+	return &setCluster{objectSet: set, bundles: map[types.NamespacedName]*bundle.Bundle{}}
+}
 
 // without returns the view of the set in which obj does not exist.
 func (s *setCluster) without(obj client.Object) *setCluster {
-	return &setCluster{capabilities: s.capabilities, packs: s.packs, configs: s.configs, absent: obj,
-		bundles: map[types.NamespacedName]*bundle.Bundle{}}
+	return &setCluster{objectSet: s.objectSet, absent: obj, bundles: map[types.NamespacedName]*bundle.Bundle{}}
 }
 
 // Capability implements Cluster.
@@ -91,9 +116,8 @@ func (s *setCluster) OperatorConfig(_ context.Context, capability types.Namespac
 }
 
 // Bundle implements Cluster: the bundle the controller would publish for the
-// Capability, assembled on first use. No identities are recorded: the bundle is
-// assembled from the set's own objects, so each of its packs is the set's pack of that
-// name.
+// Capability, assembled on first use. No identities are recorded: the bundle is assembled from the set's own objects, so each
+// of its packs is the set's pack of that name.
 func (s *setCluster) Bundle(ctx context.Context, capability types.NamespacedName) (*bundle.Bundle, *resource.PublishedUIDs, error) {
 	if b, ok := s.bundles[capability]; ok {
 		return b, nil, nil
@@ -119,10 +143,10 @@ func (s *setCluster) assemble(ctx context.Context, key types.NamespacedName) (*b
 	}
 	in := bundle.Input{Capability: doc}
 	for _, p := range s.boundPacks(key) {
-		in.Packs = append(in.Packs, resource.AssemblyPack(p))
+		in.Packs = append(in.Packs, s.packInputs[p])
 	}
 	for _, c := range s.boundConfigs(key) {
-		in.Configs = append(in.Configs, resource.AssemblyConfig(c))
+		in.Configs = append(in.Configs, s.configInputs[c])
 	}
 	res, err := bundle.Assemble(in)
 	if err != nil {
