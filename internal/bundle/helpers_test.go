@@ -157,19 +157,7 @@ func refusalChain(t testing.TB, n int) []PackInput {
 // none defining a rule a configuration names.
 func gonePackConfigs(t testing.TB, n int) (Input, []PackInput) {
 	t.Helper()
-	var rules []any
-	for k := range n {
-		rules = append(rules, rule(t, "gone.sec", fmt.Sprintf("G%d", k)))
-	}
-	in := Input{Capability: capability(t), Packs: []PackInput{pack("gone", 1, 0, rules...)}}
-	for k := range n {
-		in.Configs = append(in.Configs, ConfigInput{Name: fmt.Sprintf("cfg-%03d", k), Generation: 1, Order: int64(k), CreationTime: at(k),
-			Document: config(t, fmt.Sprintf(`{"oar_config":"1.0","enforcement":{"gone.sec/G%d":"enforce"}}`, k))})
-	}
-	in.Current = mustAssemble(t, in).Bundle
-	if len(in.Current.Configs) != n {
-		t.Fatalf("published %d configurations", len(in.Current.Configs))
-	}
+	in := packWithConfigs(t, "gone", n, "G%d", `{"oar_config":"1.0","enforcement":{"gone.sec/G%d":"enforce"}}`)
 	newcomers := make([]PackInput, n)
 	for k := range newcomers {
 		newcomers[k] = pack(fmt.Sprintf("new-%03d", k), 1, n+k, rule(t, fmt.Sprintf("q%d.sec", k), "N"))
@@ -182,22 +170,31 @@ func gonePackConfigs(t testing.TB, n int) (Input, []PackInput) {
 // newcomer k defining a rule Xk of its own.
 func ambiguousConfigs(t testing.TB, n int) (Input, []PackInput) {
 	t.Helper()
-	var rules []any
-	for k := range n {
-		rules = append(rules, rule(t, "base.sec", fmt.Sprintf("X%d", k)))
-	}
-	in := Input{Capability: capability(t), Packs: []PackInput{pack("base", 1, 0, rules...)}}
-	for k := range n {
-		in.Configs = append(in.Configs, ConfigInput{Name: fmt.Sprintf("cfg-%03d", k), Generation: 1, Order: int64(k), CreationTime: at(k),
-			Document: config(t, fmt.Sprintf(`{"oar_config":"1.0","enforcement":{"X%d":"enforce"}}`, k))})
-	}
-	in.Current = mustAssemble(t, in).Bundle
-	if len(in.Current.Configs) != n {
-		t.Fatalf("published %d configurations", len(in.Current.Configs))
-	}
+	in := packWithConfigs(t, "base", n, "X%d", `{"oar_config":"1.0","enforcement":{"X%d":"enforce"}}`)
 	newcomers := make([]PackInput, n)
 	for k := range newcomers {
 		newcomers[k] = pack(fmt.Sprintf("new-%03d", k), 1, n+k, rule(t, fmt.Sprintf("q%d.sec", k), fmt.Sprintf("X%d", k)))
 	}
 	return in, newcomers
+}
+
+// packWithConfigs returns the input in which pack name (namespace name.sec) holds n
+// rules, ids idFormat of 0…n-1, and n configurations, configuration k's document
+// cfgFormat of k, published as Current.
+func packWithConfigs(t testing.TB, name string, n int, idFormat, cfgFormat string) Input {
+	t.Helper()
+	var rules []any
+	for k := range n {
+		rules = append(rules, rule(t, name+".sec", fmt.Sprintf(idFormat, k)))
+	}
+	in := Input{Capability: capability(t), Packs: []PackInput{pack(name, 1, 0, rules...)}}
+	for k := range n {
+		in.Configs = append(in.Configs, ConfigInput{Name: fmt.Sprintf("cfg-%03d", k), Generation: 1, Order: int64(k), CreationTime: at(k),
+			Document: config(t, fmt.Sprintf(cfgFormat, k))})
+	}
+	in.Current = mustAssemble(t, in).Bundle
+	if len(in.Current.Configs) != n {
+		t.Fatalf("published %d configurations", len(in.Current.Configs))
+	}
+	return in
 }
