@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -44,6 +45,11 @@ type BundleReconciler struct {
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  recorder.EventRecorder
+	// Concurrency is how many Capabilities are reconciled at once (at least one). A
+	// Capability whose bundle is slow to assemble then holds up only itself: what the
+	// reconciler keeps between reconciles is kept per Capability, under a lock, and two
+	// reconciles of one Capability never run at once.
+	Concurrency int
 
 	decoded decodedPacks
 	changes changeCounter
@@ -388,6 +394,7 @@ func (r *BundleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("bundle").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Concurrency, 1)}).
 		For(&rulesv1alpha1.Capability{}, specChanged).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(foreignBundleNames)).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,11 +65,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// suiteConcurrency is the Capabilities the suite's manager reconciles at once: more
+// than one, as the operator binary's default, so the tests' Capabilities also reconcile
+// side by side.
+const suiteConcurrency = 2
+
 // startManager runs a manager with the bundle controller, as the operator binary does.
 // The restart test stops it and starts another.
 func startManager() error {
 	mgr, err := env.StartManager(func(mgr ctrl.Manager) error {
-		return (&BundleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator")}).SetupWithManager(mgr)
+		return (&BundleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator"),
+			Concurrency: suiteConcurrency}).SetupWithManager(mgr)
 	})
 	if err != nil {
 		return err
@@ -90,6 +97,11 @@ func stopManager() {
 
 // reconcileCount reads how many reconciles the bundle controller has finished.
 func reconcileCount(t *testing.T) float64 {
+	return bundleMetric(t, "controller_runtime_reconcile_total", func(m *dto.Metric) float64 { return m.GetCounter().GetValue() })
+}
+
+// bundleMetric sums the values of the bundle controller's series of a metric family.
+func bundleMetric(t *testing.T, family string, value func(*dto.Metric) float64) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
@@ -97,18 +109,27 @@ func reconcileCount(t *testing.T) float64 {
 	}
 	var n float64
 	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
+		if f.GetName() != family {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "controller" && l.GetValue() == "bundle" {
-					n += m.GetCounter().GetValue()
+					n += value(m)
 				}
 			}
 		}
 	}
 	return n
+}
+
+// TestCapabilitiesReconcileSideBySide: the bundle controller runs as many reconciles
+// at once as it is given (controller-runtime never runs two of one Capability at once).
+func TestCapabilitiesReconcileSideBySide(t *testing.T) {
+	got := bundleMetric(t, "controller_runtime_max_concurrent_reconciles", func(m *dto.Metric) float64 { return m.GetGauge().GetValue() })
+	if got != suiteConcurrency {
+		t.Errorf("the bundle controller reconciles %v Capabilities at once, want %d", got, suiteConcurrency)
+	}
 }
 
 const (

@@ -80,6 +80,8 @@ type options struct {
 	leaderElectID  string
 	leaderElectNS  string
 	enableHTTP2    bool
+	// concurrency is how many Capabilities the bundle controller reconciles at once.
+	concurrency int
 	// shutdownTimeout bounds how long a stopping manager waits for its reconciles and
 	// webhook reviews in flight before it releases its lease and exits.
 	shutdownTimeout time.Duration
@@ -128,6 +130,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.StringVar(&o.leaderElectID, "leader-election-id", "oar-operator.rules.oar.dev", "Name of the leader-election Lease.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	fs.DurationVar(&o.shutdownTimeout, "graceful-shutdown-timeout", defaultShutdownTimeout, "How long the manager, once told to stop, waits for reconciles and webhook reviews in flight before it releases its leader lease and exits. Keep it below the pod's terminationGracePeriodSeconds less any preStop delay, or the kubelet kills the manager mid-shutdown.")
+	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 2, "How many Capabilities' bundles are assembled at once, so that one slow to assemble (thousands of packs, or many refused at once) does not hold up the others. Each holds its Capability's packs in memory while it runs.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics and webhook servers (off by default: CVE-2023-44487, CVE-2023-39325).")
 	w := &o.webhooks
 	fs.BoolVar(&w.enabled, "enable-webhooks", true, "Serve the validating admission webhooks for RulePacks, Capabilities and OperatorConfigs.")
@@ -149,6 +152,9 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 			return o, err
 		}
 		return o, fmt.Errorf("%w: %w", errFlagsReported, err)
+	}
+	if o.concurrency < 1 {
+		return o, fmt.Errorf("--max-concurrent-reconciles must be at least 1, not %d", o.concurrency)
 	}
 	if o.shutdownTimeout < 0 {
 		return o, fmt.Errorf("--graceful-shutdown-timeout must not be negative (controller-runtime would wait forever, past any grace period), not %s", o.shutdownTimeout)
@@ -197,10 +203,11 @@ func serve(o options) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	if err := (&controllers.BundleReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Scheme:    mgr.GetScheme(),
-		Recorder:  mgr.GetEventRecorder("oar-operator"),
+		Client:      mgr.GetClient(),
+		APIReader:   mgr.GetAPIReader(),
+		Scheme:      mgr.GetScheme(),
+		Recorder:    mgr.GetEventRecorder("oar-operator"),
+		Concurrency: o.concurrency,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the bundle controller: %w", err)
 	}

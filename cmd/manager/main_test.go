@@ -295,3 +295,15 @@ func TestManagerCachesBundleConfigMapsOnly(t *testing.T) {
 	}
 	t.Error("the manager's cache options do not filter ConfigMaps by resource.BundleSelector")
 }
+
+func TestMaxConcurrentReconciles(t *testing.T) {
+	if o, err := parseFlags([]string{"--webhook-namespace=oar-system"}, io.Discard); err != nil || o.concurrency != 2 {
+		t.Errorf("default: %d, %v; want 2", o.concurrency, err)
+	}
+	if o, err := parseFlags([]string{"--webhook-namespace=oar-system", "--max-concurrent-reconciles=6"}, io.Discard); err != nil || o.concurrency != 6 {
+		t.Errorf("--max-concurrent-reconciles=6: %d, %v", o.concurrency, err)
+	}
+	if _, err := parseFlags([]string{"--webhook-namespace=oar-system", "--max-concurrent-reconciles=0"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--max-concurrent-reconciles") {
+		t.Errorf("0: %v; want an error naming --max-concurrent-reconciles", err)
+	}
+}

@@ -90,6 +90,9 @@ func TestDeploymentValues(t *testing.T) {
 			t.Errorf("default topology spread %+v does not select the manager's pods", tsc)
 		}
 		checkZapFlags(t, c.Args)
+		if !slices.Contains(c.Args, "--max-concurrent-reconciles=2") {
+			t.Errorf("args %v lack --max-concurrent-reconciles=2", c.Args)
+		}
 	})
 	t.Run("every option", func(t *testing.T) {
 		vs := valueSets[len(valueSets)-1]
@@ -102,7 +105,7 @@ func TestDeploymentValues(t *testing.T) {
 			t.Errorf("replicas %d image %s %s", *dep.Spec.Replicas, c.Image, c.ImagePullPolicy)
 		}
 		for _, want := range []string{"--zap-log-level=3", "--zap-encoder=console", "--enable-http2", "--health-probe-bind-address=:9081",
-			"--webhook-port=10443", "--metrics-bind-address=:9443"} {
+			"--webhook-port=10443", "--metrics-bind-address=:9443", "--max-concurrent-reconciles=4"} {
 			if !slices.Contains(c.Args, want) {
 				t.Errorf("args %v lack %s", c.Args, want)
 			}

@@ -129,7 +129,7 @@ replicaCount: 3
 image: {repository: registry.example/oar/oar-operator, digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", pullPolicy: Always}
 imagePullSecrets: [{name: regcred}]
 serviceAccount: {name: oar-manager, annotations: {iam.example/role: oar}}
-manager: {logLevel: 3, logEncoder: console, probePort: 9081, extraArgs: [--enable-http2], extraEnv: [{name: GOMEMLIMIT, value: 200MiB}]}
+manager: {logLevel: 3, logEncoder: console, probePort: 9081, maxConcurrentReconciles: 4, extraArgs: [--enable-http2], extraEnv: [{name: GOMEMLIMIT, value: 200MiB}]}
 resources: {requests: {cpu: 50m, memory: 128Mi}, limits: {cpu: "1", memory: 512Mi}}
 podAnnotations: {prometheus.io/scrape: "false"}
 podLabels: {team: platform}

@@ -17,6 +17,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"unknown certificate management", "webhook: {certManagement: vault}", "certManagement"},
 		{"unknown issuer kind", "webhook: {certManager: {issuerRef: {name: x, kind: Vault}}}", "kind"},
 		{"unknown log level", "manager: {logLevel: verbose}", "logLevel"},
+		{"no reconcile at a time", "manager: {maxConcurrentReconciles: 0}", "maxConcurrentReconciles"},
 		{"unknown pull policy", "image: {pullPolicy: Sometimes}", "pullPolicy"},
 		{"zero replicas", "replicaCount: 0", "replicaCount"},
 		{"replicas as a string", `replicaCount: "2"`, "replicaCount"},
