@@ -42,7 +42,8 @@ func Configure(rs *RuleSet, configs []any) (*Program, diag.List) {
 // ConfigChecker reports the diagnostics Configure gives one configuration document
 // against a rule set, without making a program: a document's diagnostics depend on the
 // rule set and that document alone. It is for checking many documents one by one (bundle
-// assembly), each check costing the document's size, not the rule set's.
+// assembly), each check costing the document's size, not the rule set's. A checker is
+// for one goroutine at a time.
 type ConfigChecker struct {
 	refs configResolver
 }
