@@ -44,11 +44,13 @@ TTL --session-idle-ttl, refreshed by every read or write); a rule needing sessio
 is unreachable or refuses its calls follows its on_error, and /readyz reports the store without failing on
 it. By default, counters and activity windows are kept per session in memory,
 bounded by --max-sessions, --session-idle-ttl, --max-counters and
---max-session-text-bytes, across reloads; size --max-counters to the container's
-memory (a counter, one per distinct counter_scope value of a scoped rule, takes about
-160 bytes beside its scope value), and --max-session-text-bytes bounds the scope values
-and activity steps, which occurrences supply, together. A session_id is at most 1,024
-bytes.
+--max-session-bytes, across reloads. --max-session-bytes bounds the heap sessions
+take, in memory or in a replica's cache of Redis states: every session, counter and
+window place is charged what it costs, with the text occurrences supply (session ids,
+counter scope values, activity steps), and the least recently used sessions are
+forgotten to make room. The heap they take stays within twice it, fragmentation
+included; give it at most a quarter of the container's memory limit (the injector
+does). A session_id is at most 1,024 bytes.
 Logs are JSON on stderr; publish_event records are JSON lines on stdout.
 
 --decision-log=stdout|FILE (off by default) writes one JSON line of kind "decision"
@@ -98,7 +100,7 @@ type options struct {
 	sessionIdleTTL           time.Duration
 	maxCounters              int
 	maxTotal                 int
-	maxText                  int
+	maxBytes                 int
 	maxBodyBytes             int64
 	sessionStore             string
 	storePassword            string
@@ -143,7 +145,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.sessionIdleTTL, "session-idle-ttl", session.DefaultIdleTTL, "forget a session idle for this long (0: only --max-sessions bounds them)")
 	fs.IntVar(&o.maxCounters, "max-counters-per-session", session.DefaultMaxCounters, "most counters one session holds; a rule that needs another one is handled by its on_error")
 	fs.IntVar(&o.maxTotal, "max-counters", session.DefaultMaxTotalCounters, "most counters all sessions hold together; a new one forgets the least recently used sessions to make room")
-	fs.IntVar(&o.maxText, "max-session-text-bytes", session.DefaultMaxTotalText, "most bytes of counter scope values and activity steps all sessions hold together; more forgets the least recently used sessions to make room")
+	fs.IntVar(&o.maxBytes, "max-session-bytes", session.DefaultMaxBytes, "most `bytes` of heap all sessions take together (in memory, or a replica's cache of Redis states), their ids, counter scope values and activity steps included; more forgets the least recently used sessions to make room")
 	fs.StringVar(&o.sessionStore, "session-store", "memory", "where sessions live: memory (this process), or redis://[user@]host:port[/db] or rediss://… (TLS) to share them with every replica; the password and CA come from files, never from this flag")
 	fs.StringVar(&o.storePassword, "session-store-password-file", "", "`file` holding the Redis password (a mounted Secret)")
 	fs.StringVar(&o.storeCA, "session-store-ca-file", "", "`file` of PEM certificates that verify a rediss:// server (default: the system's)")
@@ -207,7 +209,7 @@ func (o options) check() error {
 		{"--max-sessions", o.maxSessions > 0},
 		{"--max-counters-per-session", o.maxCounters > 0},
 		{"--max-counters", o.maxTotal > 0},
-		{"--max-session-text-bytes", o.maxText > 0},
+		{"--max-session-bytes", o.maxBytes > 0},
 		{"--max-body-bytes", o.maxBodyBytes > 0},
 		{"--event-buffer", o.eventBuffer > 0},
 		{"--decision-log-buffer", o.decisionLogBuffer > 0},
@@ -262,7 +264,7 @@ func (o options) sharedStore() (*redisstore.Store, error) {
 	}
 	return redisstore.New(redisstore.Options{URL: o.sessionStore, PasswordFile: o.storePassword, CAFile: o.storeCA,
 		Prefix: o.storePrefix, IdleTTL: o.sessionIdleTTL, Timeout: o.storeTimeout, PendingTTL: o.storePendingTTL,
-		MaxCounters: o.maxCounters, CacheSessions: o.storeCache})
+		MaxCounters: o.maxCounters, CacheSessions: o.storeCache, CacheBytes: o.maxBytes})
 }
 
 // openDecisionLog starts the decision log --decision-log asks for, writing to stdout or
@@ -298,7 +300,7 @@ func (o options) sidecarOptions(events io.Writer, log logr.Logger, shared *redis
 		Documents:       documents,
 		ReloadInterval:  o.reloadInterval,
 		MaxBodyBytes:    o.maxBodyBytes,
-		Sessions:        session.Options{MaxSessions: o.maxSessions, IdleTTL: o.sessionIdleTTL, MaxCounters: o.maxCounters, MaxTotalCounters: o.maxTotal, MaxTotalText: o.maxText},
+		Sessions:        session.Options{MaxSessions: o.maxSessions, IdleTTL: o.sessionIdleTTL, MaxCounters: o.maxCounters, MaxTotalCounters: o.maxTotal, MaxBytes: o.maxBytes},
 		SharedSessions:  shared,
 		SessionRetries:  o.storeRetries,
 		Events:          events,

@@ -349,6 +349,7 @@ func TestMetrics(t *testing.T) {
 		`oar_engine_bundle_refused 0`,
 		`oar_engine_bundle_rules 4`,
 		`oar_engine_sessions 1`,
+		`oar_engine_session_bytes`,
 		`oar_engine_session_evictions_total{reason="lru"} 0`,
 		`oar_engine_event_subscribers 0`,
 		`process_resident_memory_bytes`,

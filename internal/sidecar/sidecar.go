@@ -132,6 +132,7 @@ func New(opt Options) *Sidecar {
 	}
 	src := metrics.Sources{
 		Sessions:      s.sessions.Len,
+		SessionBytes:  s.sessions.Bytes,
 		Evictions:     s.sessions.Evictions,
 		Subscribers:   s.events.Subscribers,
 		Dropped:       s.events.Dropped,

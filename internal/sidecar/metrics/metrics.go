@@ -49,9 +49,11 @@ const (
 
 // Sources read the gauges other components own.
 type Sources struct {
-	// Sessions returns the sessions held.
-	Sessions func() int
-	// Evictions returns the sessions forgotten because the table was full and
+	// Sessions returns the sessions held, and SessionBytes what they are charged
+	// against --max-session-bytes.
+	Sessions     func() int
+	SessionBytes func() int
+	// Evictions returns the sessions forgotten because a bound needed room and
 	// because they were idle.
 	Evictions func() (lru, ttl uint64)
 	// Subscribers returns the current /v1/events subscribers; Dropped those dropped
@@ -200,8 +202,12 @@ func (m *Metrics) registerSources(src Sources) {
 	if src.Sessions != nil {
 		gauge("sessions", "Sessions whose counters and activity window are held.", func() float64 { return float64(src.Sessions()) })
 	}
+	if src.SessionBytes != nil {
+		gauge("session_bytes", "Bytes of heap the sessions held are charged against --max-session-bytes, their ids, counter scope values and activity steps included; the heap they take stays within twice it.",
+			func() float64 { return float64(src.SessionBytes()) })
+	}
 	if src.Evictions != nil {
-		const help = "Sessions forgotten, by reason: lru (the session table was full) or ttl (idle too long)."
+		const help = "Sessions forgotten, by reason: lru (a bound needed room: --max-sessions, --max-counters or --max-session-bytes) or ttl (idle too long)."
 		counter("session_evictions_total", help, prometheus.Labels{"reason": "lru"}, func() float64 { lru, _ := src.Evictions(); return float64(lru) })
 		counter("session_evictions_total", help, prometheus.Labels{"reason": "ttl"}, func() float64 { _, ttl := src.Evictions(); return float64(ttl) })
 	}

@@ -61,6 +61,7 @@ func TestSources(t *testing.T) {
 	sessions, refused := 3, false
 	m := New(Sources{
 		Sessions:      func() int { return sessions },
+		SessionBytes:  func() int { return 512 * sessions },
 		Evictions:     func() (uint64, uint64) { return 5, 7 },
 		Subscribers:   func() int { return 1 },
 		Dropped:       func() uint64 { return 2 },
@@ -80,7 +81,10 @@ oar_engine_event_subscribers_dropped_total 2
 # HELP oar_engine_requests_rejected_total POST /v1/evaluate requests refused before evaluation, by reason.
 # TYPE oar_engine_requests_rejected_total counter
 oar_engine_requests_rejected_total{reason="malformed"} 1
-# HELP oar_engine_session_evictions_total Sessions forgotten, by reason: lru (the session table was full) or ttl (idle too long).
+# HELP oar_engine_session_bytes Bytes of heap the sessions held are charged against --max-session-bytes, their ids, counter scope values and activity steps included; the heap they take stays within twice it.
+# TYPE oar_engine_session_bytes gauge
+oar_engine_session_bytes 2048
+# HELP oar_engine_session_evictions_total Sessions forgotten, by reason: lru (a bound needed room: --max-sessions, --max-counters or --max-session-bytes) or ttl (idle too long).
 # TYPE oar_engine_session_evictions_total counter
 oar_engine_session_evictions_total{reason="lru"} 5
 oar_engine_session_evictions_total{reason="ttl"} 7

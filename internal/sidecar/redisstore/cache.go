@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/sidecar/session"
 )
 
 // DefaultCacheSessions is how many sessions' last known state a replica keeps when
@@ -26,27 +27,42 @@ type state struct {
 // then costs one round trip an occurrence instead of two. When full, an arbitrary entry
 // makes room: an evicted session costs one read, never a wrong decision.
 //
-// The text it holds — counter keys and activity steps, which occurrences supply and can
-// make as long as a request — is bounded as well, by maxText bytes: more makes room the
-// same way, and a state longer than that alone is not kept.
+// The heap it takes is bounded as well, by maxBytes: each state is charged what it
+// costs, with the text occurrences supply and can make as long as a request (session
+// ids, counter keys, activity steps), and more makes room the same way; a state that
+// takes more than that alone is not kept.
 type sessionCache struct {
-	mu           sync.Mutex
-	max, maxText int
-	entries      map[string]*state
-	text         int // the bytes of text of the states in entries
+	mu            sync.Mutex
+	max, maxBytes int
+	entries       map[string]*state
+	bytes         int // what the states in entries are charged
 }
 
-// maxCacheText is the most bytes of counter keys and activity steps a replica's
-// cache keeps.
-const maxCacheText = 32 << 20
+// What a cached state is charged, in bytes of heap, beside the text of its session id,
+// version, counter keys and steps (session.TextBytes); as session.Store charges, and
+// checked the same way (TestCacheBytesCoverTheHeap).
+const (
+	// cachedStateBytes is a state, its counters' map (a map of up to eight counters
+	// takes one group of eight places, about 310 bytes) and its entry in the cache.
+	cachedStateBytes = 512
+	// cachedCounterBytes is a counter's place in its state's map, which is at most
+	// seven eighths full and grows by doubling: 32 bytes a place, up to 75 a counter.
+	cachedCounterBytes = 80
+	// cachedStepBytes is a place in a window's list.
+	cachedStepBytes = 16
+)
 
-// newSessionCache returns a cache of at most max sessions, or nil (no cache) when max
-// is zero or less. A nil cache holds nothing.
-func newSessionCache(max int) *sessionCache {
+// newSessionCache returns a cache of at most max sessions taking at most maxBytes
+// (session.DefaultMaxBytes when zero or less), or nil (no cache) when max is zero or
+// less. A nil cache holds nothing.
+func newSessionCache(max, maxBytes int) *sessionCache {
 	if max <= 0 {
 		return nil
 	}
-	return &sessionCache{max: max, maxText: maxCacheText, entries: make(map[string]*state)}
+	if maxBytes <= 0 {
+		maxBytes = session.DefaultMaxBytes
+	}
+	return &sessionCache{max: max, maxBytes: maxBytes, entries: make(map[string]*state)}
 }
 
 func (c *sessionCache) get(session string) *state {
@@ -65,36 +81,36 @@ func (c *sessionCache) put(session string, st *state) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.remove(session)
-	size := st.text()
-	if size > c.maxText {
+	size := st.bytes(session)
+	if size > c.maxBytes {
 		return
 	}
 	for victim := range c.entries {
-		if len(c.entries) < c.max && c.text+size <= c.maxText {
+		if len(c.entries) < c.max && c.bytes+size <= c.maxBytes {
 			break
 		}
 		c.remove(victim)
 	}
 	c.entries[session] = st
-	c.text += size
+	c.bytes += size
 }
 
 // remove forgets session's state, if held.
 func (c *sessionCache) remove(session string) {
 	if old, held := c.entries[session]; held {
-		c.text -= old.text()
+		c.bytes -= old.bytes(session)
 		delete(c.entries, session)
 	}
 }
 
-// text is the bytes of st's counter keys and activity steps.
-func (st *state) text() int {
-	n := 0
+// bytes is what st, cached as session id's state, is charged.
+func (st *state) bytes(id string) int {
+	n := cachedStateBytes + session.TextBytes(id) + session.TextBytes(st.version) + cachedStepBytes*cap(st.window)
 	for k := range st.counters {
-		n += len(k)
+		n += cachedCounterBytes + session.TextBytes(k)
 	}
 	for _, step := range st.window {
-		n += len(step)
+		n += session.TextBytes(step)
 	}
 	return n
 }

@@ -119,35 +119,40 @@ func TestCacheIsBounded(t *testing.T) {
 	}
 }
 
-// TestCacheTextIsBounded: the text the cache holds (counter keys and activity steps,
-// as long as occurrences make them) stays within maxText: a state that needs room
-// makes it by forgetting others, and one longer than maxText alone is not kept.
-func TestCacheTextIsBounded(t *testing.T) {
-	c := newSessionCache(10)
-	c.maxText = 100
+// TestCacheBytesAreBounded: what the cached states take (charged as they cost the heap,
+// with their counter keys and activity steps as long as occurrences make them) stays
+// within maxBytes: a state that needs room makes it by forgetting others, and one
+// taking more than maxBytes alone is not kept.
+func TestCacheBytesAreBounded(t *testing.T) {
 	long := func(n int) *state {
 		return &state{counters: map[string]engine.Counts{strings.Repeat("k", n): {Fire: 1}}, window: []string{"read"}}
 	}
+	size, shorter := long(40).bytes("a"), long(10).bytes("c")
+	if shorter >= size {
+		t.Fatalf("a state with a 10-byte key charged %d, one with a 40-byte key %d", shorter, size)
+	}
+	// Room for two states of 40-byte keys, not three.
+	c := newSessionCache(10, 2*size+size/2)
 	c.put("a", long(40))
 	c.put("b", long(40))
-	if c.len() != 2 || c.text != 88 {
-		t.Fatalf("two states of 44 bytes: %d held, %d bytes", c.len(), c.text)
+	if c.len() != 2 || c.bytes != 2*size {
+		t.Fatalf("two states of %d bytes: %d held, %d bytes", size, c.len(), c.bytes)
 	}
 	c.put("c", long(40))
-	if c.len() != 2 || c.text != 88 || c.get("c") == nil {
-		t.Errorf("a third state of 44 bytes under a bound of 100: %d held, %d bytes, c held %v", c.len(), c.text, c.get("c") != nil)
+	if c.len() != 2 || c.bytes != 2*size || c.get("c") == nil {
+		t.Errorf("a third state of %d bytes under a bound of %d: %d held, %d bytes, c held %v", size, c.maxBytes, c.len(), c.bytes, c.get("c") != nil)
 	}
 	c.put("c", long(10))
-	if c.len() != 2 || c.text != 58 {
-		t.Errorf("c replaced by a shorter state: %d held, %d bytes", c.len(), c.text)
+	if c.len() != 2 || c.bytes != size+shorter {
+		t.Errorf("c replaced by a shorter state: %d held, %d bytes", c.len(), c.bytes)
 	}
-	c.put("d", long(200))
-	if c.get("d") != nil || c.text > 100 {
-		t.Errorf("a state of 204 bytes under a bound of 100 was kept (%d bytes)", c.text)
+	c.put("d", long(3*size))
+	if c.get("d") != nil || c.bytes > c.maxBytes {
+		t.Errorf("a state of more than %d bytes was kept (%d bytes)", c.maxBytes, c.bytes)
 	}
 	c.drop("c")
-	if c.get("c") != nil || c.text > 44 {
-		t.Errorf("c dropped: %d bytes left", c.text)
+	if c.get("c") != nil || c.bytes > size {
+		t.Errorf("c dropped: %d bytes left", c.bytes)
 	}
 }
 

@@ -185,6 +185,9 @@ type Options struct {
 	// CacheSessions is how many sessions' last known state the store keeps to answer
 	// Load without a round trip; zero or less keeps none.
 	CacheSessions int
+	// CacheBytes bounds the heap those states take, as session.Options.MaxBytes
+	// bounds the memory store's (session.DefaultMaxBytes when zero or less).
+	CacheBytes int
 	// Observer, when set, is told of round trips, conflicts, waits for pending markers
 	// and corrections too late.
 	Observer Observer
@@ -304,7 +307,7 @@ func New(opt Options) (*Store, error) {
 	ro.PipelinePoolSize = -1
 	ro.DisableIdentity = true
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	s := &Store{opt: opt, display: u.Redacted(), cache: newSessionCache(opt.CacheSessions), writer: newVersion(), minMajor: opt.MinServerMajor}
+	s := &Store{opt: opt, display: u.Redacted(), cache: newSessionCache(opt.CacheSessions, opt.CacheBytes), writer: newVersion(), minMajor: opt.MinServerMajor}
 	ro.OnConnect = s.checkServer
 	s.client = redis.NewClient(ro)
 	return s, nil

@@ -11,11 +11,12 @@
 // sessions together hold at most MaxTotalCounters (the least recently used sessions are
 // evicted to make room; scoped counters, one per distinct scope value, are what can
 // otherwise outgrow a container's memory long before MaxSessions is reached), and the
-// text they hold — counter scope values and activity steps, which the occurrences
-// supply and can make as long as a request — at most MaxTotalText bytes, likewise. A
-// counter that cannot be added within the per-session bound, or within a total one with
-// no other session it may evict, cannot be applied, which the engine routes to the
-// rule's on_error ([OAR-FIRE-9]) instead of silently dropping a counter.
+// memory they take at most MaxBytes, likewise: every session, counter and place in a window
+// counted at what it costs the heap, with the text occurrences supply and can make as
+// long as a request (session ids, counter scope values, activity steps). A counter that
+// cannot be added within the per-session bound, or within a total one with no other
+// session it may evict, cannot be applied, which the engine routes to the rule's
+// on_error ([OAR-FIRE-9]) instead of silently dropping a counter.
 //
 // A session being evaluated is pinned (Pin, Unpin): no bound evicts it and it does
 // not expire, so the evaluation reads and writes one state from its first read to its
@@ -40,14 +41,37 @@ import (
 )
 
 // Defaults: MaxSessions and MaxCounters replace zero fields of Options; DefaultIdleTTL
-// is what the sidecar's flag defaults to.
+// is what the sidecar's flag defaults to. DefaultMaxBytes is what the injector gives a
+// sidecar at its default memory limit: a quarter of 128 MiB.
 const (
 	DefaultMaxSessions      = 100_000
 	DefaultIdleTTL          = 30 * time.Minute
 	DefaultMaxCounters      = 4096
 	DefaultMaxTotalCounters = 100_000
-	DefaultMaxTotalText     = 32 << 20
+	DefaultMaxBytes         = 32 << 20
 )
+
+// What the store's bookkeeping charges, in bytes of heap, beside the text occurrences
+// supply. TestBytesCoverTheHeap fills stores to their bound in the shapes that cost the
+// heap the most per byte charged: fragmentation included, the heap grows by up to about
+// 1.3 times what they are charged.
+const (
+	// sessionBytes is a session's state and its entry in the table.
+	sessionBytes = 256
+	// counterBytes is a counter in its session's list (which grows as append grows
+	// it, so up to twice its 64 bytes) and its index slots.
+	counterBytes = 160
+	// stepBytes is a place in a window's list, charged for every place the list
+	// has room for.
+	stepBytes = 16
+)
+
+// TextBytes is what a string occurrences supplied is charged against a bound in bytes
+// of heap: its bytes rounded up to 16, the block the allocator packs short strings in
+// (one live string keeps its block) and the step of most of its small size classes.
+func TextBytes(s string) int {
+	return (len(s) + 15) &^ 15
+}
 
 // ErrCounterLimit is matched (errors.Is) by the error of an Apply that would give a
 // session more than MaxCounters counters, or the store more than MaxTotalCounters with
@@ -68,12 +92,14 @@ type Options struct {
 	MaxCounters int
 	// MaxTotalCounters is the most counters all sessions hold together.
 	MaxTotalCounters int
-	// MaxTotalText is the most bytes of counter scope values and activity steps all
-	// sessions hold together. A session's own window is kept past it when no other
-	// session is left to evict, as a step cannot be refused. The default leaves room
-	// for 100,000 counters scoped by a 64-character fingerprint five times over, and
-	// stays well inside the injected sidecar's 128 MiB limit beside a large bundle.
-	MaxTotalText int
+	// MaxBytes bounds the heap all sessions take together: their states, counters
+	// and windows, and the text occurrences supplied (session ids, counter scope
+	// values, activity steps), which can be as long as a request. What they are
+	// charged stays within it; the heap they take, fragmentation included, within
+	// about 1.3 times it. A session is kept past it when no other session is left to
+	// evict, as are its window's steps, since neither can be refused; a counter is
+	// refused (ErrCounterLimit).
+	MaxBytes int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -88,8 +114,8 @@ func (o Options) withDefaults() Options {
 	if o.MaxTotalCounters <= 0 {
 		o.MaxTotalCounters = DefaultMaxTotalCounters
 	}
-	if o.MaxTotalText <= 0 {
-		o.MaxTotalText = DefaultMaxTotalText
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -108,8 +134,12 @@ type state struct {
 	usedWhilePinned bool
 	counters        counters
 	window          []string
-	// text is the bytes of its counters' scope values and of its window's steps.
-	text       int
+	// windowRoom is the number of places of the list window was made in, which may
+	// reach before window's start (steps dropped) and past its end (room to append).
+	windowRoom int
+	// bytes is what the session is charged: sessionBytes, its id, its counters and
+	// their scope values, its window's places and steps.
+	bytes      int
 	prev, next *state
 }
 
@@ -124,9 +154,9 @@ type Store struct {
 	// last's (equal pointers: no byte is read) spares hashing it into byID at each of
 	// them. remove clears it: it is never a session byID no longer holds.
 	last *state
-	// total is the number of counters of all sessions, and text the bytes of their
-	// scope values and steps.
-	total, text int
+	// total is the number of counters of all sessions, and bytes what they are
+	// charged together.
+	total, bytes int
 	// evictedLRU and evictedTTL count sessions forgotten for each reason.
 	evictedLRU, evictedTTL uint64
 	// pinsBeforeState counts the Pins of sessions that held no state when pinned; the
@@ -184,16 +214,16 @@ func (s *Store) Apply(k engine.CounterKey, a engine.Action) (engine.Counts, erro
 					s.total, k.Session, diag.Truncate(k.ReportKey()), ErrCounterLimit)
 			}
 		}
-		for s.text+len(k.Scope) > s.opt.MaxTotalText {
+		need := counterBytes + TextBytes(k.Scope)
+		for s.bytes+need > s.opt.MaxBytes {
 			if !s.evictOther(st) {
-				return engine.Counts{}, fmt.Errorf("the sessions hold %d bytes of counter scopes and activity steps, and a scope of %d bytes would pass the most --max-session-text-bytes allows, with no session other than %q to evict (none is left, or every other is being evaluated): cannot add %s: %w",
-					s.text, len(k.Scope), k.Session, diag.Truncate(k.ReportKey()), ErrCounterLimit)
+				return engine.Counts{}, fmt.Errorf("the sessions take %d bytes, and a counter of %d would pass the most --max-session-bytes allows, with no session other than %q to evict (none is left, or every other is being evaluated): cannot add %s: %w",
+					s.bytes, need, k.Session, diag.Truncate(k.ReportKey()), ErrCounterLimit)
 			}
 		}
 		i = st.counters.add(&key)
 		s.total++
-		st.text += len(k.Scope)
-		s.text += len(k.Scope)
+		s.charge(st, need)
 	}
 	c := &st.counters.list[i].counts
 	*c = c.After(a)
@@ -220,8 +250,7 @@ func (s *Store) Restore(k engine.CounterKey, c engine.Counts) error {
 	case !exists:
 		return fmt.Errorf("session %q no longer holds counter %s", k.Session, diag.Truncate(k.ReportKey()))
 	case c == engine.Counts{}:
-		st.text -= len(st.counters.list[i].key.scope)
-		s.text -= len(st.counters.list[i].key.scope)
+		s.charge(st, -counterBytes-TextBytes(st.counters.list[i].key.scope))
 		st.counters.remove(i)
 		s.total--
 	default:
@@ -290,36 +319,46 @@ func (s *Store) Window(session string) []string {
 	return nil
 }
 
-// Append implements engine.ActivityStore, keeping the newest max steps. A window
+// Append implements engine.ActivityStore, keeping the newest keep steps. A window
 // handed out earlier never changes: the step goes past the end of every window handed
-// out so far, into spare capacity, and the oldest step is dropped by moving the start
-// forward; the window is copied, into room for max more steps, only when the capacity
-// runs out, so a session's appends allocate about once per max steps.
-func (s *Store) Append(session, step string, max int) {
-	if max <= 0 {
+// out so far, into spare room, and the oldest step is dropped by moving the start
+// forward. The window is copied only when its list is full, into one twice its length
+// (at least 4 places, at most twice keep): the copies cost each step a constant amount,
+// and the list takes at most twice the places the window holds, not the capability's
+// activity_window (up to 2^20) for a session that made one call.
+func (s *Store) Append(session, step string, keep int) {
+	if keep <= 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.lookupOrCreate(session)
 	old := st.window
-	if len(old) >= max {
-		for _, dropped := range old[:len(old)-max+1] {
-			st.text -= len(dropped)
-			s.text -= len(dropped)
+	if len(old) >= keep {
+		for _, dropped := range old[:len(old)-keep+1] {
+			s.charge(st, -TextBytes(dropped))
 		}
-		old = old[len(old)-max+1:]
+		old = old[len(old)-keep+1:]
 	}
-	if len(old) == cap(old) {
-		w := make([]string, len(old), len(old)+max)
+	// A list made for a wider window (the bundle's activity_window shrank) is given
+	// back too.
+	if len(old) == cap(old) || st.windowRoom > 2*keep {
+		w := make([]string, len(old), min(max(2*len(old), 4), 2*keep))
 		copy(w, old)
+		s.charge(st, stepBytes*(cap(w)-st.windowRoom))
+		st.windowRoom = cap(w)
 		old = w
 	}
 	st.window = append(old, step)
-	st.text += len(step)
-	s.text += len(step)
-	for s.text > s.opt.MaxTotalText && s.evictOther(st) {
+	s.charge(st, TextBytes(step))
+	for s.bytes > s.opt.MaxBytes && s.evictOther(st) {
 	}
+}
+
+// charge adds n bytes (negative: gives them back) to what st and the store take.
+func (s *Store) charge(st *state, n int) {
+	st.bytes += n
+	s.bytes += n
 }
 
 // evictOther forgets the least recently used session that is neither pinned nor keep,
@@ -339,6 +378,13 @@ func (s *Store) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.byID)
+}
+
+// Bytes returns what the sessions held are charged against MaxBytes.
+func (s *Store) Bytes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bytes
 }
 
 // Evictions returns how many sessions were forgotten because the table was full (lru)
@@ -410,6 +456,9 @@ func (s *Store) lookupOrCreate(id string) *state {
 	s.byID[id] = st
 	s.last = st
 	s.insertFront(st)
+	s.charge(st, sessionBytes+TextBytes(id))
+	for s.bytes > s.opt.MaxBytes && s.evictOther(st) {
+	}
 	return st
 }
 
@@ -444,7 +493,7 @@ func (s *Store) expire(now time.Time) {
 
 func (s *Store) remove(st *state) {
 	s.total -= st.counters.len()
-	s.text -= st.text
+	s.bytes -= st.bytes
 	st.prev.next, st.next.prev = st.next, st.prev
 	st.prev, st.next = nil, nil
 	delete(s.byID, st.id)

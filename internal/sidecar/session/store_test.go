@@ -100,6 +100,45 @@ func TestWindow(t *testing.T) {
 	}
 }
 
+// TestWindowTakesRoomForItsSteps: a window's list grows with the steps it holds, not
+// with the capability's activity_window (up to 2^20 places, which every session's first
+// call used to allocate), stays within twice them once full, and is given back when the
+// window shrinks; the steps are [OAR-PROF-9]'s, and a window handed out never changes.
+func TestWindowTakesRoomForItsSteps(t *testing.T) {
+	s := New(Options{})
+	s.Append("wide", "read", 1<<20)
+	checkTable(t, s)
+	var (
+		all    []string
+		handed [][]string
+		copies [][]string
+	)
+	for i := range 3000 {
+		step := fmt.Sprint(i)
+		all = append(all, step)
+		s.Append("s", step, 1000)
+		if i%97 == 0 {
+			checkTable(t, s)
+			w := s.Window("s")
+			handed, copies = append(handed, w), append(copies, slices.Clone(w))
+		}
+	}
+	checkTable(t, s)
+	if w := s.Window("s"); !slices.Equal(w, all[len(all)-1000:]) {
+		t.Fatalf("window of %d steps from %q, want the last 1,000", len(w), w[0])
+	}
+	for i := range handed {
+		if !slices.Equal(handed[i], copies[i]) {
+			t.Fatalf("window %d changed after it was handed out", i)
+		}
+	}
+	s.Append("s", "last", 10)
+	checkTable(t, s)
+	if w := s.Window("s"); !slices.Equal(w, append(slices.Clone(all[len(all)-9:]), "last")) {
+		t.Errorf("window %q after activity_window became 10", w)
+	}
+}
+
 // TestLRUEviction: the least recently used session goes first, where any access counts.
 func TestLRUEviction(t *testing.T) {
 	s := New(Options{MaxSessions: 3})
@@ -285,15 +324,18 @@ func TestCounterLimit(t *testing.T) {
 	}
 }
 
-// TestTextBound: the scope values and activity steps sessions hold, which occurrences
-// supply and can make as long as a request, are bounded in bytes together
-// (MaxTotalText): a long one forgets the least recently used other sessions to make
+// TestByteBound: what sessions take is bounded in bytes together (MaxBytes): their
+// states, counters and windows, and the text occurrences supply and can make as long
+// as a request. A long scope forgets the least recently used other sessions to make
 // room; a scope no eviction makes room for is refused as a counter past a bound is
 // (ErrCounterLimit, the rule's on_error); a window is kept even past the bound, since a
 // step cannot be refused. Restoring a counter to zero and dropping old steps give their
 // bytes back.
-func TestTextBound(t *testing.T) {
-	s := New(Options{MaxTotalText: 1000})
+func TestByteBound(t *testing.T) {
+	// Room for two one-letter sessions with a 400-byte scope each, not for a third, nor
+	// for a window of three 400-byte steps beside any other session.
+	perSession := sessionBytes + TextBytes("a") + counterBytes + 400
+	s := New(Options{MaxBytes: 2*perSession + 4*stepBytes})
 	long := func(c string) string { return strings.Repeat(c, 400) }
 	scoped := func(session, scope string) engine.CounterKey {
 		return engine.CounterKey{Rule: "r", Session: session, Scope: scope, Scoped: true}
@@ -301,7 +343,8 @@ func TestTextBound(t *testing.T) {
 	mustApply(t, s, scoped("a", long("a")), engine.ActionIncrementCounter)
 	mustApply(t, s, scoped("b", long("b")), engine.ActionIncrementCounter)
 	checkTable(t, s)
-	// A third 400-byte scope passes 1,000: a, used least recently, is forgotten.
+	// A third session with a 400-byte scope passes the bound: a, used least recently,
+	// is forgotten.
 	mustApply(t, s, scoped("c", long("c")), engine.ActionIncrementCounter)
 	if got, _ := s.Get(scoped("a", long("a"))); got.Fire != 0 {
 		t.Errorf("a was kept past the text bound: fire_count %d", got.Fire)
@@ -313,7 +356,7 @@ func TestTextBound(t *testing.T) {
 	// Pinned, b and c cannot be evicted: a scope needing their room is refused.
 	s.Pin("b")
 	s.Pin("c")
-	if _, err := s.Apply(scoped("d", long("d")), engine.ActionIncrementCounter); !errors.Is(err, ErrCounterLimit) || !strings.Contains(err.Error(), "--max-session-text-bytes") {
+	if _, err := s.Apply(scoped("d", long("d")), engine.ActionIncrementCounter); !errors.Is(err, ErrCounterLimit) || !strings.Contains(err.Error(), "--max-session-bytes") {
 		t.Errorf("a scope past the bound with every other session pinned: %v, want ErrCounterLimit", err)
 	}
 	s.Unpin("b")
@@ -333,7 +376,7 @@ func TestTextBound(t *testing.T) {
 		t.Errorf("window of %d steps, want 3", got)
 	}
 	if s.Len() != 1 {
-		t.Errorf("%d sessions held beside a window of 1,200 bytes, want it alone", s.Len())
+		t.Errorf("%d sessions held beside a window of 1,200 bytes of steps, want it alone", s.Len())
 	}
 }
 
@@ -546,34 +589,37 @@ func TestPinnedSessionIsUsedWhenUnpinned(t *testing.T) {
 }
 
 // checkTable fails t unless the store's bookkeeping agrees with the sessions it holds:
-// total counts their counters and text the bytes of their scopes and steps, the
-// recency list links exactly them, and the session looked up last (lookup's shortcut)
-// is one of them.
+// total counts their counters and bytes what they are charged, the recency list links
+// exactly them, each window's list is at most twice its length (or 4 places), and the
+// session looked up last (lookup's shortcut) is one of them.
 func checkTable(t *testing.T, s *Store) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	counted, listed, text := 0, 0, 0
+	counted, listed, bytes := 0, 0, 0
 	for st := s.root.next; st != &s.root; st = st.next {
 		if s.byID[st.id] != st {
 			t.Errorf("session %q is in the recency list, not in the table", st.id)
 		}
 		counted += st.counters.len()
 		listed++
-		own := 0
+		own := sessionBytes + TextBytes(st.id) + stepBytes*st.windowRoom
 		for _, c := range st.counters.list {
-			own += len(c.key.scope)
+			own += counterBytes + TextBytes(c.key.scope)
 		}
 		for _, step := range st.window {
-			own += len(step)
+			own += TextBytes(step)
 		}
-		if own != st.text {
-			t.Errorf("session %q holds %d bytes of scopes and steps, its text says %d", st.id, own, st.text)
+		if own != st.bytes {
+			t.Errorf("session %q takes %d bytes, its bytes say %d", st.id, own, st.bytes)
 		}
-		text += own
+		if st.windowRoom < cap(st.window) || st.windowRoom > max(2*len(st.window), 4) {
+			t.Errorf("session %q: a window of %d steps, in a list of %d places (%d charged)", st.id, len(st.window), cap(st.window), st.windowRoom)
+		}
+		bytes += own
 	}
-	if listed != len(s.byID) || counted != s.total || text != s.text {
-		t.Errorf("%d sessions listed, %d held; %d counters, total says %d; %d bytes of text, text says %d", listed, len(s.byID), counted, s.total, text, s.text)
+	if listed != len(s.byID) || counted != s.total || bytes != s.bytes {
+		t.Errorf("%d sessions listed, %d held; %d counters, total says %d; %d bytes, bytes says %d", listed, len(s.byID), counted, s.total, bytes, s.bytes)
 	}
 	if s.last != nil && s.byID[s.last.id] != s.last {
 		t.Errorf("the session looked up last, %q, is no longer held", s.last.id)
