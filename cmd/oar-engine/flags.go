@@ -50,7 +50,11 @@ window place is charged what it costs, with the text occurrences supply (session
 counter scope values, activity steps), and the least recently used sessions are
 forgotten to make room. The heap they take stays within twice it, fragmentation
 included; give it at most a quarter of the container's memory limit (the injector
-does). A session_id is at most 1,024 bytes.
+does). A session_id is at most 1,024 bytes. --max-request-bytes bounds the heap the
+requests being evaluated take together: a body can decode to about 50 times its
+length (a tool call whose arguments are a list of tiny objects), so a request waits
+its turn rather than take the sidecar past its memory limit; the injector gives it an
+eighth of the limit.
 Logs are JSON on stderr; publish_event records are JSON lines on stdout.
 
 --decision-log=stdout|FILE (off by default) writes one JSON line of kind "decision"
@@ -102,6 +106,7 @@ type options struct {
 	maxTotal                 int
 	maxBytes                 int
 	maxBodyBytes             int64
+	maxRequestBytes          int64
 	sessionStore             string
 	storePassword            string
 	storeCA                  string
@@ -155,6 +160,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.storeCache, "session-store-cache", redisstore.DefaultCacheSessions, "sessions whose last known state this replica keeps, so that an occurrence of a session that stays on it costs one round trip (its commit, which checks the version) instead of two; 0 keeps none")
 	fs.IntVar(&o.storeRetries, "session-store-retries", sidecar.DefaultSessionRetries, "times an occurrence is read and evaluated again when another replica changed its session meanwhile; past them, its rules needing session state follow their on_error")
 	fs.Int64Var(&o.maxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "largest POST /v1/evaluate body, in `bytes`, at most 64 MiB")
+	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", sidecar.DefaultMaxRequestBytes, "most `bytes` of heap the POST /v1/evaluate requests being evaluated take together, each charged what its body decodes to (up to about 50 times its length); more waits its turn, and one charged more than this is served alone")
 	fs.IntVar(&o.eventBuffer, "event-buffer", events.DefaultBuffer, "records buffered per /v1/events subscriber before a slow one is dropped")
 	fs.StringVar(&o.decisionLog, "decision-log", "", "write one JSON line per evaluated occurrence (its facts, tool call, recent activity, decision, traced rules and bundle digest) to stdout, next to the publish_event records, or append them to a `FILE`; empty: no decision log. oarctl replay reads it")
 	content := fs.String("decision-log-content", string(decisionlog.ContentOmit), "how much of an occurrence's content a decision log line keeps: omit (its length only), hash (its length and SHA-256, which can confirm a guessed text) or full (the text; needed to replay content rules and transforms)")
@@ -211,6 +217,7 @@ func (o options) check() error {
 		{"--max-counters", o.maxTotal > 0},
 		{"--max-session-bytes", o.maxBytes > 0},
 		{"--max-body-bytes", o.maxBodyBytes > 0},
+		{"--max-request-bytes", o.maxRequestBytes > 0},
 		{"--event-buffer", o.eventBuffer > 0},
 		{"--decision-log-buffer", o.decisionLogBuffer > 0},
 		{"--shutdown-timeout", o.shutdown > 0},
@@ -300,6 +307,7 @@ func (o options) sidecarOptions(events io.Writer, log logr.Logger, shared *redis
 		Documents:       documents,
 		ReloadInterval:  o.reloadInterval,
 		MaxBodyBytes:    o.maxBodyBytes,
+		MaxRequestBytes: o.maxRequestBytes,
 		Sessions:        session.Options{MaxSessions: o.maxSessions, IdleTTL: o.sessionIdleTTL, MaxCounters: o.maxCounters, MaxTotalCounters: o.maxTotal, MaxBytes: o.maxBytes},
 		SharedSessions:  shared,
 		SessionRetries:  o.storeRetries,

@@ -862,6 +862,7 @@ func container(o Options) corev1.Container {
 			"--max-sessions=" + strconv.Itoa(o.MaxSessions),
 			"--session-idle-ttl=" + shortDuration(o.SessionIdleTTL),
 			"--max-session-bytes=" + strconv.FormatInt(sessionBytes(o.MemoryLimit), 10),
+			"--max-request-bytes=" + strconv.FormatInt(requestBytes(o.MemoryLimit), 10),
 		},
 		Env:   []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: goMemLimit(o.MemoryLimit)}},
 		Ports: []corev1.ContainerPort{{Name: ProbePortName, ContainerPort: int32(o.ProbePort), Protocol: corev1.ProtocolTCP}},
@@ -934,11 +935,16 @@ func goMemLimit(limit resource.Quantity) string {
 	return strconv.FormatInt(b, 10) + "B"
 }
 
-// sessionBytes is the sidecar's --max-session-bytes: a quarter of the memory limit. The
-// sessions' heap stays within twice what they are charged, so within half the limit,
-// below GOMEMLIMIT with room for the bundle, requests and the runtime.
+// sessionBytes is the sidecar's --max-session-bytes, a quarter of the memory limit, and
+// requestBytes its --max-request-bytes, an eighth. The sessions' heap stays within twice
+// what they are charged, so within half the limit, and the requests' within what they
+// are charged: below GOMEMLIMIT (80%) with room for the bundle and the runtime.
 func sessionBytes(limit resource.Quantity) int64 {
 	return max(limit.Value()/4, 1)
+}
+
+func requestBytes(limit resource.Quantity) int64 {
+	return max(limit.Value()/8, 1)
 }
 
 // shortDuration writes 30m, not 30m0s.

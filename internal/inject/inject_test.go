@@ -324,7 +324,7 @@ func TestAnnotations(t *testing.T) {
 	}
 	r := mustInject(t, p)
 	c := r.Spec.InitContainers[0]
-	want := []string{"--bundle-dir=/etc/oar/bundle", "--address=127.0.0.1", "--port=9000", "--probe-address=:9001", "--max-sessions=5", "--session-idle-ttl=1h", "--max-session-bytes=268435456"}
+	want := []string{"--bundle-dir=/etc/oar/bundle", "--address=127.0.0.1", "--port=9000", "--probe-address=:9001", "--max-sessions=5", "--session-idle-ttl=1h", "--max-session-bytes=268435456", "--max-request-bytes=134217728"}
 	if !reflect.DeepEqual(c.Args, want) || c.Image != "registry.example/oar:v9" || c.Ports[0].ContainerPort != 9001 {
 		t.Fatalf("image %s args %q ports %+v", c.Image, c.Args, c.Ports)
 	}

@@ -60,10 +60,21 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 	w.Header()[digestKey] = sd.value
 	defer s.recoverEvaluation(w, digest)
 
+	// Room for the body as declared (as the limit allows, when it is not), then for
+	// what it decodes to (requestBudget).
+	declared := r.ContentLength
+	if declared < 0 || declared > s.opt.MaxBodyBytes {
+		declared = s.opt.MaxBodyBytes
+	}
+	reading, err := s.requests.read(r.Context(), declared)
+	if err != nil {
+		return // the client went away while the request waited
+	}
 	sc := scratches.Get().(*scratch)
 	body, err := readBody(sc.body[:0], w, r, s.opt.MaxBodyBytes)
 	sc.body = pooled(body)
 	if err != nil {
+		s.requests.doneReading(reading)
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			s.metrics.Rejected(metrics.RejectTooLarge)
@@ -75,6 +86,14 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		scratches.Put(sc)
 		return
 	}
+	// The body is charged what it becomes before it is decoded.
+	evaluating, err := s.requests.evaluate(r.Context(), occurrence.HeapBytes(body))
+	s.requests.doneReading(reading)
+	if err != nil {
+		scratches.Put(sc)
+		return // the client went away while the request waited
+	}
+	defer s.requests.doneEvaluating(evaluating)
 	occ, errs := occurrence.Decode(body, occurrence.HostMembers)
 	if errs != nil {
 		s.metrics.Rejected(metrics.RejectMalformed)

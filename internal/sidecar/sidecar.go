@@ -51,6 +51,9 @@ import (
 const (
 	DefaultMaxBodyBytes    = 1 << 20
 	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultMaxRequestBytes is what the injector gives a sidecar at its default memory
+	// limit: an eighth of 128 MiB.
+	DefaultMaxRequestBytes = 16 << 20
 	// MaxSessionIDBytes bounds a session_id: the session table holds one per session.
 	MaxSessionIDBytes = 1024
 	// DefaultStreamWriteTimeout is shorter than DefaultShutdownTimeout, so a stalled
@@ -71,6 +74,9 @@ type Options struct {
 	ReloadInterval time.Duration
 	// MaxBodyBytes bounds a POST /v1/evaluate body.
 	MaxBodyBytes int64
+	// MaxRequestBytes bounds the heap the requests being evaluated take together
+	// (requestBudget; DefaultMaxRequestBytes).
+	MaxRequestBytes int64
 	// Sessions bound the in-memory session table.
 	Sessions session.Options
 	// SharedSessions, when set, keeps sessions in Redis instead, shared by every
@@ -106,12 +112,17 @@ type Sidecar struct {
 	digest atomic.Pointer[servedDigest]
 	// sessionLocks serialise the evaluations of one session (evaluate.go).
 	sessionLocks sessionLocks
+	// requests bounds the heap the requests being evaluated take (evaluate.go).
+	requests *requestBudget
 }
 
 // New returns a sidecar serving no bundle yet.
 func New(opt Options) *Sidecar {
 	if opt.MaxBodyBytes <= 0 {
 		opt.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opt.MaxRequestBytes <= 0 {
+		opt.MaxRequestBytes = DefaultMaxRequestBytes
 	}
 	if opt.ShutdownTimeout <= 0 {
 		opt.ShutdownTimeout = DefaultShutdownTimeout
@@ -129,14 +140,17 @@ func New(opt Options) *Sidecar {
 		opt:      opt,
 		sessions: session.New(opt.Sessions),
 		events:   events.NewStream(opt.Events, opt.EventBuffer),
+		requests: newRequestBudget(opt.MaxRequestBytes),
 	}
 	src := metrics.Sources{
-		Sessions:      s.sessions.Len,
-		SessionBytes:  s.sessions.Bytes,
-		Evictions:     s.sessions.Evictions,
-		Subscribers:   s.events.Subscribers,
-		Dropped:       s.events.Dropped,
-		BundleRefused: func() bool { return s.source.Status().Refused() },
+		Sessions:       s.sessions.Len,
+		SessionBytes:   s.sessions.Bytes,
+		RequestBytes:   s.requests.held.Load,
+		RequestsWaited: s.requests.waited.Load,
+		Evictions:      s.sessions.Evictions,
+		Subscribers:    s.events.Subscribers,
+		Dropped:        s.events.Dropped,
+		BundleRefused:  func() bool { return s.source.Status().Refused() },
 	}
 	if dl := opt.DecisionLog; dl != nil {
 		src.DecisionLog = func() (uint64, uint64, uint64, uint64) {

@@ -53,6 +53,11 @@ type Sources struct {
 	// against --max-session-bytes.
 	Sessions     func() int
 	SessionBytes func() int
+	// RequestBytes returns the heap the requests being evaluated are charged
+	// against --max-request-bytes, and RequestsWaited how many requests waited for
+	// room under it.
+	RequestBytes   func() int64
+	RequestsWaited func() uint64
 	// Evictions returns the sessions forgotten because a bound needed room and
 	// because they were idle.
 	Evictions func() (lru, ttl uint64)
@@ -205,6 +210,14 @@ func (m *Metrics) registerSources(src Sources) {
 	if src.SessionBytes != nil {
 		gauge("session_bytes", "Bytes of heap the sessions held are charged against --max-session-bytes, their ids, counter scope values and activity steps included; the heap they take stays within twice it.",
 			func() float64 { return float64(src.SessionBytes()) })
+	}
+	if src.RequestBytes != nil {
+		gauge("request_bytes", "Bytes of heap the POST /v1/evaluate requests being evaluated are charged against --max-request-bytes (what their bodies decode to, at most about 50 times their length).",
+			func() float64 { return float64(src.RequestBytes()) })
+	}
+	if src.RequestsWaited != nil {
+		counter("requests_waited_total", "POST /v1/evaluate requests that waited for room under --max-request-bytes before being read or evaluated; steadily rising, raise it with the memory limit.", nil,
+			func() float64 { return float64(src.RequestsWaited()) })
 	}
 	if src.Evictions != nil {
 		const help = "Sessions forgotten, by reason: lru (a bound needed room: --max-sessions, --max-counters or --max-session-bytes) or ttl (idle too long)."

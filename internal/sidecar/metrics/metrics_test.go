@@ -60,12 +60,14 @@ oar_engine_bundle_reloads_total 2
 func TestSources(t *testing.T) {
 	sessions, refused := 3, false
 	m := New(Sources{
-		Sessions:      func() int { return sessions },
-		SessionBytes:  func() int { return 512 * sessions },
-		Evictions:     func() (uint64, uint64) { return 5, 7 },
-		Subscribers:   func() int { return 1 },
-		Dropped:       func() uint64 { return 2 },
-		BundleRefused: func() bool { return refused },
+		Sessions:       func() int { return sessions },
+		SessionBytes:   func() int { return 512 * sessions },
+		RequestBytes:   func() int64 { return 4096 },
+		RequestsWaited: func() uint64 { return 9 },
+		Evictions:      func() (uint64, uint64) { return 5, 7 },
+		Subscribers:    func() int { return 1 },
+		Dropped:        func() uint64 { return 2 },
+		BundleRefused:  func() bool { return refused },
 	})
 	sessions, refused = 4, true
 	m.Rejected(RejectMalformed)
@@ -78,9 +80,15 @@ oar_engine_event_subscribers 1
 # HELP oar_engine_event_subscribers_dropped_total GET /v1/events subscribers dropped for falling behind.
 # TYPE oar_engine_event_subscribers_dropped_total counter
 oar_engine_event_subscribers_dropped_total 2
+# HELP oar_engine_request_bytes Bytes of heap the POST /v1/evaluate requests being evaluated are charged against --max-request-bytes (what their bodies decode to, at most about 50 times their length).
+# TYPE oar_engine_request_bytes gauge
+oar_engine_request_bytes 4096
 # HELP oar_engine_requests_rejected_total POST /v1/evaluate requests refused before evaluation, by reason.
 # TYPE oar_engine_requests_rejected_total counter
 oar_engine_requests_rejected_total{reason="malformed"} 1
+# HELP oar_engine_requests_waited_total POST /v1/evaluate requests that waited for room under --max-request-bytes before being read or evaluated; steadily rising, raise it with the memory limit.
+# TYPE oar_engine_requests_waited_total counter
+oar_engine_requests_waited_total 9
 # HELP oar_engine_session_bytes Bytes of heap the sessions held are charged against --max-session-bytes, their ids, counter scope values and activity steps included; the heap they take stays within twice it.
 # TYPE oar_engine_session_bytes gauge
 oar_engine_session_bytes 2048
