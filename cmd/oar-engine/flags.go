@@ -165,7 +165,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.decisionLog, "decision-log", "", "write one JSON line per evaluated occurrence (its facts, tool call, recent activity, decision, traced rules and bundle digest) to stdout, next to the publish_event records, or append them to a `FILE`; empty: no decision log. oarctl replay reads it")
 	content := fs.String("decision-log-content", string(decisionlog.ContentOmit), "how much of an occurrence's content a decision log line keeps: omit (its length only), hash (its length and SHA-256, which can confirm a guessed text) or full (the text; needed to replay content rules and transforms)")
 	fs.Float64Var(&o.decisionLogSample, "decision-log-sample", 1, "fraction of sessions whose occurrences are logged, 0 to 1; chosen by a hash of the session_id, so a session is logged whole or not at all, on every replica")
-	fs.IntVar(&o.decisionLogBuffer, "decision-log-buffer", decisionlog.DefaultBuffer, "decision log lines held for a slow destination; past them lines are dropped (counted in oar_engine_decision_log_dropped_total), never an evaluation delayed")
+	fs.IntVar(&o.decisionLogBuffer, "decision-log-buffer", decisionlog.DefaultBuffer, "decision log lines held for a slow destination, their occurrences taking at most --max-request-bytes of heap; past either, lines are dropped (counted in oar_engine_decision_log_dropped_total), never an evaluation delayed")
 	fs.DurationVar(&o.shutdown, "shutdown-timeout", sidecar.DefaultShutdownTimeout, "how long to let in-flight requests finish after SIGTERM")
 	level := fs.String("log-level", "info", "`level` of the JSON logs on stderr: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -290,7 +290,7 @@ func (o options) openDecisionLog(stdout io.Writer, log logr.Logger) (*decisionlo
 	}
 	log = log.WithName("decision-log")
 	return decisionlog.NewWriter(w, decisionlog.Options{
-		Content: o.decisionLogContent, Sample: o.decisionLogSample, Buffer: o.decisionLogBuffer,
+		Content: o.decisionLogContent, Sample: o.decisionLogSample, Buffer: o.decisionLogBuffer, BufferBytes: o.maxRequestBytes,
 		OnWriteError: func(err error, failures uint64) {
 			log.Error(err, "a decision log line could not be written; the evaluation was answered", "failures", failures)
 		},

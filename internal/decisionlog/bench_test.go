@@ -31,7 +31,7 @@ func BenchmarkLog(b *testing.B) {
 			occ.SessionID = c.session
 			b.ReportAllocs()
 			for b.Loop() {
-				w.Log("sha256:abc", occ, d, Session{State: c.state})
+				w.Log("sha256:abc", occ, 0, d, Session{State: c.state})
 				select {
 				case <-w.ch:
 				default:

@@ -22,7 +22,7 @@ func TestSurrogatesSurvive(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	w := NewWriter(&buf, Options{Content: ContentFull, Sample: 1})
-	w.Log("d", want, sampleDecision(), Session{})
+	w.Log("d", want, 0, sampleDecision(), Session{})
 	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

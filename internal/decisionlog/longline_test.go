@@ -20,10 +20,10 @@ func TestHTMLCharactersKeepALineShort(t *testing.T) {
 	big := &engine.Occurrence{Anchor: "tool.pre_invoke", SessionID: "s1", ToolCall: &engine.ToolCall{Name: "write", Arguments: map[string]any{"text": arg}}}
 	small := &engine.Occurrence{Anchor: "tool.pre_invoke", SessionID: "s2", ToolCall: &engine.ToolCall{Name: "read", Arguments: map[string]any{}}}
 	d := &engine.Decision{Decision: "none"}
-	w.Log("sha256:x", small, d, Session{})
-	w.Log("sha256:x", big, d, Session{})
+	w.Log("sha256:x", small, 0, d, Session{})
+	w.Log("sha256:x", big, 0, d, Session{})
 	for range 3 {
-		w.Log("sha256:x", small, d, Session{})
+		w.Log("sha256:x", small, 0, d, Session{})
 	}
 	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -76,9 +76,9 @@ func TestWriterNeverWritesALineTheReaderRefuses(t *testing.T) {
 	big := &engine.Occurrence{Anchor: "tool.pre_invoke", SessionID: "s1", ToolCall: &engine.ToolCall{Name: "write", Arguments: map[string]any{"text": strings.Repeat("y", 500)}}}
 	small := &engine.Occurrence{Anchor: "tool.pre_invoke", SessionID: "s1", ToolCall: &engine.ToolCall{Name: "read", Arguments: map[string]any{}}}
 	d := &engine.Decision{Decision: "none"}
-	w.Log("sha256:x", small, d, Session{})
-	w.Log("sha256:x", big, d, Session{})
-	w.Log("sha256:x", small, d, Session{})
+	w.Log("sha256:x", small, 0, d, Session{})
+	w.Log("sha256:x", big, 0, d, Session{})
+	w.Log("sha256:x", small, 0, d, Session{})
 	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,11 @@ import (
 // stalled destination before lines are dropped.
 const DefaultBuffer = 1024
 
+// DefaultBufferBytes is how many bytes of heap the occurrences of the lines a Writer
+// holds may take when Options give no bound: what the sidecar's requests being
+// evaluated may take by default (sidecar.DefaultMaxRequestBytes).
+const DefaultBufferBytes = 16 << 20
+
 // Options configure a Writer.
 type Options struct {
 	// Content is how much of each occurrence's content a line keeps (ContentOmit when
@@ -27,8 +32,12 @@ type Options struct {
 	// says which.
 	Sample float64
 	// Buffer is how many lines wait for the destination before more are dropped
-	// (DefaultBuffer when not positive).
-	Buffer int
+	// (DefaultBuffer when not positive), and BufferBytes how many bytes of heap
+	// their occurrences may take, as Log is told (DefaultBufferBytes when not
+	// positive): a line kept waiting keeps its decoded occurrence, which can take 50
+	// times its request's body.
+	Buffer      int
+	BufferBytes int64
 	// Now stamps the lines (time.Now when nil).
 	Now func() time.Time
 	// OnWriteError is told of failed writes: the first, and then the 10th, 100th,
@@ -53,6 +62,8 @@ type Writer struct {
 	closeOnce sync.Once
 
 	written, dropped, failed, tooLong atomic.Uint64
+	// held is the bytes of the occurrences of the lines waiting, as Log was told.
+	held atomic.Int64
 }
 
 // pending is one evaluated occurrence waiting to be written, with what the line keeps
@@ -61,6 +72,7 @@ type pending struct {
 	at                   time.Time
 	bundle               string
 	occ                  *engine.Occurrence
+	size                 int64
 	decision, code, rule string
 	applied              []string
 	// state is the session's versions in the shared store, when shared is set;
@@ -77,6 +89,9 @@ func NewWriter(w io.Writer, opt Options) *Writer {
 	}
 	if opt.Buffer <= 0 {
 		opt.Buffer = DefaultBuffer
+	}
+	if opt.BufferBytes <= 0 {
+		opt.BufferBytes = DefaultBufferBytes
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
@@ -109,16 +124,24 @@ func Sampled(session string, rate float64) bool {
 }
 
 // Log queues the line of one evaluated occurrence of a sampled session; it returns at
-// once. It copies what it keeps of d, whose lists may be reused, and of s, what the
-// occurrence found of its session; occ must not change afterwards: the line is built
-// from it later. The
-// line's time is taken here, so a caller that logs a session's occurrences in the
-// order they took effect (under the session's lock) gets lines in that order.
-func (lw *Writer) Log(bundle string, occ *engine.Occurrence, d *engine.Decision, s Session) {
+// once. size is the heap occ takes (what the sidecar charged its request), which the
+// line keeps until it is written. It copies what it keeps of d, whose lists may be
+// reused, and of s, what the occurrence found of its session; occ must not change
+// afterwards: the line is built from it later. The line's time is taken here, so a
+// caller that logs a session's occurrences in the order they took effect (under the
+// session's lock) gets lines in that order. A line that finds the buffer full, in
+// lines or in bytes, is dropped and counted.
+func (lw *Writer) Log(bundle string, occ *engine.Occurrence, size int64, d *engine.Decision, s Session) {
 	if !lw.Sampled(occ.SessionID) {
 		return
 	}
-	p := pending{at: lw.opt.Now(), bundle: bundle, occ: occ, decision: d.Decision, code: d.Code, rule: d.Rule, applied: slices.Clone(d.Applied)}
+	if held := lw.held.Add(size); held > lw.opt.BufferBytes && held != size {
+		// Over the bound, unless it is the only line waiting: one line always fits.
+		lw.held.Add(-size)
+		lw.dropped.Add(1)
+		return
+	}
+	p := pending{at: lw.opt.Now(), bundle: bundle, occ: occ, size: size, decision: d.Decision, code: d.Code, rule: d.Rule, applied: slices.Clone(d.Applied)}
 	p.began, p.unavailable = s.Began, s.Unavailable
 	if s.State != nil {
 		p.state, p.shared = *s.State, true
@@ -129,6 +152,7 @@ func (lw *Writer) Log(bundle string, occ *engine.Occurrence, d *engine.Decision,
 	select {
 	case lw.ch <- p:
 	default:
+		lw.held.Add(-size)
 		lw.dropped.Add(1)
 	}
 }
@@ -155,6 +179,7 @@ func (lw *Writer) run() {
 // write writes one line, in one Write call so lines sharing a destination with other
 // writers (publish_event records on stdout) never interleave.
 func (lw *Writer) write(p pending) {
+	defer lw.held.Add(-p.size)
 	d := engine.Decision{Decision: p.decision, Code: p.code, Rule: p.rule, Applied: p.applied}
 	r := NewRecord(p.at, p.bundle, lw.opt.Content, p.occ, &d)
 	r.SessionBegan, r.SessionUnavailable = p.began, p.unavailable

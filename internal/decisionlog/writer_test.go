@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/testpoll"
 )
 
 var stamp = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -42,7 +43,7 @@ func logOne(t *testing.T, opt Options, occ *engine.Occurrence, d *engine.Decisio
 	opt.Now = fixedNow
 	opt.Sample = 1
 	w := NewWriter(&buf, opt)
-	w.Log("sha256:abc", occ, d, Session{})
+	w.Log("sha256:abc", occ, 0, d, Session{})
 	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestLineWithSessionState(t *testing.T) {
 	} {
 		var buf bytes.Buffer
 		w := NewWriter(&buf, Options{Sample: 1, Now: fixedNow})
-		w.Log("sha256:abc", &engine.Occurrence{Anchor: "a", SessionID: "s1"}, &engine.Decision{Decision: "none"}, c.s)
+		w.Log("sha256:abc", &engine.Occurrence{Anchor: "a", SessionID: "s1"}, 0, &engine.Decision{Decision: "none"}, c.s)
 		if err := w.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +193,7 @@ func TestSamplingIsPerSession(t *testing.T) {
 	w := NewWriter(&buf, Options{Sample: 0.25, Now: fixedNow})
 	for i := range 200 {
 		for j := range 5 {
-			w.Log("d", &engine.Occurrence{Anchor: "a", SessionID: fmt.Sprintf("session-%d", i), Facts: map[string]any{"j": json.Number(fmt.Sprint(j))}}, &engine.Decision{Decision: "allow"}, Session{})
+			w.Log("d", &engine.Occurrence{Anchor: "a", SessionID: fmt.Sprintf("session-%d", i), Facts: map[string]any{"j": json.Number(fmt.Sprint(j))}}, 0, &engine.Decision{Decision: "allow"}, Session{})
 		}
 	}
 	if err := w.Close(context.Background()); err != nil {
@@ -241,7 +242,7 @@ func TestFullBufferDrops(t *testing.T) {
 	go func() {
 		defer close(done)
 		for range 100 {
-			w.Log("d", occ, d, Session{})
+			w.Log("d", occ, 0, d, Session{})
 		}
 	}()
 	select {
@@ -270,6 +271,32 @@ func TestFullBufferDrops(t *testing.T) {
 	}
 }
 
+// TestBufferBoundInBytes: with the destination stalled, the lines waiting keep their
+// occurrences, at most BufferBytes of them as Log is told: a line that would pass it is
+// dropped and counted, one over it alone is kept, and the bytes are given back as the
+// lines are written.
+func TestBufferBoundInBytes(t *testing.T) {
+	bw := &blockingWriter{release: make(chan struct{})}
+	w := NewWriter(bw, Options{Sample: 1, Buffer: 100, BufferBytes: 1000})
+	occ, d := sampleOccurrence(), sampleDecision()
+	w.Log("d", occ, 5000, d, Session{}) // alone: kept, over the bound
+	w.Log("d", occ, 1, d, Session{})    // dropped: the bound is passed
+	if w.Dropped() != 1 {
+		t.Fatalf("dropped %d lines; want the second, with 5,000 bytes waiting under a bound of 1,000", w.Dropped())
+	}
+	close(bw.release)
+	testpoll.Until(t, 10*time.Second, time.Millisecond, "the first line written", func() bool { return w.Written() == 1 })
+	for range 3 {
+		w.Log("d", occ, 300, d, Session{})
+	}
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if w.Written() != 4 || w.Dropped() != 1 || w.held.Load() != 0 {
+		t.Errorf("written %d, dropped %d, %d bytes held; want 4, 1, 0", w.Written(), w.Dropped(), w.held.Load())
+	}
+}
+
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
@@ -285,7 +312,7 @@ func TestFailingDestination(t *testing.T) {
 		reported = append(reported, n)
 	}})
 	for range 150 {
-		w.Log("d", sampleOccurrence(), sampleDecision(), Session{})
+		w.Log("d", sampleOccurrence(), 0, sampleDecision(), Session{})
 	}
 	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -315,7 +342,7 @@ func TestLogKeepsTheDecisionAsItWas(t *testing.T) {
 	bw := &blockingWriter{release: make(chan struct{})}
 	w := NewWriter(bw, Options{Sample: 1})
 	d := sampleDecision()
-	w.Log("d", sampleOccurrence(), d, Session{})
+	w.Log("d", sampleOccurrence(), 0, d, Session{})
 	d.Decision, d.Rule, d.Applied[0] = "none", "", "reused"
 	close(bw.release)
 	if err := w.Close(context.Background()); err != nil {

@@ -87,7 +87,8 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The body is charged what it becomes before it is decoded.
-	evaluating, err := s.requests.evaluate(r.Context(), occurrence.HeapBytes(body))
+	size := occurrence.HeapBytes(body)
+	evaluating, err := s.requests.evaluate(r.Context(), size)
 	s.requests.doneReading(reading)
 	if err != nil {
 		scratches.Put(sc)
@@ -108,7 +109,7 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		scratches.Put(sc)
 		return
 	}
-	d := s.evaluateInSession(sv, occ, &sc.decision)
+	d := s.evaluateInSession(sv, occ, size, &sc.decision)
 	a := Answer{Decision: d, Bundle: digest}
 	anchor := occ.Anchor
 	if !sv.Loaded.Capability.DeclaresAnchor(anchor) {

@@ -113,8 +113,9 @@ func (l *sessionLocks) unlock(sl *sessionLock) {
 // occurrence's line also carries the session's versions, which order it among the
 // other replicas' lines whatever their clocks say, and one answered without its
 // session (evaluateWithoutSession) says so: that it changed nothing of the session, or
-// that its commit may or may not have been applied.
-func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, buf *engine.DecisionBuffer) *engine.Decision {
+// that its commit may or may not have been applied. size is the heap occ takes, which
+// its line keeps while it waits to be written.
+func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, size int64, buf *engine.DecisionBuffer) *engine.Decision {
 	defer s.sessionLocks.unlock(s.sessionLocks.lock(occ.SessionID))
 	var (
 		d     *engine.Decision
@@ -131,7 +132,7 @@ func (s *Sidecar) evaluateInSession(sv *reload.Served, occ *engine.Occurrence, b
 		d = sv.Loaded.Program.EvaluateInto(sv.Runtime, occ, buf)
 	}
 	if s.opt.DecisionLog != nil {
-		s.opt.DecisionLog.Log(sv.Digest(), occ, d, found)
+		s.opt.DecisionLog.Log(sv.Digest(), occ, size, d, found)
 	}
 	return d
 }
