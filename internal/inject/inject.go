@@ -938,7 +938,8 @@ func goMemLimit(limit resource.Quantity) string {
 // sessionBytes is the sidecar's --max-session-bytes, a quarter of the memory limit, and
 // requestBytes its --max-request-bytes, an eighth. The sessions' heap stays within twice
 // what they are charged, so within half the limit, and the requests' within what they
-// are charged: below GOMEMLIMIT (80%) with room for the bundle and the runtime.
+// are charged but for one served alone (up to 50 times --max-body-bytes): below
+// GOMEMLIMIT (80%) with room for the bundle and the runtime.
 func sessionBytes(limit resource.Quantity) int64 {
 	return max(limit.Value()/4, 1)
 }
