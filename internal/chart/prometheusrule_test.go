@@ -60,7 +60,7 @@ func TestPrometheusRule(t *testing.T) {
 			t.Errorf("%s: summary %q names no resource", rule.Alert, s)
 		}
 	}
-	want := []string{"OARBundleNearSizeLimit", "OARCapabilityNarrowed", "OAREngineBundleRefused", "OAREngineServesUnpublishedBundle", "OAREngineSessionStoreFailing", "OARResourceNotReady"}
+	want := []string{"OARBundleNearSizeLimit", "OARCapabilityNarrowed", "OAREngineBundleRefused", "OAREngineServesUnpublishedBundle", "OAREngineSessionStoreFailing", "OAREngineSessionsEvicted", "OARResourceNotReady"}
 	if slices.Sort(names); !slices.Equal(names, want) {
 		t.Errorf("alerts %v, want %v", names, want)
 	}
@@ -178,6 +178,38 @@ func engineSessionStoreFailingFiresWhileFailing(t *testing.T, vs valueSet) {
 	// The last rise is between the samples at until - 2 scrapes and until - 1: the
 	// 5-minute window holds both until 2 scrapes after until.
 	want := []promqlFiring{{Labels: `{cause="timeout", namespace="agents", pod="agent-0"}`, From: (from + hold).String(), To: (until + 2*scrape).String()}}
+	if v := out.verdicts[rule.Alert]; out.code != 0 || v.Error != "" || !slices.Equal(v.Firing, want) {
+		t.Errorf("%s (for: %s, expr %s) fired %+v (exit %d, %s); want %+v", rule.Alert, rule.For, rule.Expr, v.Firing, out.code, v.Error, want)
+	}
+}
+
+// TestEngineSessionsEvictedFiresWhileEvicting evaluates OAREngineSessionsEvicted as the
+// chart renders it over two sidecars scraped every minute: agent-0 forgets a session to
+// make room once a minute for 35 minutes, agent-1 for three minutes, and both forget
+// idle ones (reason ttl) throughout. The alert fires for agent-0 from the moment its
+// evictions have lasted for: until the last one leaves the 5-minute window, and never
+// for agent-1 nor for the idle sessions, with values.yaml's for: and a shorter one.
+func TestEngineSessionsEvictedFiresWhileEvicting(t *testing.T) {
+	withAlertValues(t, engineSessionsEvictedFiresWhileEvicting)
+}
+
+func engineSessionsEvictedFiresWhileEvicting(t *testing.T, vs valueSet) {
+	rule, hold := renderedAlert(t, vs, "OAREngineSessionsEvicted")
+	const scrape, from, until, end = time.Minute, 5 * time.Minute, 40 * time.Minute, 70 * time.Minute
+	series := func(pod, reason string, from, until time.Duration) string {
+		sel := fmt.Sprintf(`{namespace="agents",pod=%q,reason=%q}`, pod, reason)
+		return "oar_engine_session_evictions_total" + sel + counted(scrape, end, func(t time.Duration) bool { return t >= from && t < until })
+	}
+	out := promqlCheckRaw(t, promqlInput{
+		Metrics:     exportedMetrics(t),
+		Expressions: map[string]string{rule.Alert: rule.Expr},
+		Alerts: &promqlAlerts{For: map[string]string{rule.Alert: rule.For}, Interval: scrape.String(),
+			Series: []string{series("agent-0", "lru", from, until), series("agent-1", "lru", 10*time.Minute, 13*time.Minute),
+				series("agent-1", "ttl", 0, end)}},
+	})
+	// The last rise is between the samples at until - 2 scrapes and until - 1: the
+	// 5-minute window holds both until 2 scrapes after until.
+	want := []promqlFiring{{Labels: `{namespace="agents", pod="agent-0"}`, From: (from + hold).String(), To: (until + 2*scrape).String()}}
 	if v := out.verdicts[rule.Alert]; out.code != 0 || v.Error != "" || !slices.Equal(v.Firing, want) {
 		t.Errorf("%s (for: %s, expr %s) fired %+v (exit %d, %s); want %+v", rule.Alert, rule.For, rule.Expr, v.Firing, out.code, v.Error, want)
 	}
