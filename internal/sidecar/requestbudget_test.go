@@ -5,6 +5,9 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -185,5 +188,75 @@ func TestRequestsChargedWhatTheirBodiesBecome(t *testing.T) {
 	}
 	if got := ts.requests.held.Load(); got != 0 {
 		t.Errorf("%d bytes held once the request was answered", got)
+	}
+}
+
+// TestAFloodOfLargeRequestsStaysWithinTheBudget: 16 clients sending 512 KiB tool calls
+// whose arguments are a list of one-member objects, which decode to about 50 times
+// their body, keep the heap within what the budget lets them take (each is charged more
+// than the 16 MiB default, so they are evaluated one at a time) where, evaluated all at
+// once, they took several hundred MB. The collector runs at 10% growth meanwhile, so the
+// heap's peak is about what is live.
+func TestAFloodOfLargeRequestsStaysWithinTheBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("decodes 48 requests of 512 KiB")
+	}
+	ts := serve(t, sealed(t, testCapability, testRules), Options{})
+	var b strings.Builder
+	b.WriteString(`{"anchor": "tool.pre_invoke", "session_id": "s1", "tool_call": {"name": "shell", "arguments": {"cmd": "ls", "x": [`)
+	for i := 0; b.Len() < 512<<10; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`{"a":1}`)
+	}
+	b.WriteString(`]}}}`)
+	body := b.String()
+	if charged := occurrence.HeapBytes([]byte(body)); charged <= DefaultMaxRequestBytes {
+		t.Fatalf("a body charged %d, within the budget: it would not be evaluated alone", charged)
+	}
+
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	heap := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	before := heap()
+	var peak atomic.Uint64
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				if h := heap(); h > peak.Load() {
+					peak.Store(h)
+				}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	requests := make(chan struct{})
+	for range 16 {
+		wg.Go(func() {
+			for range requests {
+				if code, err := ts.post(context.Background(), body); err != nil || code != http.StatusOK {
+					t.Errorf("status %d: %v", code, err)
+				}
+			}
+		})
+	}
+	for range 48 {
+		requests <- struct{}{}
+	}
+	close(requests)
+	wg.Wait()
+	close(stop)
+	<-sampled
+	grew := int64(peak.Load()) - int64(before)
+	t.Logf("the heap's peak grew %.1f MB", float64(grew)/1e6)
+	if grew > 100e6 {
+		t.Errorf("the heap grew %d bytes while 16 clients sent 512 KiB tool calls: the requests were not evaluated one at a time", grew)
 	}
 }
