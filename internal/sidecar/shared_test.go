@@ -483,6 +483,11 @@ func TestReadSessionStaysLikeMemory(t *testing.T) {
 	for _, r := range sidecars {
 		r.evaluate(t, deploy)
 	}
+	// oar_engine_session_bytes is what the sidecar holds of its sessions: in Redis, its
+	// cache of their states.
+	if cached, uncached := sidecars["redis cached"].metric(t, "oar_engine_session_bytes", nil), sidecars["redis uncached"].metric(t, "oar_engine_session_bytes", nil); cached <= 0 || uncached != 0 {
+		t.Errorf("oar_engine_session_bytes %v with a cache holding s1, %v without a cache", cached, uncached)
+	}
 	for i := range 15 {
 		time.Sleep(ttl / 10)
 		for name, r := range sidecars {

@@ -152,6 +152,10 @@ func New(opt Options) *Sidecar {
 		Dropped:        s.events.Dropped,
 		BundleRefused:  func() bool { return s.source.Status().Refused() },
 	}
+	if shared := opt.SharedSessions; shared != nil {
+		// The sessions are in Redis: what this replica holds of them is its cache.
+		src.SessionBytes = shared.CachedBytes
+	}
 	if dl := opt.DecisionLog; dl != nil {
 		src.DecisionLog = func() (uint64, uint64, uint64, uint64) {
 			return dl.Written(), dl.Dropped(), dl.WriteFailures(), dl.TooLong()

@@ -49,8 +49,8 @@ const (
 
 // Sources read the gauges other components own.
 type Sources struct {
-	// Sessions returns the sessions held, and SessionBytes what they are charged
-	// against --max-session-bytes.
+	// Sessions returns the sessions held, and SessionBytes what they (or the cache of
+	// sessions shared in Redis) are charged against --max-session-bytes.
 	Sessions     func() int
 	SessionBytes func() int
 	// RequestBytes returns the heap the requests being evaluated are charged
@@ -208,7 +208,7 @@ func (m *Metrics) registerSources(src Sources) {
 		gauge("sessions", "Sessions whose counters and activity window are held.", func() float64 { return float64(src.Sessions()) })
 	}
 	if src.SessionBytes != nil {
-		gauge("session_bytes", "Bytes of heap the sessions held are charged against --max-session-bytes, their ids, counter scope values and activity steps included; the heap they take stays within twice it.",
+		gauge("session_bytes", "Bytes of heap the sessions held in memory, or this replica's cache of sessions shared in Redis, are charged against --max-session-bytes, their ids, counter scope values and activity steps included; the heap they take stays within twice it.",
 			func() float64 { return float64(src.SessionBytes()) })
 	}
 	if src.RequestBytes != nil {

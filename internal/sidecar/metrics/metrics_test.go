@@ -89,7 +89,7 @@ oar_engine_requests_rejected_total{reason="malformed"} 1
 # HELP oar_engine_requests_waited_total POST /v1/evaluate requests that waited for room under --max-request-bytes before being read or evaluated; steadily rising, raise it with the memory limit.
 # TYPE oar_engine_requests_waited_total counter
 oar_engine_requests_waited_total 9
-# HELP oar_engine_session_bytes Bytes of heap the sessions held are charged against --max-session-bytes, their ids, counter scope values and activity steps included; the heap they take stays within twice it.
+# HELP oar_engine_session_bytes Bytes of heap the sessions held in memory, or this replica's cache of sessions shared in Redis, are charged against --max-session-bytes, their ids, counter scope values and activity steps included; the heap they take stays within twice it.
 # TYPE oar_engine_session_bytes gauge
 oar_engine_session_bytes 2048
 # HELP oar_engine_session_evictions_total Sessions forgotten, by reason: lru (a bound needed room: --max-sessions, --max-counters or --max-session-bytes) or ttl (idle too long).

@@ -115,6 +115,16 @@ func (st *state) bytes(id string) int {
 	return n
 }
 
+// charged is what the states held are charged; zero for a nil cache.
+func (c *sessionCache) charged() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
+}
+
 func (c *sessionCache) drop(session string) {
 	if c == nil {
 		return

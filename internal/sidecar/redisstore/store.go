@@ -326,6 +326,10 @@ func (s *Store) String() string { return s.display }
 // Close closes the pool.
 func (s *Store) Close() error { return s.client.Close() }
 
+// CachedBytes returns what the session states this replica caches are charged against
+// Options.CacheBytes.
+func (s *Store) CachedBytes() int { return s.cache.charged() }
+
 // Ping checks that the store answers. Unlike other calls, it dials even while the
 // server's version is refused (refusedServer), so /readyz says what the server is now;
 // unless its new connection refuses the server again, it ends the refusal
