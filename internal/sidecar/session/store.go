@@ -387,7 +387,7 @@ func (s *Store) Bytes() int {
 	return s.bytes
 }
 
-// Evictions returns how many sessions were forgotten because the table was full (lru)
+// Evictions returns how many sessions were forgotten because a bound needed room (lru)
 // and because they were idle (ttl).
 func (s *Store) Evictions() (lru, ttl uint64) {
 	s.mu.Lock()
