@@ -483,10 +483,12 @@ func TestReadSessionStaysLikeMemory(t *testing.T) {
 	for _, r := range sidecars {
 		r.evaluate(t, deploy)
 	}
-	// oar_engine_session_bytes is what the sidecar holds of its sessions: in Redis, its
-	// cache of their states.
-	if cached, uncached := sidecars["redis cached"].metric(t, "oar_engine_session_bytes", nil), sidecars["redis uncached"].metric(t, "oar_engine_session_bytes", nil); cached <= 0 || uncached != 0 {
-		t.Errorf("oar_engine_session_bytes %v with a cache holding s1, %v without a cache", cached, uncached)
+	// oar_engine_sessions and oar_engine_session_bytes are what the sidecar holds of
+	// its sessions: in Redis, its cache of their states.
+	for _, name := range []string{"oar_engine_sessions", "oar_engine_session_bytes"} {
+		if cached, uncached := sidecars["redis cached"].metric(t, name, nil), sidecars["redis uncached"].metric(t, name, nil); cached <= 0 || uncached != 0 {
+			t.Errorf("%s %v with a cache holding s1, %v without a cache", name, cached, uncached)
+		}
 	}
 	for i := range 15 {
 		time.Sleep(ttl / 10)

@@ -154,7 +154,7 @@ func New(opt Options) *Sidecar {
 	}
 	if shared := opt.SharedSessions; shared != nil {
 		// The sessions are in Redis: what this replica holds of them is its cache.
-		src.SessionBytes = shared.CachedBytes
+		src.Sessions, src.SessionBytes = shared.CachedSessions, shared.CachedBytes
 	}
 	if dl := opt.DecisionLog; dl != nil {
 		src.DecisionLog = func() (uint64, uint64, uint64, uint64) {

@@ -205,7 +205,7 @@ func (m *Metrics) registerSources(src Sources) {
 		m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: labels}, f))
 	}
 	if src.Sessions != nil {
-		gauge("sessions", "Sessions whose counters and activity window are held.", func() float64 { return float64(src.Sessions()) })
+		gauge("sessions", "Sessions whose counters and activity window are held in memory, or whose state this replica caches of sessions shared in Redis.", func() float64 { return float64(src.Sessions()) })
 	}
 	if src.SessionBytes != nil {
 		gauge("session_bytes", "Bytes of heap the sessions held in memory, or this replica's cache of sessions shared in Redis, are charged against --max-session-bytes, their ids, counter scope values and activity steps included; the heap they take stays within twice it.",

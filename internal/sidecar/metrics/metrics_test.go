@@ -96,7 +96,7 @@ oar_engine_session_bytes 2048
 # TYPE oar_engine_session_evictions_total counter
 oar_engine_session_evictions_total{reason="lru"} 5
 oar_engine_session_evictions_total{reason="ttl"} 7
-# HELP oar_engine_sessions Sessions whose counters and activity window are held.
+# HELP oar_engine_sessions Sessions whose counters and activity window are held in memory, or whose state this replica caches of sessions shared in Redis.
 # TYPE oar_engine_sessions gauge
 oar_engine_sessions 4
 `

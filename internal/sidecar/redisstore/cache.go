@@ -115,6 +115,16 @@ func (st *state) bytes(id string) int {
 	return n
 }
 
+// len is how many sessions the cache holds.
+func (c *sessionCache) len() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
+
 // charged is what the states held are charged; zero for a nil cache.
 func (c *sessionCache) charged() int {
 	if c == nil {

@@ -155,13 +155,3 @@ func TestCacheBytesAreBounded(t *testing.T) {
 		t.Errorf("c dropped: %d bytes left", c.bytes)
 	}
 }
-
-// len is how many sessions the cache holds.
-func (c *sessionCache) len() int {
-	if c == nil {
-		return 0
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.entries)
-}

@@ -326,7 +326,10 @@ func (s *Store) String() string { return s.display }
 // Close closes the pool.
 func (s *Store) Close() error { return s.client.Close() }
 
-// CachedBytes returns what the session states this replica caches are charged against
+// CachedSessions returns how many sessions' states this replica caches.
+func (s *Store) CachedSessions() int { return s.cache.len() }
+
+// CachedBytes returns what the states this replica caches are charged against
 // Options.CacheBytes.
 func (s *Store) CachedBytes() int { return s.cache.charged() }
 
