@@ -292,7 +292,7 @@ LOAD_RUNS     ?= 1
 LOAD_ARGS     ?=
 
 .PHONY: load bench-sidecar
-load: ## Load run of oar-engine from a second process: achieved rate, p50/p99, errors, RSS.
+load: ## Load run of oar-engine from a second process: achieved rate, p50/p99, errors, RSS, and the peak memory of a flood of large tool calls.
 	$(GO) build -o $(BIN)/oar-engine ./cmd/oar-engine
 	$(GO) build -o $(BIN)/loadgen ./hack/loadgen
 	$(BIN)/loadgen --engine $(BIN)/oar-engine --bench cmd/oarctl/testdata/bench \

@@ -30,8 +30,9 @@ type engineProc struct {
 }
 
 // startEngine mounts b in a new directory under work, starts the binary on a free
-// loopback port against it, and waits until it is ready.
-func startEngine(ctx context.Context, bin, work string, b *bundle.Bundle) (*engineProc, error) {
+// loopback port against it, with env added to the generator's environment, and waits
+// until it is ready.
+func startEngine(ctx context.Context, bin, work string, b *bundle.Bundle, env ...string) (*engineProc, error) {
 	dir, err := os.MkdirTemp(work, "bundle-")
 	if err != nil {
 		return nil, err
@@ -40,6 +41,7 @@ func startEngine(ctx context.Context, bin, work string, b *bundle.Bundle) (*engi
 		return nil, err
 	}
 	cmd := exec.Command(bin, "--port", "0", "--probe-address", "", "--bundle-dir", dir)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = io.Discard
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oar-operator/oar-operator/internal/bundle"
+	"github.com/oar-operator/oar-operator/internal/occurrence"
 )
 
 // TestScaledBundle: the memory measurement's 1,000-rule bundle loads, each copy of the
@@ -182,5 +183,19 @@ func TestPinProcess(t *testing.T) {
 	}
 	if want := "Cpus_allowed_list:\t" + strconv.Itoa(first) + "\n"; !strings.Contains(string(status), want) {
 		t.Errorf("/proc/%s/status does not say %q", pid, want)
+	}
+}
+
+// TestFloodCall: a flood call is as long as asked, within one item, so it stays under
+// --max-body-bytes, and is an occurrence the engine reads.
+func TestFloodCall(t *testing.T) {
+	for _, n := range []int{200, 1000, 1 << 20} {
+		body := floodCall(n)
+		if len(body) > n || len(body) < n-len(`,{"a":1}`) {
+			t.Errorf("floodCall(%d) is %d bytes", n, len(body))
+		}
+		if _, errs := occurrence.Decode(body, occurrence.HostMembers); errs != nil {
+			t.Errorf("floodCall(%d): %v", n, errs)
+		}
 	}
 }

@@ -15,7 +15,8 @@
 // the engine and the generator CPUs of their own (pin.go).
 // Then it starts a fresh oar-engine with a bundle of --rss-rules rules, drives
 // --rss-sessions distinct sessions through it, and reports its resident memory (VmRSS
-// of /proc/<pid>/status).
+// of /proc/<pid>/status). Last, it floods a fresh one with --flood-calls large tool
+// calls at once and reports its peak memory (flood.go).
 package main
 
 import (
@@ -43,6 +44,8 @@ type options struct {
 	sessions    int
 	rssRules    int
 	rssSessions int
+	floodCalls  int
+	floodBytes  int
 	runs        int
 	procs       int
 	idlePoll    bool
@@ -85,6 +88,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.sessions, "sessions", 1000, "distinct session ids the load spreads over")
 	fs.IntVar(&o.rssRules, "rss-rules", 1000, "rules in the bundle of the memory measurement (copies of the bench rules); 0 skips it")
 	fs.IntVar(&o.rssSessions, "rss-sessions", 10000, "distinct sessions driven through the engine before its memory is read")
+	fs.IntVar(&o.floodCalls, "flood-calls", 256, "tool calls sent over --conns connections at once to a fresh engine with the injected sidecar's GOMEMLIMIT, to report its peak memory; 0 skips it")
+	fs.IntVar(&o.floodBytes, "flood-bytes", 1<<20, "`bytes` of each flood call, whose arguments are a list of one-member objects (what decodes to the most heap per byte)")
 	fs.BoolVar(&o.idlePoll, "idle-poll", false, "keep the CPUs polling instead of halting while the rates run, as a latency-tuned node does (PM QoS through /dev/cpu_dma_latency; needs root)")
 	fs.BoolVar(&o.floor, "floor", false, "after each rate's run, run GET /healthz at the same rate on the same engine and connections: the part of the latency that is not the evaluation")
 	fs.BoolVar(&o.pin, "pin", false, "run the engine on the last CPU and the generator on the others, as on a node with dedicated cores")
@@ -99,8 +104,9 @@ func parseFlags(args []string) (options, error) {
 		}
 		o.rates = append(o.rates, n)
 	}
-	if o.duration <= 0 || o.conns <= 0 || o.sessions <= 0 || o.rssSessions <= 0 || o.runs <= 0 || o.rssRules < 0 || o.procs < 0 {
-		return o, errors.New("--duration, --conns, --sessions, --rss-sessions and --runs must be positive")
+	if o.duration <= 0 || o.conns <= 0 || o.sessions <= 0 || o.rssSessions <= 0 || o.runs <= 0 || o.rssRules < 0 || o.procs < 0 ||
+		o.floodCalls < 0 || o.floodBytes <= 0 {
+		return o, errors.New("--duration, --conns, --sessions, --rss-sessions, --runs and --flood-bytes must be positive")
 	}
 	return o, nil
 }
@@ -183,10 +189,15 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintf(out, "resident memory after the load: %s\n", mib(rss.rss))
 	eng.stop()
 
-	if o.rssRules == 0 {
+	if o.rssRules > 0 {
+		if err := measureMemory(ctx, o, docs, work, out); err != nil {
+			return err
+		}
+	}
+	if o.floodCalls == 0 {
 		return nil
 	}
-	return measureMemory(ctx, o, docs, work, out)
+	return measureFlood(ctx, o, b, work, out)
 }
 
 // measureRate runs one rate of reqs, named by request, and prints its row: what the

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oar-operator/oar-operator/internal/bundle"
+)
+
+// injectedMemLimit is the GOMEMLIMIT the injector gives a sidecar at its default
+// memory limit of 128 MiB (80% of it).
+const injectedMemLimit = "102MiB"
+
+// measureFlood starts a fresh engine on b with the injected sidecar's GOMEMLIMIT and
+// sends it o.floodCalls tool calls of o.floodBytes bytes each, o.conns at a time, whose
+// arguments are a list of one-member objects: about 50 times their size once decoded.
+// It reports the engine's peak resident memory, which --max-request-bytes bounds by
+// having the calls wait their turn, and how many waited.
+func measureFlood(ctx context.Context, o options, b *bundle.Bundle, work string, out io.Writer) error {
+	eng, err := startEngine(ctx, o.engine, work, b, "GOMEMLIMIT="+injectedMemLimit)
+	if err != nil {
+		return err
+	}
+	defer eng.stop()
+	body := floodCall(o.floodBytes)
+	calls := make(chan struct{})
+	errs := make(chan error, o.conns)
+	var wg sync.WaitGroup
+	began := time.Now()
+	for range o.conns {
+		wg.Go(func() {
+			k := newConn(eng.addr)
+			defer k.close()
+			for range calls {
+				if _, err := evaluate(k, body); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+feed:
+	for range o.floodCalls {
+		select {
+		case calls <- struct{}{}:
+		case err = <-errs:
+			break feed
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(calls)
+	wg.Wait()
+	if err != nil {
+		return fmt.Errorf("flood: %w", err)
+	}
+	took := time.Since(began)
+	mem, err := eng.rss()
+	if err != nil {
+		return err
+	}
+	// An engine from before --max-request-bytes exports no count of waits.
+	waited := "no count of requests waiting (an engine without --max-request-bytes)"
+	if n, err := eng.metric("oar_engine_requests_waited_total"); err == nil {
+		waited = fmt.Sprintf("%.0f waits for room under --max-request-bytes", n)
+	}
+	fmt.Fprintf(out, "flood: %d tool calls of %d bytes (arguments a list of one-member objects), %d at a time, GOMEMLIMIT=%s: peak VmHWM %s, %.1f s, %s\n",
+		o.floodCalls, len(body), o.conns, injectedMemLimit, mib(mem.hwm), took.Seconds(), waited)
+	return nil
+}
+
+// floodCall is a tool call of at most n bytes, and at least n less one item, whose
+// arguments hold a list of one-member objects.
+func floodCall(n int) []byte {
+	const item, end = `,{"a":1}`, `]}}}`
+	var b strings.Builder
+	b.WriteString(`{"anchor": "tool.pre_invoke", "session_id": "flood", "tool_call": {"name": "read", "arguments": {"path": "/workspace/x", "items": [{"a":1}`)
+	for b.Len()+len(item)+len(end) <= n {
+		b.WriteString(item)
+	}
+	b.WriteString(end)
+	return []byte(b.String())
+}
