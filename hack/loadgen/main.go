@@ -44,6 +44,7 @@ type options struct {
 	sessions    int
 	rssRules    int
 	rssSessions int
+	rssIDBytes  int
 	floodCalls  int
 	floodBytes  int
 	runs        int
@@ -88,6 +89,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.sessions, "sessions", 1000, "distinct session ids the load spreads over")
 	fs.IntVar(&o.rssRules, "rss-rules", 1000, "rules in the bundle of the memory measurement (copies of the bench rules); 0 skips it")
 	fs.IntVar(&o.rssSessions, "rss-sessions", 10000, "distinct sessions driven through the engine before its memory is read")
+	fs.IntVar(&o.rssIDBytes, "rss-session-id-bytes", 0, "`bytes` of each session_id of the memory measurement, padded with zeros (at most 1,024, the sidecar's limit)")
 	fs.IntVar(&o.floodCalls, "flood-calls", 256, "tool calls sent over --conns connections at once to a fresh engine with the injected sidecar's GOMEMLIMIT, to report its peak memory; 0 skips it")
 	fs.IntVar(&o.floodBytes, "flood-bytes", 1<<20, "`bytes` of each flood call, whose arguments are a list of one-member objects (what decodes to the most heap per byte)")
 	fs.BoolVar(&o.idlePoll, "idle-poll", false, "keep the CPUs polling instead of halting while the rates run, as a latency-tuned node does (PM QoS through /dev/cpu_dma_latency; needs root)")
@@ -105,8 +107,8 @@ func parseFlags(args []string) (options, error) {
 		o.rates = append(o.rates, n)
 	}
 	if o.duration <= 0 || o.conns <= 0 || o.sessions <= 0 || o.rssSessions <= 0 || o.runs <= 0 || o.rssRules < 0 || o.procs < 0 ||
-		o.floodCalls < 0 || o.floodBytes <= 0 {
-		return o, errors.New("--duration, --conns, --sessions, --rss-sessions, --runs and --flood-bytes must be positive")
+		o.floodCalls < 0 || o.floodBytes <= 0 || o.rssIDBytes < 0 || o.rssIDBytes > 1024 {
+		return o, errors.New("--duration, --conns, --sessions, --rss-sessions, --runs and --flood-bytes must be positive, --rss-session-id-bytes at most 1,024")
 	}
 	return o, nil
 }
@@ -256,7 +258,7 @@ func measureMemory(ctx context.Context, o options, docs *benchDocs, work string,
 	if err != nil {
 		return err
 	}
-	if err := driveSessions(ctx, eng.addr, docs, o.rssSessions, o.conns); err != nil {
+	if err := driveSessions(ctx, eng.addr, docs, o.rssSessions, o.rssIDBytes, o.conns); err != nil {
 		return err
 	}
 	held, err := eng.metric("oar_engine_sessions")
@@ -271,8 +273,13 @@ func measureMemory(ctx context.Context, o options, docs *benchDocs, work string,
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "memory: %d-rule bundle, %.0f sessions held: VmRSS %s (peak VmHWM %s, Go heap in use %s); with the bundle loaded and no session: %s\n",
-		len(b.Packs[0].Rules), held, mib(mem.rss), mib(mem.hwm), mib(int64(heap)/1024), mib(idle.rss))
+	// An engine from before --max-session-bytes exports no charge of its sessions.
+	charged := ""
+	if n, err := eng.metric("oar_engine_session_bytes"); err == nil {
+		charged = fmt.Sprintf(", charged %s", mib(int64(n)/1024))
+	}
+	fmt.Fprintf(out, "memory: %d-rule bundle, %d sessions driven (ids of %d bytes at least), %.0f held%s: VmRSS %s (peak VmHWM %s, Go heap in use %s); with the bundle loaded and no session: %s\n",
+		len(b.Packs[0].Rules), o.rssSessions, len(sessionName(0, o.rssIDBytes)), held, charged, mib(mem.rss), mib(mem.hwm), mib(int64(heap)/1024), mib(idle.rss))
 	return nil
 }
 

@@ -32,7 +32,7 @@ func admitted(addr string, d *benchDocs) ([]map[string]any, error) {
 	defer k.close()
 	var out []map[string]any
 	for _, o := range d.occurrences {
-		body, err := d.request(o, sessionName(0))
+		body, err := d.request(o, sessionName(0, 0))
 		if err != nil {
 			return nil, err
 		}
@@ -50,9 +50,10 @@ func admitted(addr string, d *benchDocs) ([]map[string]any, error) {
 	return out, nil
 }
 
-// driveSessions sends every admitted occurrence in each of n distinct sessions, so the
-// engine holds n sessions, each with a full activity window and its counters.
-func driveSessions(ctx context.Context, addr string, d *benchDocs, n, conns int) error {
+// driveSessions sends every admitted occurrence in each of n distinct sessions, named
+// with idBytes bytes at least, so the engine holds n sessions (as its bounds allow),
+// each with a full activity window and its counters.
+func driveSessions(ctx context.Context, addr string, d *benchDocs, n, idBytes, conns int) error {
 	occs, err := admitted(addr, d)
 	if err != nil {
 		return err
@@ -66,7 +67,7 @@ func driveSessions(ctx context.Context, addr string, d *benchDocs, n, conns int)
 			defer k.close()
 			for i := range ids {
 				for _, o := range occs {
-					body, err := d.request(o, sessionName(i))
+					body, err := d.request(o, sessionName(i, idBytes))
 					if err == nil {
 						_, err = evaluate(k, body)
 					}
@@ -97,5 +98,8 @@ feed:
 	return err
 }
 
-// sessionName is the i-th session of the memory measurement.
-func sessionName(i int) string { return fmt.Sprintf("memory-%d", i) }
+// sessionName is the i-th session of the memory measurement, its number padded with
+// zeros to make the name idBytes long when that is longer.
+func sessionName(i, idBytes int) string {
+	return fmt.Sprintf("memory-%0*d", max(idBytes-len("memory-"), 1), i)
+}
