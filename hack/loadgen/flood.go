@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/oar-operator/oar-operator/internal/bundle"
@@ -27,36 +26,11 @@ func measureFlood(ctx context.Context, o options, b *bundle.Bundle, work string,
 	}
 	defer eng.stop()
 	body := floodCall(o.floodBytes)
-	calls := make(chan struct{})
-	errs := make(chan error, o.conns)
-	var wg sync.WaitGroup
 	began := time.Now()
-	for range o.conns {
-		wg.Go(func() {
-			k := newConn(eng.addr)
-			defer k.close()
-			for range calls {
-				if _, err := evaluate(k, body); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-feed:
-	for range o.floodCalls {
-		select {
-		case calls <- struct{}{}:
-		case err = <-errs:
-			break feed
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
-		}
-	}
-	close(calls)
-	wg.Wait()
-	if err != nil {
+	if err := fanOut(ctx, eng.addr, o.floodCalls, o.conns, func(k *conn, _ int) error {
+		_, err := evaluate(k, body)
+		return err
+	}); err != nil {
 		return fmt.Errorf("flood: %w", err)
 	}
 	took := time.Since(began)

@@ -58,31 +58,43 @@ func driveSessions(ctx context.Context, addr string, d *benchDocs, n, idBytes, c
 	if err != nil {
 		return err
 	}
-	ids := make(chan int)
+	return fanOut(ctx, addr, n, conns, func(k *conn, i int) error {
+		for _, o := range occs {
+			body, err := d.request(o, sessionName(i, idBytes))
+			if err == nil {
+				_, err = evaluate(k, body)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// fanOut runs work for i from 0 to n over conns connections to addr at once, and
+// returns the first error, or ctx's when it ends first.
+func fanOut(ctx context.Context, addr string, n, conns int, work func(k *conn, i int) error) error {
+	items := make(chan int)
 	errs := make(chan error, conns)
 	var wg sync.WaitGroup
 	for range conns {
 		wg.Go(func() {
 			k := newConn(addr)
 			defer k.close()
-			for i := range ids {
-				for _, o := range occs {
-					body, err := d.request(o, sessionName(i, idBytes))
-					if err == nil {
-						_, err = evaluate(k, body)
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
+			for i := range items {
+				if err := work(k, i); err != nil {
+					errs <- err
+					return
 				}
 			}
 		})
 	}
+	var err error
 feed:
 	for i := range n {
 		select {
-		case ids <- i:
+		case items <- i:
 		case err = <-errs:
 			break feed
 		case <-ctx.Done():
@@ -90,7 +102,7 @@ feed:
 			break feed
 		}
 	}
-	close(ids)
+	close(items)
 	wg.Wait()
 	if err == nil && len(errs) > 0 {
 		err = <-errs
