@@ -18,9 +18,10 @@ import (
 // room another waiting request holds: a request takes room for its body (reading, a
 // quarter of the whole) before reading it, then room for what HeapBytes says the body
 // becomes (evaluating, the whole) before decoding it, and only then gives back its
-// reading room. A request holding evaluating room waits for nothing more, so every
-// waiter is eventually served. A request whose share would pass a budget takes all of
-// it, and is served alone.
+// reading room. A request holding evaluating room waits for no more room: at most for
+// its session's lock, held by a request of the same session that holds room and is
+// being evaluated, so every waiter is eventually served. A request whose share would
+// pass a budget takes all of it, and is served alone.
 type requestBudget struct {
 	reading, evaluating       *semaphore.Weighted
 	readingMax, evaluatingMax int64
