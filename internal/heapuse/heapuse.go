@@ -3,7 +3,10 @@
 // bound and compare what the heap grew by with what the store charged.
 package heapuse
 
-import "runtime"
+import (
+	"runtime"
+	"testing"
+)
 
 // InUse is the heap's spans in use once the collector has freed what it can: what the
 // live objects take, fragmentation included, as the process's memory would. The
@@ -14,4 +17,13 @@ func InUse() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse
+}
+
+// SkipUnderRace skips t when the race detector is on: what the heap grows by is
+// then not what a build without it would take.
+func SkipUnderRace(t testing.TB) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("the race detector makes every allocation larger")
+	}
 }

@@ -13,9 +13,7 @@ import (
 // take no more than HeapBytes says, less what it keeps for evaluation (perByte beyond
 // the body); a body that is mostly one string is charged a few times its length.
 func TestHeapBytesCoverTheHeap(t *testing.T) {
-	if heapuse.Race {
-		t.Skip("the race detector makes every allocation larger")
-	}
+	heapuse.SkipUnderRace(t)
 	const size = 1 << 20
 	repeat := func(prefix, item, suffix string) string {
 		var b strings.Builder

@@ -202,9 +202,7 @@ func TestAFloodOfLargeRequestsStaysWithinTheBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes 48 requests of 512 KiB")
 	}
-	if heapuse.Race {
-		t.Skip("the race detector makes every allocation larger")
-	}
+	heapuse.SkipUnderRace(t)
 	ts := serve(t, sealed(t, testCapability, testRules), Options{})
 	var b strings.Builder
 	b.WriteString(`{"anchor": "tool.pre_invoke", "session_id": "s1", "tool_call": {"name": "shell", "arguments": {"cmd": "ls", "x": [`)

@@ -20,9 +20,7 @@ func TestCacheBytesCoverTheHeap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills several caches of 16 MiB")
 	}
-	if heapuse.Race {
-		t.Skip("the race detector makes every allocation larger")
-	}
+	heapuse.SkipUnderRace(t)
 	const budget = 16 << 20
 	version := func(i int) string { return fmt.Sprintf("%016x-%08d", i, i) }
 	counters := func(keys ...string) map[string]engine.Counts {

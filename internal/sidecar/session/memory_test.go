@@ -21,9 +21,7 @@ func TestBytesCoverTheHeap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills several stores of 16 MiB")
 	}
-	if heapuse.Race {
-		t.Skip("the race detector makes every allocation larger")
-	}
+	heapuse.SkipUnderRace(t)
 	const budget = 16 << 20
 	shapes := []struct {
 		name string
