@@ -34,8 +34,15 @@ type state struct {
 type sessionCache struct {
 	mu            sync.Mutex
 	max, maxBytes int
-	entries       map[string]*state
+	entries       map[string]cached
 	bytes         int // what the states in entries are charged
+}
+
+// cached is a state the cache holds and what it was charged when put, so that taking it
+// out goes through its counters no second time.
+type cached struct {
+	st    *state
+	bytes int
 }
 
 // What a cached state is charged, in bytes of heap, beside the text of its session id,
@@ -62,7 +69,7 @@ func newSessionCache(max, maxBytes int) *sessionCache {
 	if maxBytes <= 0 {
 		maxBytes = session.DefaultMaxBytes
 	}
-	return &sessionCache{max: max, maxBytes: maxBytes, entries: make(map[string]*state)}
+	return &sessionCache{max: max, maxBytes: maxBytes, entries: make(map[string]cached)}
 }
 
 func (c *sessionCache) get(session string) *state {
@@ -71,7 +78,7 @@ func (c *sessionCache) get(session string) *state {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.entries[session]
+	return c.entries[session].st
 }
 
 func (c *sessionCache) put(session string, st *state) {
@@ -91,14 +98,14 @@ func (c *sessionCache) put(session string, st *state) {
 		}
 		c.remove(victim)
 	}
-	c.entries[session] = st
+	c.entries[session] = cached{st, size}
 	c.bytes += size
 }
 
 // remove forgets session's state, if held.
 func (c *sessionCache) remove(session string) {
 	if old, held := c.entries[session]; held {
-		c.bytes -= old.bytes(session)
+		c.bytes -= old.bytes
 		delete(c.entries, session)
 	}
 }
