@@ -65,9 +65,10 @@ It never delays or fails an evaluation: lines wait in a bounded buffer, and thos
 that do not fit are dropped and counted in oar_engine_decision_log_dropped_total.
 
 The Go runtime's variables tune it; the defaults are kept, on measurement (hack/loadgen):
-GOMAXPROCS follows the container's CPU limit, else every CPU. One CPU is plenty at a
-thousand requests a second, but give it two for bursts of thousands: with one, requests
-queue behind each other (p99 at 10,000/s went from about 3 ms to 7-24 ms).
+GOMAXPROCS follows the container's CPU limit, else every CPU, each caching memory of
+its own (the injector sets it to the CPU request rounded up, at least 2). One CPU is
+plenty at a thousand requests a second, but give it two for bursts of thousands: with
+one, requests queue behind each other (p99 at 10,000/s went from about 3 ms to 7-24 ms).
 GOMEMLIMIT, a little below the container's memory limit, makes the collector work
 harder before the kernel would kill the sidecar. GOGC (default 100) trades memory for
 fewer collections; at 1,000 requests a second there are about two a second, each a

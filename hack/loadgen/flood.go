@@ -11,16 +11,20 @@ import (
 )
 
 // injectedMemLimit is the GOMEMLIMIT the injector gives a sidecar at its default
-// memory limit of 128 MiB (80% of it).
-const injectedMemLimit = "102MiB"
+// memory limit of 128 MiB (80% of it), and injectedMaxProcs its GOMAXPROCS at its
+// default CPU request of 50m (at least two).
+const (
+	injectedMemLimit = "102MiB"
+	injectedMaxProcs = "2"
+)
 
 // measureFlood starts a fresh engine on b with the injected sidecar's GOMEMLIMIT and
-// sends it o.floodCalls tool calls of o.floodBytes bytes each, o.conns at a time, whose
-// arguments are a list of one-member objects: about 50 times their size once decoded.
-// It reports the engine's peak resident memory, which --max-request-bytes bounds by
+// GOMAXPROCS, and sends it o.floodCalls tool calls of o.floodBytes bytes each, o.conns
+// at a time, whose arguments are a list of one-member objects: about 50 times their
+// size once decoded. It reports the engine's peak resident memory, which --max-request-bytes bounds by
 // having the calls wait their turn, and how many waited.
 func measureFlood(ctx context.Context, o options, b *bundle.Bundle, work string, out io.Writer) error {
-	eng, err := startEngine(ctx, o.engine, work, b, "GOMEMLIMIT="+injectedMemLimit)
+	eng, err := startEngine(ctx, o.engine, work, b, "GOMEMLIMIT="+injectedMemLimit, "GOMAXPROCS="+injectedMaxProcs)
 	if err != nil {
 		return err
 	}
@@ -43,8 +47,8 @@ func measureFlood(ctx context.Context, o options, b *bundle.Bundle, work string,
 	if n, err := eng.metric("oar_engine_requests_waited_total"); err == nil {
 		waited = fmt.Sprintf("%.0f waits for room under --max-request-bytes", n)
 	}
-	fmt.Fprintf(out, "flood: %d tool calls of %d bytes (arguments a list of one-member objects), %d at a time, GOMEMLIMIT=%s: peak VmHWM %s, %.1f s, %s\n",
-		o.floodCalls, len(body), o.conns, injectedMemLimit, mib(mem.hwm), took.Seconds(), waited)
+	fmt.Fprintf(out, "flood: %d tool calls of %d bytes (arguments a list of one-member objects), %d at a time, GOMEMLIMIT=%s GOMAXPROCS=%s: peak VmHWM %s, %.1f s, %s\n",
+		o.floodCalls, len(body), o.conns, injectedMemLimit, injectedMaxProcs, mib(mem.hwm), took.Seconds(), waited)
 	return nil
 }
 

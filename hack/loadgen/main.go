@@ -90,7 +90,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.rssRules, "rss-rules", 1000, "rules in the bundle of the memory measurement (copies of the bench rules); 0 skips it")
 	fs.IntVar(&o.rssSessions, "rss-sessions", 10000, "distinct sessions driven through the engine before its memory is read")
 	fs.IntVar(&o.rssIDBytes, "rss-session-id-bytes", 0, "`bytes` of each session_id of the memory measurement, padded with zeros (at most 1,024, the sidecar's limit)")
-	fs.IntVar(&o.floodCalls, "flood-calls", 256, "tool calls sent over --conns connections at once to a fresh engine with the injected sidecar's GOMEMLIMIT, to report its peak memory; 0 skips it")
+	fs.IntVar(&o.floodCalls, "flood-calls", 256, "tool calls sent over --conns connections at once to a fresh engine with the injected sidecar's GOMEMLIMIT and GOMAXPROCS, to report its peak memory; 0 skips it")
 	fs.IntVar(&o.floodBytes, "flood-bytes", 1<<20, "`bytes` of each flood call, whose arguments are a list of one-member objects (what decodes to the most heap per byte)")
 	fs.BoolVar(&o.idlePoll, "idle-poll", false, "keep the CPUs polling instead of halting while the rates run, as a latency-tuned node does (PM QoS through /dev/cpu_dma_latency; needs root)")
 	fs.BoolVar(&o.floor, "floor", false, "after each rate's run, run GET /healthz at the same rate on the same engine and connections: the part of the latency that is not the evaluation")

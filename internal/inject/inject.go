@@ -864,7 +864,10 @@ func container(o Options) corev1.Container {
 			"--max-session-bytes=" + strconv.FormatInt(sessionBytes(o.MemoryLimit), 10),
 			"--max-request-bytes=" + strconv.FormatInt(requestBytes(o.MemoryLimit), 10),
 		},
-		Env:   []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: goMemLimit(o.MemoryLimit)}},
+		Env: []corev1.EnvVar{
+			{Name: "GOMEMLIMIT", Value: goMemLimit(o.MemoryLimit)},
+			{Name: "GOMAXPROCS", Value: goMaxProcs(o.CPURequest)},
+		},
 		Ports: []corev1.ContainerPort{{Name: ProbePortName, ContainerPort: int32(o.ProbePort), Protocol: corev1.ProtocolTCP}},
 		// The startup probe holds the application containers back until a bundle is
 		// loaded, for up to two minutes before the kubelet restarts the sidecar.
@@ -933,6 +936,16 @@ func goMemLimit(limit resource.Quantity) string {
 		return strconv.FormatInt(b>>20, 10) + "MiB"
 	}
 	return strconv.FormatInt(b, 10) + "B"
+}
+
+// goMaxProcs is the CPU request rounded up, and at least two, which is what the Go
+// runtime would choose from a CPU limit of that size. With no CPU limit (see container)
+// it would run as many threads as the node has CPUs, each caching memory of its own: on
+// this repository's load run, 64 of them took the heap in use from about 31 to 47-51 MiB
+// and resident memory from 60 to 77-82 MiB, with the same sessions held.
+func goMaxProcs(request resource.Quantity) string {
+	cpus := (request.MilliValue() + 999) / 1000
+	return strconv.FormatInt(max(cpus, 2), 10)
 }
 
 // sessionBytes is the sidecar's --max-session-bytes, a quarter of the memory limit, and

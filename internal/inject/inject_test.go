@@ -328,7 +328,7 @@ func TestAnnotations(t *testing.T) {
 	if !reflect.DeepEqual(c.Args, want) || c.Image != "registry.example/oar:v9" || c.Ports[0].ContainerPort != 9001 {
 		t.Fatalf("image %s args %q ports %+v", c.Image, c.Args, c.Ports)
 	}
-	if c.Env[0].Value != "819MiB" || c.Resources.Requests.Cpu().String() != "10m" || c.Resources.Requests.Memory().String() != "32Mi" || c.Resources.Limits.Memory().String() != "1Gi" {
+	if c.Env[0].Value != "819MiB" || c.Env[1].Value != "2" || c.Resources.Requests.Cpu().String() != "10m" || c.Resources.Requests.Memory().String() != "32Mi" || c.Resources.Limits.Memory().String() != "1Gi" {
 		t.Fatalf("env %+v resources %+v", c.Env, c.Resources)
 	}
 	if _, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
@@ -346,6 +346,21 @@ func TestAnnotations(t *testing.T) {
 	p.Annotations = map[string]string{"rules.oar.dev/engine-prot": "9000"}
 	if r := mustInject(t, p); len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "rules.oar.dev/engine-prot") {
 		t.Fatalf("unknown annotation: warnings %q", r.Warnings)
+	}
+}
+
+// TestGoMaxProcsFollowsTheCPURequest: with no CPU limit, the Go runtime would run a
+// thread per CPU of the node; the sidecar gets its CPU request rounded up instead, and
+// at least two (README "Injecting the engine").
+func TestGoMaxProcsFollowsTheCPURequest(t *testing.T) {
+	p := samplePod(t, "agent_injected.yaml")
+	for request, want := range map[string]string{"10m": "2", "1": "2", "2": "2", "2001m": "3", "2500m": "3", "16": "16"} {
+		p.Annotations = map[string]string{AnnotationCPURequest: request}
+		c := mustInject(t, p).Spec.InitContainers[0]
+		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMAXPROCS" })
+		if i < 0 || c.Env[i].Value != want {
+			t.Errorf("CPU request %s: env %+v, want GOMAXPROCS=%s", request, c.Env, want)
+		}
 	}
 }
 
