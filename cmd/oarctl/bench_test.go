@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -285,6 +287,56 @@ on_fire: [increment_counter, publish_event]
 	}
 }
 
+// TestMeasureCollectsBetweenPassesOnly: with collectBetweenPasses, exactly one
+// collection runs between two passes, however much garbage a pass leaves, and the
+// collector is as it was afterwards. Each pass's runtime leaves 32 MiB of garbage,
+// which would start collections of its own were the collector on during the passes.
+func TestMeasureCollectsBetweenPassesOnly(t *testing.T) {
+	var diags strings.Builder
+	l := &loader{w: &diags}
+	pf := programFlags{capability: "testdata/bench/capability.yaml", rules: fileList{"testdata/bench/rules.yaml"}}
+	p := pf.load(l)
+	occs := l.readOccurrences("testdata/bench/occurrences.jsonl")
+	if p == nil || l.failed {
+		t.Fatalf("the bench documents do not load:\n%s", diags.String())
+	}
+	gcPercent := debug.SetGCPercent(-1)
+	debug.SetGCPercent(gcPercent)
+	memoryLimit := debug.SetMemoryLimit(-1)
+
+	cycles := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	var seen []uint64
+	const passes = 5
+	res := measure(p, occs, passes*len(occs), measureOptions{collectBetweenPasses: true}, func() *engine.Runtime {
+		metrics.Read(cycles)
+		seen = append(seen, cycles[0].Value.Uint64())
+		garbage = make([]byte, 32<<20)
+		garbage = nil
+		return benchRuntime()
+	})
+	if !res.CollectedBetweenPasses {
+		t.Error("the result does not say the collector ran between passes")
+	}
+	// seen[0] is the warmup's runtime, seen[1] the first pass's.
+	if len(seen) != passes+1 {
+		t.Fatalf("%d runtimes, want %d (the warmup's and one per pass)", len(seen), passes+1)
+	}
+	for i := 2; i < len(seen); i++ {
+		if n := seen[i] - seen[i-1]; n != 1 {
+			t.Errorf("%d collections from pass %d's start to pass %d's, want 1 (the one between them)", n, i-2, i-1)
+		}
+	}
+	if got := debug.SetGCPercent(gcPercent); got != gcPercent {
+		t.Errorf("the collector was left at GOGC %d, want %d as before", got, gcPercent)
+	}
+	if got := debug.SetMemoryLimit(-1); got != memoryLimit {
+		t.Errorf("the collector was left with a memory limit of %d, want %d as before", got, memoryLimit)
+	}
+}
+
+// garbage is what TestMeasureCollectsBetweenPassesOnly allocates and drops.
+var garbage []byte
+
 // TestFastestByOccurrence: each occurrence's fastest evaluation counts once, whichever
 // pass it came in, and the last, partial pass counts for the occurrences it reached.
 func TestFastestByOccurrence(t *testing.T) {
@@ -338,6 +390,12 @@ func TestBenchBest(t *testing.T) {
 	line := regexp.MustCompile(`\n  each occurrence's fastest of 2 or more evaluations: p50 [0-9]+ ns, p99 [0-9]+ ns\n$`)
 	if code != exitOK || stderr != "" || !line.MatchString(stdout) {
 		t.Errorf("exit code %d, stderr %q, stdout %q does not match %s", code, stderr, stdout, line)
+	}
+
+	stdout, stderr, code = oarctl(t, benchArgs("testdata/bench/occurrences.jsonl", "-n", n, "--collect-between-passes")...)
+	collected := regexp.MustCompile(`^[0-9]+ evaluations in [0-9.e+-]+ s \(the collector run between passes only, in no latency\): `)
+	if code != exitOK || stderr != "" || !collected.MatchString(stdout) {
+		t.Errorf("exit code %d, stderr %q, stdout %q does not match %s", code, stderr, stdout, collected)
 	}
 
 	_, stderr, code = oarctl(t, benchArgs("testdata/bench/occurrences.jsonl", "-n", fmt.Sprint(2*occs-1), "--best")...)
