@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"reflect"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/oar-operator/oar-operator/internal/engine/diag"
+	"github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
 const fuzzCapability = `{"oar_capability_version":"1.0","host":"oar.test",
@@ -60,7 +62,8 @@ func checkDiagnostic(t *testing.T, e *diag.Error, docs int) {
 
 // FuzzLoadRules feeds arbitrary bytes through decoding, loading, configuration and one
 // evaluation: no input may panic, every diagnostic names a clause and a document of
-// the set, the documents in reverse order load or not alike and decide alike
+// the set, checking as admission does (CheckRulesKept) refuses and warns exactly as
+// loading does, the documents in reverse order load or not alike and decide alike
 // ([OAR-DOC-31]), and selection decides alike with plans or without, with the list
 // index or without.
 func FuzzLoadRules(f *testing.F) {
@@ -86,6 +89,24 @@ func FuzzLoadRules(f *testing.F) {
 		rs, errs := LoadRules(c, docs)
 		for _, e := range errs {
 			checkDiagnostic(t, e, len(docs))
+		}
+		// Admission refuses exactly what the engine refuses, with the same
+		// diagnostics and warnings, whether it checks the conditions afresh or takes
+		// them from those kept by an earlier check of the same set.
+		loaded, _ := json.Marshal(errs)
+		var loadWarnings diag.List
+		if rs != nil {
+			loadWarnings = rs.Warnings
+		}
+		store := &mapStore{refs: map[string][]types.Symbol{}}
+		for round := range 2 {
+			warnings, checked := CheckRulesKept(c, docs, store)
+			if got, _ := json.Marshal(checked); !bytes.Equal(got, loaded) {
+				t.Fatalf("check %d refuses %s, loading %s", round, got, loaded)
+			}
+			if got, want := fmt.Sprint(warnings), fmt.Sprint(loadWarnings); got != want {
+				t.Fatalf("check %d warns %s, loading %s", round, got, want)
+			}
 		}
 		reversed := slices.Clone(docs)
 		slices.Reverse(reversed)
