@@ -187,10 +187,10 @@ func (l *loader) readOccurrences(file string) []recorded {
 // and counting heap allocations over the whole measured loop; once the loop is over,
 // o.byAnchor splits the latencies by anchor too, and o.best reports each occurrence's
 // fastest; o.collectBetweenPasses moves the collector's work out of the passes.
-// newRuntime gives the runtime of the
-// warmup and of each measured pass over occs: were one runtime kept across passes, the
-// recorded sessions would go on counting, and rules whose conditions read fire_count
-// would stop firing after the first pass, measuring a workload the recording is not.
+// newRuntime gives the runtime of the warmup and of each measured pass over occs: were
+// one runtime kept across passes, the recorded sessions would go on counting, and
+// rules whose conditions read fire_count would stop firing after the first pass,
+// measuring a workload the recording is not.
 // Each pass's runtime is made as the pass begins and dropped when the next begins, so
 // memory stays that of one pass however many there are; making it is neither timed nor
 // counted in the allocations, while the session state a pass builds is, as a sidecar

@@ -21,8 +21,8 @@ const (
 // measureFlood starts a fresh engine on b with the injected sidecar's GOMEMLIMIT and
 // GOMAXPROCS, and sends it o.floodCalls tool calls of o.floodBytes bytes each, o.conns
 // at a time, whose arguments are a list of one-member objects: about 50 times their
-// size once decoded. It reports the engine's peak resident memory, which --max-request-bytes bounds by
-// having the calls wait their turn, and how many waited.
+// size once decoded. It reports the engine's peak resident memory, which
+// --max-request-bytes bounds by having the calls wait their turn, and how many waited.
 func measureFlood(ctx context.Context, o options, b *bundle.Bundle, work string, out io.Writer) error {
 	eng, err := startEngine(ctx, o.engine, work, b, "GOMEMLIMIT="+injectedMemLimit, "GOMAXPROCS="+injectedMaxProcs)
 	if err != nil {
