@@ -74,7 +74,7 @@ const suiteConcurrency = 2
 // The restart test stops it and starts another.
 func startManager() error {
 	mgr, err := env.StartManager(func(mgr ctrl.Manager) error {
-		return (&BundleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator"),
+		return (&BundleReconciler{Client: holdingClient{mgr.GetClient()}, APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("oar-operator"),
 			Concurrency: suiteConcurrency}).SetupWithManager(mgr)
 	})
 	if err != nil {
@@ -84,6 +84,51 @@ func startManager() error {
 	stopMgr, cached = mgr.Stop, mgr.GetCache()
 	mgrMu.Unlock()
 	return nil
+}
+
+// heldCapabilities are the Capabilities whose reads by the bundle controller wait for
+// a test (holdCapability), keyed by types.NamespacedName: a reconcile of one of them
+// runs until the test lets it go.
+var heldCapabilities sync.Map
+
+// hold is one held Capability: entered is closed once a reconcile reads it, and its
+// reads wait until release is closed.
+type hold struct {
+	entered, release chan struct{}
+	enter            sync.Once
+}
+
+// holdingClient is the bundle controller's client, whose reads of a held Capability
+// wait until the test releases it.
+type holdingClient struct{ client.Client }
+
+func (c holdingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*rulesv1alpha1.Capability); ok {
+		if v, ok := heldCapabilities.Load(key); ok {
+			h := v.(*hold)
+			h.enter.Do(func() { close(h.entered) })
+			select {
+			case <-h.release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// holdCapability makes the bundle controller's reads of the Capability key wait until
+// the returned release is called (at the latest when the test ends), and returns a
+// channel closed once a reconcile has read it.
+func holdCapability(t *testing.T, key types.NamespacedName) (entered <-chan struct{}, release func()) {
+	h := &hold{entered: make(chan struct{}), release: make(chan struct{})}
+	heldCapabilities.Store(key, h)
+	release = sync.OnceFunc(func() {
+		heldCapabilities.Delete(key)
+		close(h.release)
+	})
+	t.Cleanup(release)
+	return h.entered, release
 }
 
 func stopManager() {
@@ -130,6 +175,30 @@ func TestCapabilitiesReconcileSideBySide(t *testing.T) {
 	if got != suiteConcurrency {
 		t.Errorf("the bundle controller reconciles %v Capabilities at once, want %d", got, suiteConcurrency)
 	}
+}
+
+// TestASlowCapabilityHoldsUpOnlyItself: while one Capability's reconcile is held in
+// the middle, another Capability's pack is published all the same, and the held one's
+// once it goes on (BundleReconciler.Concurrency).
+func TestASlowCapabilityHoldsUpOnlyItself(t *testing.T) {
+	slowNS, quickNS := namespace(t), namespace(t)
+	slowCapability := sampleCapability(t, slowNS)
+	entered, release := holdCapability(t, client.ObjectKeyFromObject(slowCapability))
+	create(t, slowCapability)
+	slow := pack(slowNS, "security", slowCapability.Name, rulesJSON(t, rule("acme.security", "SHELL")))
+	create(t, slow)
+	select {
+	case <-entered:
+	case <-time.After(timeout):
+		t.Fatal("no reconcile read the held Capability")
+	}
+
+	publishedPack(t, quickNS)
+	if c := meta.FindStatusCondition(conditionsOf(t, slow), rulesv1alpha1.ConditionReady); c != nil && c.Reason == rulesv1alpha1.ReasonPublished {
+		t.Fatalf("the held Capability's pack is published: %+v", c)
+	}
+	release()
+	waitReady(t, slow, metav1.ConditionTrue, rulesv1alpha1.ReasonPublished)
 }
 
 const (
