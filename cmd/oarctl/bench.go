@@ -63,10 +63,9 @@ type bestLatency struct {
 type measureOptions struct {
 	byAnchor, best bool
 	// collectBetweenPasses runs the collector between passes and turns it off during
-	// them: the latencies without the share of the collector's marking, whose write
-	// barriers, assists and worker slow the evaluations it overlaps (how much depends
-	// on the bytes the evaluations allocate). The throughput and CPU time still
-	// include the collections.
+	// them, so no pass holds a collection or what follows one: on the generated
+	// workload, the heap growing into pages it has not touched, whose faults are most
+	// of the measured p99. The throughput and CPU time still include the collections.
 	collectBetweenPasses bool
 }
 
@@ -99,7 +98,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	shape := flags.Bool("shape", false, "first print, per occurrence on average, how many rules each occurrence reached (selected and evaluated or suppressed) and how many fired, and the decisions")
 	byAnchor := flags.Bool("by-anchor", false, "also report the evaluations, p50 and p99 of each anchor's occurrences, to see which anchor a p50 or p99 comes from")
 	best := flags.Bool("best", false, "also report p50 and p99 over the occurrences of each one's fastest evaluation, leaving out the machine's stalls; -n must be at least twice the occurrences")
-	collect := flags.Bool("collect-between-passes", false, "run the garbage collector between passes over the occurrences and never during one: p50 and p99 then leave out the collector's share (evals/s and CPU time still pay for it), which the bytes the evaluations allocate cause")
+	collect := flags.Bool("collect-between-passes", false, "run the garbage collector between passes over the occurrences and never during one: p50 and p99 then leave out what collections cost the evaluations (evals/s and CPU time still pay for the collections)")
 	rest, code, ok := parseFlags(flags, benchSynopsis, args, stdout, stderr)
 	if !ok {
 		return code
