@@ -613,8 +613,14 @@ func indexedSelectionEqualsClauseByClause(t *testing.T, p *Program) {
 // [OAR-FACT-26] state it, without the indexes, plans or lookups the engine uses: it
 // compares each clause's fact with every value of the clause; a clause whose fact is
 // read and matches none leaves the rule out; otherwise a clause whose fact cannot be
-// read selects the rule with the error of the first such clause.
+// read selects the rule with the error of the first such clause. A rule carrying an
+// empty clause is never selected ([OAR-SEL-6]).
 func (s *evalState) selectsByMeaning(r *Rule) (bool, error) {
+	for _, c := range r.selector {
+		if len(slices.Collect(c.each())) == 0 {
+			return false, nil
+		}
+	}
 	var first error
 	for _, c := range r.selector {
 		v, err := s.Fact(c.sym.ID)

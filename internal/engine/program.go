@@ -41,7 +41,10 @@ func newProgram(rs *RuleSet, enforcement []Enforcement) *Program {
 		for _, t := range r.Overrides {
 			p.suppressors[t] = append(p.suppressors[t], r.Index)
 		}
-		if enforcement[r.Index] == EnforceOff {
+		if enforcement[r.Index] == EnforceOff || r.neverSelected() {
+			// Neither is a candidate: a rule that is off is not evaluated, and one
+			// carrying an empty clause is never selected, even where its clause's fact
+			// cannot be read ([OAR-SEL-6]).
 			continue
 		}
 		candidates[r.Local] = append(candidates[r.Local], r.Index)

@@ -195,6 +195,15 @@ func (c *selectorClause) has(v string) bool {
 	return false
 }
 
+// empty reports whether c lists no value: it matches nothing ([OAR-SEL-6]).
+func (c *selectorClause) empty() bool { return len(c.values) == 0 && len(c.few) == 0 }
+
+// neverSelected reports whether r carries an empty selector clause, which matches
+// nothing whatever its fact holds, an unreadable fact included ([OAR-SEL-6]).
+func (r *Rule) neverSelected() bool {
+	return slices.ContainsFunc(r.selector, func(c selectorClause) bool { return c.empty() })
+}
+
 // each yields c's values, each once.
 func (c *selectorClause) each() iter.Seq[string] {
 	if c.values != nil {
