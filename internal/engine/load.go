@@ -641,7 +641,10 @@ func parseTransform(l *diag.List, obj map[string]any, r *Rule, req *requirements
 		l.Add(fieldErr("OAR-OPS-13", "transform.action", action, "transform action %q must be one of redact, replace, annotate", action))
 		hasAction = false
 	}
-	target, _ := getRequiredString(l, m, "target", "transform.target", "OAR-OPS-13", "transform")
+	target, hasTarget := getRequiredString(l, m, "target", "transform.target", "OAR-OPS-13", "transform")
+	if hasTarget && target == "" {
+		l.Add(fieldErr("OAR-OPS-14", "transform.target", target, "transform target is empty; it must be content or a list<map> fact"))
+	}
 	repl, hasRepl := getString(l, m, "replacement", "transform.replacement", "OAR-OPS-13")
 	if hasAction && !hasRepl && action != "redact" {
 		if _, ok := m["replacement"]; !ok {
