@@ -49,6 +49,13 @@ const (
 	builtinToolArgBool
 )
 
+// engineOwned reports whether only the engine produces b, whatever a host or a
+// detector reports under its name: the anchor, which every rule at an occurrence
+// observes alike, and the counters of the occurrence's snapshot ([OAR-FIRE-6]).
+func (b builtin) engineOwned() bool {
+	return b == builtinAnchor || b == builtinFireCount || b == builtinBreakerCount
+}
+
 // builtinOf is the builtin a declared symbol is, by tier and name.
 func builtinOf(tier Tier, profile, name string) builtin {
 	switch {

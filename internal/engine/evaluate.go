@@ -1102,7 +1102,7 @@ func (s *evalState) Fact(id int) (types.Value, error) {
 		return sl.v, sl.err
 	}
 	info := s.p.cap.symbol(id)
-	if f := s.finding; f != nil {
+	if f := s.finding; f != nil && !info.builtin.engineOwned() {
 		if v, found, err := s.found(f, info); found {
 			return v, err
 		}
@@ -1346,7 +1346,7 @@ func (s *evalState) Call(id int, arg types.Value, slot int) (types.Value, error)
 // zero value ([OAR-FACT-25]).
 func (s *evalState) call(id int, arg types.Value) (types.Value, error) {
 	info := s.p.cap.symbol(id)
-	if f := s.finding; f != nil {
+	if f := s.finding; f != nil && !info.builtin.engineOwned() {
 		if v, found, err := s.found(f, info); found {
 			return v, err
 		}
