@@ -1346,7 +1346,7 @@ func (s *evalState) Call(id int, arg types.Value, slot int) (types.Value, error)
 // zero value ([OAR-FACT-25]).
 func (s *evalState) call(id int, arg types.Value) (types.Value, error) {
 	info := s.p.cap.symbol(id)
-	if f := s.finding; f != nil && !info.builtin.engineOwned() {
+	if f := s.finding; f != nil {
 		if v, found, err := s.found(f, info); found {
 			return v, err
 		}
@@ -1373,7 +1373,11 @@ func (s *evalState) call(id int, arg types.Value) (types.Value, error) {
 		case builtinToolArgString:
 			return types.StringValue(toolobs.ArgString(args.Map(), arg.Str())), nil
 		case builtinToolArgInt:
-			return types.IntValue(toolobs.ArgInt(args.Map(), arg.Str())), nil
+			i, err := toolobs.ArgInt(args.Map(), arg.Str())
+			if err != nil {
+				return types.Value{}, &ProviderError{Clause: "OAR-FACT-23", Fact: funcToolArgInt, Err: err}
+			}
+			return types.IntValue(i), nil
 		default:
 			return types.BoolValue(toolobs.ArgBool(args.Map(), arg.Str())), nil
 		}

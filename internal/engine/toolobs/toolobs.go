@@ -455,13 +455,22 @@ func ArgString(args map[string]any, name string) string {
 }
 
 // ArgInt is tool_arg_int: the named argument when it is an integer — a JSON number
-// with an integral spelling that fits int64 (json.Number "5", not "5.0" or "5e0"),
-// or an int or int64 — and zero otherwise.
-func ArgInt(args map[string]any, name string) int64 {
-	if i, ok := types.AsInt(args[name]); ok {
-		return i
+// with an integral spelling (json.Number "5", not "5.0" or "5e0"), or an int or
+// int64 — and zero otherwise. An integer outside int64 is an error, not a zero: the
+// argument is an integer the function cannot return without truncating it
+// ([OAR-FACT-23]), so a limit such as tool_arg_int("amount") > 1000 is never passed
+// by a larger amount.
+func ArgInt(args map[string]any, name string) (int64, error) {
+	v := args[name]
+	if i, ok := types.AsInt(v); ok {
+		return i, nil
 	}
-	return 0
+	if n, ok := v.(json.Number); ok {
+		if _, err := strconv.ParseInt(string(n), 10, 64); errors.Is(err, strconv.ErrRange) {
+			return 0, fmt.Errorf("tool argument %q is the integer %s, outside the 64-bit signed range", diag.Truncate(name), diag.Truncate(string(n)))
+		}
+	}
+	return 0, nil
 }
 
 // ArgBool is tool_arg_bool: the named argument when it is a boolean, and false

@@ -205,7 +205,7 @@ func TestFACT28_FingerprintProperties(t *testing.T) {
 }
 
 func TestToolArgs(t *testing.T) {
-	args := decode(t, `{"s":"text","empty":"","i":5,"neg":-3,"f":5.0,"e":5e0,"big":9223372036854775808,
+	args := decode(t, `{"s":"text","empty":"","i":5,"neg":-3,"f":5.0,"e":5e0,"big":9223372036854775808,"big_neg":-9223372036854775809,
 		"b":true,"no":false,"null":null,"list":["a"],"obj":{"k":"v"},"num_str":"5"}`).(map[string]any)
 	args["go_int"] = 7
 	args["go_int64"] = int64(-8)
@@ -217,10 +217,17 @@ func TestToolArgs(t *testing.T) {
 			t.Errorf("tool_arg_string(%q) = %q, want %q", name, got, want)
 		}
 	}
-	ints := map[string]int64{"i": 5, "neg": -3, "go_int": 7, "go_int64": -8, "f": 0, "e": 0, "big": 0, "go_float": 0, "s": 0, "num_str": 0, "b": 0, "null": 0, "missing": 0}
+	ints := map[string]int64{"i": 5, "neg": -3, "go_int": 7, "go_int64": -8, "f": 0, "e": 0, "go_float": 0, "s": 0, "num_str": 0, "b": 0, "null": 0, "missing": 0}
 	for name, want := range ints {
-		if got := ArgInt(args, name); got != want {
-			t.Errorf("tool_arg_int(%q) = %d, want %d", name, got, want)
+		if got, err := ArgInt(args, name); got != want || err != nil {
+			t.Errorf("tool_arg_int(%q) = %d, %v; want %d", name, got, err, want)
+		}
+	}
+	// An integer beyond int64 is one the function cannot return: an error, never a
+	// zero that would pass a limit ([OAR-FACT-23]).
+	for _, name := range []string{"big", "big_neg"} {
+		if got, err := ArgInt(args, name); err == nil || !strings.Contains(err.Error(), "outside the 64-bit signed range") {
+			t.Errorf("tool_arg_int(%q) = %d, %v; want an error", name, got, err)
 		}
 	}
 	bools := map[string]bool{"b": true, "no": false, "s": false, "i": false, "null": false, "missing": false}
@@ -230,7 +237,7 @@ func TestToolArgs(t *testing.T) {
 		}
 	}
 	// Without a tool call there are no arguments at all.
-	if ArgString(nil, "s") != "" || ArgInt(nil, "i") != 0 || ArgBool(nil, "b") {
+	if i, err := ArgInt(nil, "i"); ArgString(nil, "s") != "" || i != 0 || err != nil || ArgBool(nil, "b") {
 		t.Error("nil arguments must give zero values")
 	}
 }
