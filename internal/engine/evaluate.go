@@ -497,8 +497,6 @@ func (s *evalState) run() *Decision {
 			nudges = append(nudges, c)
 		case EffectWarn:
 			warns = append(warns, c)
-		case EffectAllow:
-			s.dropCopy(copyOut)
 		}
 		if block != nil {
 			stop = pos + 1
@@ -770,6 +768,11 @@ func (s *evalState) evalRule(r *Rule, selErr error) (bool, copySpan, *transform.
 		if tr, err = s.resolveTransform(r); err != nil {
 			return false, copySpan{}, nil, err
 		}
+	}
+	if r.Effect == EffectAllow {
+		// No decision carries an allow rule's copy (a decision of none carries none,
+		// [OAR-COPY-1]): it is never rendered, so it cannot fail the rule ([OAR-COPY-6]).
+		return true, copySpan{}, tr, nil
 	}
 	if s.finding == nil && s.checkCopy(r) {
 		return true, copySpan{late: true}, tr, nil
