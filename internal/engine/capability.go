@@ -295,6 +295,14 @@ func (c *Capability) loadProfiles(l *diag.List, obj map[string]any) {
 	}
 }
 
+// The largest activity_window and expression_nodes_max this engine adopts. The
+// specification sets no ceiling; a capability declaring more is refused, and the
+// conformance runner reports a fixture declaring more as skipped ([OAR-CONF-20]).
+const (
+	MaxActivityWindow  = 1 << 20
+	MaxExpressionNodes = expr.MaxNodesCeiling
+)
+
 func (c *Capability) loadScalars(l *diag.List, obj map[string]any) {
 	if raw, ok := obj["activity_window"]; ok {
 		n, isInt := types.AsInt(raw)
@@ -303,8 +311,8 @@ func (c *Capability) loadScalars(l *diag.List, obj map[string]any) {
 			l.Add(fieldErr("OAR-PROF-3", "activity_window", raw, "activity_window must be an integer; got %s", types.DescribeJSON(raw)))
 		case n < 0:
 			l.Add(fieldErr("OAR-PROF-3", "activity_window", raw, "activity_window must be zero or more"))
-		case n > 1<<20:
-			l.Add(fieldErr("OAR-PROF-3", "activity_window", raw, "activity_window %d is larger than this engine supports (%d)", n, 1<<20))
+		case n > MaxActivityWindow:
+			l.Add(fieldErr("OAR-PROF-3", "activity_window", raw, "activity_window %d is larger than this engine supports (%d)", n, MaxActivityWindow))
 		default:
 			c.ActivityWindow = int(n)
 		}
@@ -319,8 +327,8 @@ func (c *Capability) loadScalars(l *diag.List, obj map[string]any) {
 			l.Add(fieldErr("OAR-FACT-21", "expression_nodes_max", raw, "expression_nodes_max must be an integer; got %s", types.DescribeJSON(raw)))
 		case n < defaultExpressionNodesMax:
 			l.Add(fieldErr("OAR-EXPR-17", "expression_nodes_max", raw, "expression_nodes_max %d is below 256, the parse-tree size every engine must accept", n))
-		case n > expr.MaxNodesCeiling:
-			l.Add(fieldErr("OAR-EXPR-17", "expression_nodes_max", raw, "expression_nodes_max %d is larger than this engine supports (%d)", n, expr.MaxNodesCeiling))
+		case n > MaxExpressionNodes:
+			l.Add(fieldErr("OAR-EXPR-17", "expression_nodes_max", raw, "expression_nodes_max %d is larger than this engine supports (%d)", n, MaxExpressionNodes))
 		default:
 			c.ExpressionNodesMax = int(n)
 		}
