@@ -266,7 +266,13 @@ func (p *Program) EvaluateInto(rt *Runtime, occ *Occurrence, buf *DecisionBuffer
 	}
 	switch {
 	case occ.HasRecentActivity:
+		// An explicit window is the session's for this occurrence only
+		// ([OAR-CONF-40]); flow matches its newest activity_window steps, as many as
+		// the engine would have kept ([OAR-PROF-3], [OAR-PROF-9]).
 		s.window = occ.RecentActivity
+		if w := p.cap.ActivityWindow; len(s.window) > w {
+			s.window = s.window[len(s.window)-w:]
+		}
 	case rt.Activity != nil:
 		if fa, ok := rt.Activity.(FallibleActivity); ok {
 			s.window, s.windowErr = fa.WindowErr(occ.SessionID)
