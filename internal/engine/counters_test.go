@@ -148,3 +148,21 @@ func TestCONF33_ADecisionReportsItsCountersInKeyOrder(t *testing.T) {
 		t.Errorf("counters %+v; want %s, R1 at 2", d.Counters, want)
 	}
 }
+
+// TestCONF21_ACounterLeftWhereItWasIsNotReported: a decision reports the counters whose
+// values the occurrence changed ([OAR-CONF-21]), not every counter an action touched: a
+// reset of a counter at zero, and an increment taken back by a reset at the same
+// occurrence, leave nothing to report, though on_fire lists the actions applied.
+func TestCONF21_ACounterLeftWhereItWasIsNotReported(t *testing.T) {
+	p := mustProgram(t, `[
+	 {"oar":"1.0","id":"RESET","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","on_fire":["reset_counter"],"requires":{"profiles":["tool"]}},
+	 {"oar":"1.0","id":"UNDO","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","on_fire":["increment_counter","reset_counter"],"requires":{"profiles":["tool"]}},
+	 {"oar":"1.0","id":"UP","kind":"policy","anchor":"tool.pre_invoke","effect":"warn","on_fire":["increment_counter"],"requires":{"profiles":["tool"]}}]`)
+	d := p.Evaluate(NewMemoryRuntime(), &Occurrence{Anchor: "gw.pre_call", SessionID: "s", ToolCall: &ToolCall{Name: "read"}})
+	if len(d.Counters) != 1 || d.Counters.Get("UP").Fire != 1 {
+		t.Errorf("counters %+v; want UP at 1 alone", d.Counters)
+	}
+	if want := "reset_counter increment_counter reset_counter increment_counter"; strings.Join(d.OnFire, " ") != want {
+		t.Errorf("on_fire %v; want %s", d.OnFire, want)
+	}
+}

@@ -544,7 +544,10 @@ func (s *evalState) counterReport() Counters {
 	for i := range s.ctrs {
 		c := &s.ctrs[i]
 		switch {
-		case !c.changed:
+		case !c.changed || c.after == c.before:
+			// Applied actions that leave a counter where the occurrence found it (a
+			// reset of zero, an increment taken back by a reset) change nothing to
+			// report ([OAR-CONF-21]).
 		case !c.key.Scoped:
 			out = append(out, ReportedCounter{Key: c.key.Rule, Counts: c.after})
 		default:
