@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
+
+	"github.com/oar-operator/oar-operator/internal/testpoll"
 )
 
 // TestReadBodyMatchesMaxBytesReader: readBody gives, for bodies under, at and over the
@@ -94,6 +97,55 @@ func TestTooLargeBodyClosesConnection(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
 			t.Errorf("%s: status %d, Connection %q; want 413 and the connection closed", name, resp.StatusCode, resp.Header.Get("Connection"))
+		}
+	}
+}
+
+// TestStalledBodiesGiveTheirRoomBack: clients that declare a large body and stop
+// sending it hold the reading room of the request budget only until BodyReadTimeout;
+// then they get a 408 and a small request waiting behind them is answered. Without the
+// deadline, bodies that never arrive would hold the room, and every evaluation, for
+// good.
+func TestStalledBodiesGiveTheirRoomBack(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	// Reading room is a quarter of the request budget: two stalled 1 KiB bodies fill it.
+	ts := serve(t, sealed(t, testCapability, testRules), Options{MaxBodyBytes: 1024, MaxRequestBytes: 8 << 10, BodyReadTimeout: timeout})
+	addr := strings.TrimPrefix(ts.srv.URL, "http://")
+	statuses := make(chan int, 2)
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := fmt.Fprintf(c, "POST /v1/evaluate HTTP/1.1\r\nHost: %s\r\nContent-Length: 1024\r\n\r\n{\"anchor\"", addr); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	testpoll.Until(t, 10*time.Second, time.Millisecond, "the stalled bodies holding the reading room", func() bool {
+		if ts.requests.reading.TryAcquire(1) {
+			ts.requests.reading.Release(1)
+			return false
+		}
+		return true
+	})
+	start := time.Now()
+	a := ts.evaluate(t, occ("tool.pre_invoke", "s", `"tool_call": {"name": "read", "arguments": {}}`))
+	if waited := time.Since(start); a.Decision == nil || waited < timeout/2 {
+		t.Errorf("answered %+v after %s; want a decision once the stalled bodies' deadline passed", a, waited)
+	}
+	for range 2 {
+		if got := <-statuses; got != http.StatusRequestTimeout {
+			t.Errorf("a stalled body got status %d; want 408", got)
 		}
 	}
 }

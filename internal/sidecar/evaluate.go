@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -71,15 +72,27 @@ func (s *Sidecar) evaluate(w http.ResponseWriter, r *http.Request) {
 		return // the client went away while the request waited
 	}
 	sc := scratches.Get().(*scratch)
+	// A body that stalls gives its room back once the deadline passes.
+	setReadDeadline(w, time.Now().Add(s.opt.BodyReadTimeout))
 	body, err := readBody(sc.body[:0], w, r, s.opt.MaxBodyBytes)
 	sc.body = pooled(body)
+	if err == nil {
+		setReadDeadline(w, time.Time{})
+	}
 	if err != nil {
 		s.requests.doneReading(reading)
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		switch {
+		case errors.As(err, &tooLarge):
 			s.metrics.Rejected(metrics.RejectTooLarge)
 			writeProblem(w, http.StatusRequestEntityTooLarge, Problem{Error: fmt.Sprintf("the occurrence exceeds %d bytes, the limit --max-body-bytes sets", tooLarge.Limit), Bundle: digest})
-		} else {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// The connection is closed after the answer: net/http would otherwise wait
+			// for the rest of the body to reuse it.
+			s.metrics.Rejected(metrics.RejectMalformed)
+			w.Header().Set("Connection", "close")
+			writeProblem(w, http.StatusRequestTimeout, Problem{Error: fmt.Sprintf("the request body did not arrive within %s", s.opt.BodyReadTimeout), Bundle: digest})
+		default:
 			s.metrics.Rejected(metrics.RejectMalformed)
 			writeProblem(w, http.StatusBadRequest, Problem{Error: "reading the request body: " + err.Error(), Bundle: digest})
 		}
@@ -177,6 +190,23 @@ func readBody(b []byte, w http.ResponseWriter, r *http.Request, limit int64) ([]
 		}
 		if err != nil {
 			return b, err
+		}
+	}
+}
+
+// setReadDeadline sets the read deadline of w's connection, as
+// http.ResponseController does, unwrapping w as it does, without allocating: a
+// writer that cannot set one (a test's) is left as it is.
+func setReadDeadline(w http.ResponseWriter, t time.Time) {
+	for {
+		switch rw := w.(type) {
+		case interface{ SetReadDeadline(time.Time) error }:
+			_ = rw.SetReadDeadline(t)
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = rw.Unwrap()
+		default:
+			return
 		}
 	}
 }

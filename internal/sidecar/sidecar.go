@@ -59,6 +59,11 @@ const (
 	// DefaultStreamWriteTimeout is shorter than DefaultShutdownTimeout, so a stalled
 	// event-stream client cannot hold shutdown up.
 	DefaultStreamWriteTimeout = 5 * time.Second
+	// DefaultBodyReadTimeout bounds how long a POST /v1/evaluate body may take to
+	// arrive once it has room (requestBudget): on loopback a whole body takes
+	// milliseconds, and a client that stalls mid-body must not hold room that other
+	// requests wait for.
+	DefaultBodyReadTimeout = 10 * time.Second
 )
 
 // Options configure a Sidecar.
@@ -95,6 +100,8 @@ type Options struct {
 	// reading is disconnected after it, rather than holding its connection, a
 	// goroutine and its buffered records until it goes away.
 	StreamWriteTimeout time.Duration
+	// BodyReadTimeout bounds reading one request's body (DefaultBodyReadTimeout).
+	BodyReadTimeout time.Duration
 	// ShutdownTimeout bounds how long Run waits for in-flight requests.
 	ShutdownTimeout time.Duration
 	Log             logr.Logger
@@ -126,6 +133,9 @@ func New(opt Options) *Sidecar {
 	}
 	if opt.ShutdownTimeout <= 0 {
 		opt.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if opt.BodyReadTimeout <= 0 {
+		opt.BodyReadTimeout = DefaultBodyReadTimeout
 	}
 	if opt.StreamWriteTimeout <= 0 {
 		opt.StreamWriteTimeout = DefaultStreamWriteTimeout
