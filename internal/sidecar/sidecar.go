@@ -149,7 +149,7 @@ func New(opt Options) *Sidecar {
 	s := &Sidecar{
 		opt:      opt,
 		sessions: session.New(opt.Sessions),
-		events:   events.NewStream(opt.Events, opt.EventBuffer),
+		events:   events.NewStream(opt.Events, opt.EventBuffer, 0),
 		requests: newRequestBudget(opt.MaxRequestBytes),
 	}
 	src := metrics.Sources{

@@ -4,9 +4,13 @@
 // subscribers of GET /v1/events.
 //
 // The writer is the record of truth: a write it refuses is a side-effect that cannot be
-// applied, which the engine routes to the rule's on_error ([OAR-FIRE-9]). Subscribers
-// are best effort: each has a bounded buffer, and one that falls behind is dropped (its
-// channel closes and Dropped reports it), so a slow reader never blocks an evaluation.
+// applied, which the engine routes to the rule's on_error ([OAR-FIRE-9]). So is a write
+// it does not finish within the stream's write timeout (a log collector that stopped
+// reading the sidecar's stdout): the evaluation goes on without waiting longer, and
+// while that write is still pending, later records are refused at once. A record so
+// refused may still reach the writer once it resumes. Subscribers are best effort: each
+// has a bounded buffer, and one that falls behind is dropped (its channel closes and
+// Dropped reports it), so a slow reader never blocks an evaluation.
 package events
 
 import (
@@ -24,6 +28,9 @@ import (
 
 // DefaultBuffer is a subscriber's buffer when NewStream is given none.
 const DefaultBuffer = 256
+
+// DefaultWriteTimeout bounds a write to the writer when NewStream is given no timeout.
+const DefaultWriteTimeout = 5 * time.Second
 
 // ErrClosed is returned by Subscribe after Close.
 var ErrClosed = errors.New("events: the stream is closed")
@@ -58,9 +65,15 @@ func (r Record) MarshalJSON() ([]byte, error) {
 
 // Stream writes records and fans them out. It is safe for concurrent use.
 type Stream struct {
-	w      io.Writer
-	buffer int
-	now    func() time.Time
+	w       io.Writer
+	buffer  int
+	timeout time.Duration
+	now     func() time.Time
+	// writes hands each line to the goroutine writing to w, which sets busySince (Unix
+	// nanoseconds) while a write is under way, so a record can be refused rather than
+	// wait on a write that will not finish.
+	writes    chan write
+	busySince atomic.Int64
 
 	mu     sync.Mutex
 	subs   map[*Subscription]struct{}
@@ -71,13 +84,77 @@ type Stream struct {
 	dropped     atomic.Uint64
 }
 
-// NewStream returns a stream writing JSON lines to w, giving each subscriber a buffer
-// of the given number of records (DefaultBuffer when not positive).
-func NewStream(w io.Writer, buffer int) *Stream {
+// write is a line handed to the writing goroutine and where its outcome goes.
+type write struct {
+	line []byte
+	done chan written
+}
+
+// written is the outcome of a write: its error, or what the writer panicked with,
+// which writeLine panics with again in the publishing goroutine, as if it had written
+// the line itself.
+type written struct {
+	err      error
+	panicked any
+}
+
+// NewStream returns a stream writing JSON lines to w, each within writeTimeout
+// (DefaultWriteTimeout when not positive), giving each subscriber a buffer of the given
+// number of records (DefaultBuffer when not positive). The goroutine writing to w lives
+// as long as the process: records published during shutdown are still written.
+func NewStream(w io.Writer, buffer int, writeTimeout time.Duration) *Stream {
 	if buffer <= 0 {
 		buffer = DefaultBuffer
 	}
-	return &Stream{w: w, buffer: buffer, now: time.Now, subs: map[*Subscription]struct{}{}}
+	if writeTimeout <= 0 {
+		writeTimeout = DefaultWriteTimeout
+	}
+	s := &Stream{w: w, buffer: buffer, timeout: writeTimeout, now: time.Now, writes: make(chan write), subs: map[*Subscription]struct{}{}}
+	go s.writeLines()
+	return s
+}
+
+func (s *Stream) writeLines() {
+	for wr := range s.writes {
+		s.busySince.Store(time.Now().UnixNano())
+		wr.done <- s.writeOne(wr.line)
+		s.busySince.Store(0)
+	}
+}
+
+func (s *Stream) writeOne(line []byte) (w written) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.panicked = p
+		}
+	}()
+	_, w.err = s.w.Write(line)
+	return w
+}
+
+// writeLine writes line to w within the timeout, refusing it at once while a write
+// that has outlasted the timeout is still under way.
+func (s *Stream) writeLine(line []byte) error {
+	if since := s.busySince.Load(); since != 0 && time.Since(time.Unix(0, since)) > s.timeout {
+		return fmt.Errorf("the writer has not finished a write for over %s", s.timeout)
+	}
+	t := time.NewTimer(s.timeout)
+	defer t.Stop()
+	wr := write{line: line, done: make(chan written, 1)}
+	select {
+	case s.writes <- wr:
+	case <-t.C:
+		return fmt.Errorf("the writer has not finished a write for over %s", s.timeout)
+	}
+	select {
+	case w := <-wr.done:
+		if w.panicked != nil {
+			panic(w.panicked)
+		}
+		return w.err
+	case <-t.C:
+		return fmt.Errorf("the write did not finish within %s", s.timeout)
+	}
 }
 
 // Sink returns the engine.EventSink that publishes records of the given bundle.
@@ -101,7 +178,7 @@ func (s *Stream) publish(r Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// One write per line, under the lock, so concurrent records never interleave.
-	if _, err := s.w.Write(append(line, '\n')); err != nil {
+	if err := s.writeLine(append(line, '\n')); err != nil {
 		return fmt.Errorf("events: writing the record: %w", err)
 	}
 	for sub := range s.subs {

@@ -5,16 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/oar-operator/oar-operator/internal/engine"
+	"github.com/oar-operator/oar-operator/internal/testpoll"
 )
 
 var ev = engine.Event{Rule: "acme.ops/COUNT", Anchor: "tool.pre_invoke", Effect: "warn", Session: "s1"}
 
 func fixedStream(w *bytes.Buffer, buffer int) *Stream {
-	s := NewStream(w, buffer)
+	s := NewStream(w, buffer, 0)
 	s.now = func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }
 	return s
 }
@@ -60,7 +62,7 @@ func TestLoneSurrogatesKept(t *testing.T) {
 // TestRefusedWrite is [OAR-FIRE-9]'s "an event stream that refuses the write": the
 // error reaches the engine, and subscribers are not sent a record that was not written.
 func TestRefusedWrite(t *testing.T) {
-	s := NewStream(refusing{}, 0)
+	s := NewStream(refusing{}, 0, 0)
 	sub, err := s.Subscribe()
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +73,46 @@ func TestRefusedWrite(t *testing.T) {
 	if len(sub.C()) != 0 {
 		t.Error("a subscriber received an unwritten record")
 	}
+}
+
+// TestStalledWriter: a writer that stops taking writes (stdout no one reads) fails a
+// record after the write timeout, so the rule goes to its on_error ([OAR-FIRE-9])
+// instead of the evaluation waiting for good; while that write is pending, the next
+// record is refused at once; once the writer resumes, records are written again.
+func TestStalledWriter(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	w := &stalling{release: make(chan struct{})}
+	s := NewStream(w, 0, timeout)
+	start := time.Now()
+	if err := s.Sink("d").Publish(ev); err == nil || !strings.Contains(err.Error(), "did not finish within") {
+		t.Fatalf("Publish to a stalled writer: %v", err)
+	}
+	if waited := time.Since(start); waited < timeout {
+		t.Errorf("failed after %s, before the timeout", waited)
+	}
+	start = time.Now()
+	if err := s.Sink("d").Publish(ev); err == nil || !strings.Contains(err.Error(), "has not finished a write") {
+		t.Errorf("Publish while the stalled write is pending: %v", err)
+	}
+	if waited := time.Since(start); waited > timeout/2 {
+		t.Errorf("refused after %s; want at once", waited)
+	}
+	close(w.release)
+	testpoll.Until(t, 5*time.Second, time.Millisecond, "the writer to resume", func() bool { return s.busySince.Load() == 0 })
+	if err := s.Sink("d").Publish(ev); err != nil {
+		t.Errorf("Publish once the writer resumed: %v", err)
+	}
+}
+
+// stalling blocks its first write until release is closed.
+type stalling struct {
+	release chan struct{}
+	once    sync.Once
+}
+
+func (w *stalling) Write(p []byte) (int, error) {
+	w.once.Do(func() { <-w.release })
+	return len(p), nil
 }
 
 type refusing struct{}
@@ -143,7 +185,7 @@ func (b blockedWriter) Write(p []byte) (int, error) {
 // stalled container log pipe), /metrics still reads the subscriber figures.
 func TestFiguresDoNotWaitForAStalledWriter(t *testing.T) {
 	w := blockedWriter{entered: make(chan struct{}), release: make(chan struct{})}
-	s := NewStream(w, 1)
+	s := NewStream(w, 1, 0)
 	if _, err := s.Subscribe(); err != nil {
 		t.Fatal(err)
 	}
