@@ -102,6 +102,13 @@ spec: {containers: [{name: a, image: a}]}
 	if code != exitUsage || !strings.Contains(stderr, "memory-limit") {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	// The image flag is refused as the annotation is: the pod could not be created.
+	for _, image := range []string{"", "UPPER CASE!!"} {
+		_, stderr, code = oarctl(t, "inject", "--image", image)
+		if code != exitUsage || !strings.Contains(stderr, "is not an image reference") {
+			t.Errorf("--image %q: exit %d: %s", image, code, stderr)
+		}
+	}
 }
 
 // clusterInjectorArgs are the manager's injector flags as the chart renders them with

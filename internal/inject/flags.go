@@ -3,6 +3,7 @@ package inject
 import (
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -65,6 +66,9 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet, prefix string) {
 // CheckFlags refuses what the flags RegisterFlags defined with prefix set and which
 // cannot work together; the error names the flags.
 func (o Options) CheckFlags(prefix string) error {
+	if !validImage(o.Image) {
+		return fmt.Errorf("--%simage %q is not an image reference: it must be one without spaces, e.g. registry.example/oar-operator:v1.2.3", prefix, o.Image)
+	}
 	if o.SessionStoreSecret != "" && o.SessionStore == "" {
 		return fmt.Errorf("--%ssession-store-secret names a password Secret but sessions stay in memory: set --%ssession-store to the redis:// or rediss:// URL of the store", prefix, prefix)
 	}
@@ -72,6 +76,13 @@ func (o Options) CheckFlags(prefix string) error {
 		return fmt.Errorf("--%smemory-limit %s is below --%smemory-request %s: it must be at least the request", prefix, o.MemoryLimit.String(), prefix, o.MemoryRequest.String())
 	}
 	return nil
+}
+
+// validImage reports whether image can be a container's image reference: the
+// annotation and the flag refuse alike what the API server would refuse at the pod's
+// creation, an empty reference or one with spaces.
+func validImage(image string) bool {
+	return image != "" && !strings.ContainsAny(image, " \t\r\n")
 }
 
 // quantityFlag parses a positive resource quantity into q.

@@ -700,7 +700,7 @@ func tune(annotations map[string]string, o Options) (Options, []string, error) {
 		var err error
 		switch key {
 		case AnnotationImage:
-			if value == "" || strings.ContainsAny(value, " \t\r\n") {
+			if !validImage(value) {
 				err = bad(key, value, "an image reference without spaces, e.g. registry.example/oar-operator:v1.2.3")
 			}
 			o.Image = value
