@@ -41,6 +41,9 @@ type benchResult struct {
 	Anchors []anchorLatency `json:"anchors,omitempty"`
 	// Best is the latencies of each occurrence's fastest evaluation; only with --best.
 	Best *bestLatency `json:"best,omitempty"`
+	// Shape is the workload's description (--shape), which the text output prints
+	// first.
+	Shape string `json:"shape,omitempty"`
 	// CollectedBetweenPasses says the garbage collector ran between passes, timed in
 	// Seconds and CPUPerEval but in no latency, and never during one
 	// (--collect-between-passes).
@@ -95,7 +98,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	occFile := flags.String("occurrences", "", "a JSON Lines `FILE`, one occurrence object per line (required)")
 	n := flags.Int("n", 100000, "the number `N` of measured evaluations")
 	asJSON := flags.Bool("json", false, "print the result as one JSON object")
-	shape := flags.Bool("shape", false, "first print, per occurrence on average, how many rules each occurrence reached (selected and evaluated or suppressed) and how many fired, and the decisions")
+	shape := flags.Bool("shape", false, "first print, per occurrence on average, how many rules each occurrence reached (selected and evaluated or suppressed) and how many fired, and the decisions (with --json, as the member shape)")
 	byAnchor := flags.Bool("by-anchor", false, "also report the evaluations, p50 and p99 of each anchor's occurrences, to see which anchor a p50 or p99 comes from")
 	best := flags.Bool("best", false, "also report p50 and p99 over the occurrences of each one's fastest evaluation, leaving out the machine's stalls; -n must be at least twice the occurrences")
 	collect := flags.Bool("collect-between-passes", false, "run the garbage collector between passes over the occurrences and never during one: p50 and p99 then leave out what collections cost the evaluations (evals/s and CPU time still pay for the collections)")
@@ -128,10 +131,15 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			l.warn(r.at, undeclaredAnchor(r.occ.Anchor, p.Capability()))
 		}
 	}
+	var described string
 	if *shape {
-		fmt.Fprintln(stdout, workloadShape(p, occs))
+		described = workloadShape(p, occs)
+		if !*asJSON {
+			fmt.Fprintln(stdout, described)
+		}
 	}
 	res := measure(p, occs, *n, measureOptions{byAnchor: *byAnchor, best: *best, collectBetweenPasses: *collect}, benchRuntime)
+	res.Shape = described
 	if *asJSON {
 		if err := json.NewEncoder(stdout).Encode(res); err != nil {
 			fmt.Fprintf(stderr, "oarctl bench: %v\n", err)

@@ -226,6 +226,12 @@ func TestBenchShape(t *testing.T) {
 	if strings.Contains(stdout, " 0.0 rules reached") {
 		t.Errorf("no rule reached: %q", stdout)
 	}
+	// With --json, standard output stays one JSON object, the shape one of its members.
+	stdout, stderr, code = oarctl(t, benchArgs("testdata/bench/occurrences.jsonl", "-n", "20", "--shape", "--json")...)
+	var res benchResult
+	if err := json.Unmarshal([]byte(stdout), &res); code != exitOK || err != nil || !strings.HasPrefix(res.Shape, "workload: 100 rules") {
+		t.Errorf("exit %d, stderr %q: %v; shape %q", code, stderr, err, res.Shape)
+	}
 }
 
 // countingEvents counts the events published to it.
