@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -207,11 +208,26 @@ func readBundle(path string) (*bundle.Bundle, error) {
 // FILE:LINE.
 func readLogs(l *loader, files []string) []decisionlog.Entry {
 	var out []decisionlog.Entry
+	type seenFile struct {
+		name string
+		info os.FileInfo
+	}
+	var seen []seenFile
 	for _, file := range files {
 		f, err := os.Open(file)
 		if err != nil {
 			l.errorf(file, "%v", unwrapPathError(err))
 			continue
+		}
+		// A log given twice would replay each of its occurrences twice, and its
+		// sessions' second pass would decide otherwise than the first.
+		if info, err := f.Stat(); err == nil {
+			if i := slices.IndexFunc(seen, func(s seenFile) bool { return os.SameFile(s.info, info) }); i >= 0 {
+				l.errorf(file, "the same file as %s, given twice: give each log once", seen[i].name)
+				_ = f.Close()
+				continue
+			}
+			seen = append(seen, seenFile{file, info})
 		}
 		log, err := decisionlog.Read(f)
 		_ = f.Close()

@@ -232,6 +232,19 @@ func TestReplayBadInput(t *testing.T) {
 	if code != exitFail || !strings.Contains(stderr, bad+":2: a decision line: missing member \"occurrence\"") || !strings.Contains(stderr, bad+":3: not a JSON object") {
 		t.Errorf("exit %d, stderr %s", code, stderr)
 	}
+	// A log given twice, under any name, would replay its occurrences twice.
+	link := filepath.Join(dir, "same.jsonl")
+	abs, err := filepath.Abs(sampleLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(abs, link); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = oarctl(t, "replay", "--capability", sampleCap, "--rules", sampleRules, "--against", sampleRules, "--log", sampleLog, "--log", link)
+	if code != exitFail || !strings.Contains(stderr, link+": the same file as "+sampleLog+", given twice") {
+		t.Errorf("a log given twice: exit %d, stderr %s", code, stderr)
+	}
 	for _, args := range [][]string{
 		{"replay", "--capability", sampleCap, "--rules", sampleRules, "--against", sampleRules},
 		{"replay", "--capability", sampleCap, "--rules", sampleRules, "--log", sampleLog},
