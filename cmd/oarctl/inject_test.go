@@ -88,6 +88,50 @@ func TestInjectEveryKind(t *testing.T) {
 	}
 }
 
+// TestInjectLists: the pod templates inside a List (as kubectl get -o yaml prints one),
+// a typed list whose items leave out their kind, and a list nested in a list are
+// injected as the same objects alone would be; a namespace opting in from inside a list
+// opts in its pods.
+func TestInjectLists(t *testing.T) {
+	withStdinText(t, `apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: team, labels: {rules.oar.dev/capability: acme-gateway}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: p, namespace: team}
+  spec: {containers: [{name: a, image: a}]}
+- apiVersion: apps/v1
+  kind: DeploymentList
+  items:
+  - metadata: {name: d, namespace: other}
+    spec: {template: {metadata: {labels: {rules.oar.dev/capability: acme-gateway}}, spec: {containers: [{name: a, image: a}]}}}
+`)
+	stdout, stderr, code := oarctl(t, "inject", "--image", "registry.example/oar-operator:v1")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	list := documents(t, stdout)[0]
+	items, _ := list["items"].([]any)
+	if len(items) != 3 {
+		t.Fatalf("%d items out:\n%s", len(items), stdout)
+	}
+	pod, _ := items[1].(map[string]any)
+	deployments, _ := items[2].(map[string]any)["items"].([]any)
+	if len(deployments) != 1 {
+		t.Fatalf("the nested list lost its items:\n%s", stdout)
+	}
+	deployment, _ := deployments[0].(map[string]any)
+	if got := initContainers(pod); strings.Join(got, ",") != inject.ContainerName {
+		t.Errorf("the Pod of the opted-in namespace: init containers %q", got)
+	}
+	if got := initContainers(deployment, "spec", "template"); strings.Join(got, ",") != inject.ContainerName {
+		t.Errorf("the Deployment of the nested list: init containers %q", got)
+	}
+}
+
 func TestInjectRefusal(t *testing.T) {
 	withStdinText(t, `apiVersion: v1
 kind: Pod

@@ -3,6 +3,7 @@ package inject
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -20,13 +21,18 @@ var templatePaths = map[string][]string{
 
 // Manifests injects, in place, the pod template of every workload among docs (Pod,
 // Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) that opts in, as the
-// webhook injects each pod they create: `oarctl inject` for GitOps pipelines. A
-// Namespace among docs opts in its pods as the cluster's would; namespace is that of
-// documents naming none. Warnings name their document.
+// webhook injects each pod they create: `oarctl inject` for GitOps pipelines. The items
+// of a list document count as documents. A Namespace among docs opts in its pods as the
+// cluster's would; namespace is that of documents naming none. Warnings name their
+// document (and item).
 func Manifests(docs []map[string]any, namespace string, o Options) ([]string, error) {
+	var objects []object
+	for i, d := range docs {
+		objects = appendObjects(objects, d, "", fmt.Sprintf("document %d", i+1))
+	}
 	labelled := map[string]string{}
-	for _, d := range docs {
-		if d["kind"] == "Namespace" && d["apiVersion"] == "v1" {
+	for _, obj := range objects {
+		if d := obj.doc; obj.kind == "Namespace" && d["apiVersion"] == "v1" {
 			meta, _ := d["metadata"].(map[string]any)
 			labels, _ := meta["labels"].(map[string]any)
 			name, _ := meta["name"].(string)
@@ -36,15 +42,15 @@ func Manifests(docs []map[string]any, namespace string, o Options) ([]string, er
 		}
 	}
 	var warnings []string
-	for i, d := range docs {
-		kind, _ := d["kind"].(string)
+	for _, obj := range objects {
+		d, kind := obj.doc, obj.kind
 		path, ok := templatePaths[kind]
 		if !ok {
 			continue
 		}
 		meta, _ := d["metadata"].(map[string]any)
 		name, _ := meta["name"].(string)
-		what := fmt.Sprintf("%s %s (document %d)", kind, name, i+1)
+		what := fmt.Sprintf("%s %s (%s)", kind, name, obj.at)
 		ns, _ := meta["namespace"].(string)
 		if ns == "" {
 			ns = namespace
@@ -58,6 +64,33 @@ func Manifests(docs []map[string]any, namespace string, o Options) ([]string, er
 		}
 	}
 	return warnings, nil
+}
+
+// object is a document, or an item of a list document, its kind and where it is.
+type object struct {
+	doc  map[string]any
+	kind string
+	at   string
+}
+
+// appendObjects appends d to out, or, when d is a list (a kind ending in List with
+// items, as kubectl get -o yaml prints one), each of its items, an item with no kind
+// taking the list's (a DeploymentList's items are Deployments). kind is d's kind when
+// d does not say it.
+func appendObjects(out []object, d map[string]any, kind, at string) []object {
+	if k, ok := d["kind"].(string); ok {
+		kind = k
+	}
+	items, isList := d["items"].([]any)
+	if !isList || !strings.HasSuffix(kind, "List") {
+		return append(out, object{d, kind, at})
+	}
+	for j, it := range items {
+		if m, ok := it.(map[string]any); ok {
+			out = appendObjects(out, m, strings.TrimSuffix(kind, "List"), fmt.Sprintf("%s, item %d", at, j+1))
+		}
+	}
+	return out
 }
 
 // injectTemplate injects the pod template at path in doc, in place.
