@@ -14,9 +14,18 @@ import (
 	enginetypes "github.com/oar-operator/oar-operator/internal/engine/types"
 )
 
-// readSet reads the members of file for validate (see readMember).
-func (l *loader) readSet(file string, members []any, namespace string, in *inputs) {
+// readSet reads the members of file for validate (see readMember). array says the
+// file is one array of members: OAR documents may be written so ([OAR-DOC-31]), but
+// kubectl reads such a file as one object, which an array is not, so an array holding
+// a manifest is refused, as kubectl would refuse to apply it.
+func (l *loader) readSet(file string, members []any, array bool, namespace string, in *inputs) {
 	for i, m := range members {
+		if obj, ok := m.(map[string]any); ok && array {
+			if _, isManifest := obj["apiVersion"]; isManifest {
+				l.errorf(file, "%s: kubectl reads a file as one object or as YAML documents, and this one is an array: write its manifests as YAML documents separated by ---, or as the items of a List (kind: List)", memberOrigin(file, i).path)
+				continue
+			}
+		}
 		l.readMember(m, memberOrigin(file, i), namespace, in)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -264,7 +265,8 @@ func (l *loader) reportAll(docs []document, errs diag.List, emit func(origin, *d
 // classified are returned.
 func (l *loader) readFile(file string, want docKind) []document {
 	var docs []document
-	for i, m := range l.readMembers(file) {
+	members, _ := l.readMembers(file)
+	for i, m := range members {
 		for _, d := range l.classify(m, memberOrigin(file, i), want) {
 			if want != anyKind && d.kind != want {
 				l.report(d.at, diag.New(want.clause(), "", "this is a %s, where a %s is expected", d.kind, want))
@@ -278,34 +280,36 @@ func (l *loader) readFile(file string, want docKind) []document {
 
 // readMembers decodes file (JSON or YAML; one document, a JSON array, or a YAML stream)
 // into its members, reporting a file that cannot be read or decoded.
-func (l *loader) readMembers(file string) []any {
+func (l *loader) readMembers(file string) (members []any, array bool) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		l.errorf(file, "%v", unwrapPathError(err))
-		return nil
+		return nil, false
 	}
 	return l.decodeMembers(file, data)
 }
 
 // readStdin is readMembers for standard input, named "-".
-func (l *loader) readStdin() []any {
+func (l *loader) readStdin() (members []any, array bool) {
 	data, err := io.ReadAll(stdin)
 	if err != nil {
 		l.errorf("-", "%v", err)
-		return nil
+		return nil, false
 	}
 	return l.decodeMembers("-", data)
 }
 
 // decodeMembers decodes the members of data, read from file, reporting data that
-// cannot be decoded.
-func (l *loader) decodeMembers(file string, data []byte) []any {
+// cannot be decoded; array reports that data is one array of them (JSON, or a YAML
+// flow sequence), not a stream of documents.
+func (l *loader) decodeMembers(file string, data []byte) (members []any, array bool) {
 	members, err := engine.DecodeDocuments(data)
 	if err != nil {
 		l.errorf(file, "%v", err)
-		return nil
+		return nil, false
 	}
-	return members
+	trimmed := bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), " \t\r\n")
+	return members, bytes.HasPrefix(trimmed, []byte("["))
 }
 
 // memberOrigin locates member i of file.

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/oar-operator/oar-operator/internal/engine"
 )
 
 // The manifests of testdata/manifests name the Capability of capability.yaml.
@@ -188,6 +193,39 @@ func TestValidateNamespaceFlag(t *testing.T) {
 	stdout, stderr, code := oarctl(t, "validate", "--namespace", "team-a", manifestGateway, manifests+"namespaces.yaml")
 	if code != exitOK || stderr != "" || stdout != "ok: 2 manifests admitted (1 Capability, 1 RulePack)\n" {
 		t.Errorf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// TestValidateRefusesAnArrayOfManifests: kubectl reads a file as one object or as YAML
+// documents, and refuses a JSON array of manifests, so validate does, naming the way
+// kubectl reads them; an array of plain OAR documents stays one ([OAR-DOC-31]).
+func TestValidateRefusesAnArrayOfManifests(t *testing.T) {
+	data, err := os.ReadFile(manifestGateway)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capability, err := engine.DecodeDocuments(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	array, err := json.Marshal(capability)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "capabilities.json")
+	if err := os.WriteFile(file, array, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := oarctl(t, "validate", file)
+	if code != exitFail || !strings.Contains(stderr, file+": [0]: kubectl reads a file as one object or as YAML documents, and this one is an array") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	rules := filepath.Join(t.TempDir(), "rules.json")
+	if err := os.WriteFile(rules, []byte(`[{"oar":"1.0","id":"A","kind":"policy","anchor":"tool.pre_invoke","effect":"warn"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := oarctl(t, "validate", "--capability", "testdata/capability.yaml", rules); code != exitOK {
+		t.Errorf("an array of rules: exit %d, stderr:\n%s", code, stderr)
 	}
 }
 

@@ -161,16 +161,20 @@ func TestValidateStrictIsDocumented(t *testing.T) {
 // letters, gzip hardly compressing the first pack's.
 func bulkyPacks(t *testing.T) string {
 	t.Helper()
-	packs := []any{
+	var docs []string
+	for _, pack := range []any{
 		bulkyPack("big", 120, 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"),
 		bulkyPack("more", 180, 2, "acgt"),
+	} {
+		data, err := json.Marshal(pack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(data))
 	}
-	data, err := json.Marshal(packs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "bulky.json")
-	if err := os.WriteFile(file, data, 0o644); err != nil {
+	// JSON documents in a YAML stream, as kubectl reads several manifests of one file.
+	file := filepath.Join(t.TempDir(), "bulky.yaml")
+	if err := os.WriteFile(file, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return file

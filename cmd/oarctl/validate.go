@@ -95,7 +95,8 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	for _, p := range paths {
 		if p == "-" {
 			if seen.first(p) {
-				l.readSet(p, l.readStdin(), *namespace, &in)
+				members, array := l.readStdin()
+				l.readSet(p, members, array, *namespace, &in)
 			}
 			continue
 		}
@@ -106,7 +107,8 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		}
 		for _, f := range files {
 			if seen.first(f) {
-				l.readSet(f, l.readMembers(f), *namespace, &in)
+				members, array := l.readMembers(f)
+				l.readSet(f, members, array, *namespace, &in)
 			}
 		}
 	}
